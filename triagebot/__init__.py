@@ -1,0 +1,1 @@
+"""triagebot: triage Linux kernel performance-regression reports."""

@@ -1,0 +1,1 @@
+"""Verdict stage: statistics and the confirm / no-repro / inconclusive decision."""
