@@ -1,0 +1,27 @@
+"""Shared test helpers: the corpus location and the --update-golden flag."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+PROJECT = Path(__file__).resolve().parent.parent
+SHARED = PROJECT.parent / "shared"
+CORPUS = SHARED / "corpus" / "messages"
+FIXTURES = PROJECT / "fixtures"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true",
+                     help="rewrite golden .expected.json files from the parser's output")
+
+
+@pytest.fixture
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-golden"))
+
+
+def require_corpus() -> Path:
+    if not CORPUS.is_dir():
+        pytest.skip(f"the shared corpus is absent: {CORPUS} not found (tests read it from ../shared)")
+    return CORPUS

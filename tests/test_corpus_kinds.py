@@ -1,0 +1,47 @@
+"""Every corpus message parses and its kind matches INDEX.tsv's label."""
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from tests.conftest import CORPUS, require_corpus
+from triagebot.parse.report import parse_message
+from triagebot.records import Source, report_to_json, report_from_json
+
+INDEX_TO_KIND = {
+    "lkp-perf": "lkp-regression",
+    "lkp-improve": "lkp-improvement",
+    "lkp-func": "lkp-functional",
+    "human": "human-report",
+    "reply": "reply",
+    "syzbot": "syzbot",
+}
+
+
+def _index_rows() -> list[dict[str, str]]:
+    index = CORPUS.parent / "INDEX.tsv"
+    if not index.exists():
+        return []
+    with open(index, newline="") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t"))
+    # INDEX lists some files more than once (several messages archived under one name);
+    # the file on disk is one message, so one row per file is checked.
+    return list({row["file"]: row for row in rows}.values())
+
+
+@pytest.mark.parametrize("row", _index_rows(), ids=lambda row: row["file"])
+def test_corpus_message_kind(row: dict[str, str]) -> None:
+    require_corpus()
+    raw = (CORPUS / row["file"]).read_bytes()
+    report = parse_message(raw, Source("eml"))
+    expected = INDEX_TO_KIND.get(row["kind"])
+    if expected is not None:
+        assert report.kind == expected
+    # the JSON form round-trips exactly
+    assert report_from_json(report_to_json(report)) == report
+
+
+def test_index_is_present() -> None:
+    require_corpus()
+    assert len(_index_rows()) >= 90

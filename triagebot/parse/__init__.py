@@ -1,0 +1,1 @@
+"""Parse stage: pure functions from message bytes or text to Report records."""

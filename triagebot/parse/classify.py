@@ -1,0 +1,43 @@
+"""Parse stage: which kind of message this is, a small pure decision."""
+from __future__ import annotations
+
+import re
+
+_LKP_SENDER = re.compile(r"kernel test robot|lkp@intel\.com|oliver\.sang@intel\.com|"
+                         r"\blkp\b.*@intel\.com", re.IGNORECASE)
+_LKP_BODY = re.compile(r"kernel test robot noticed|FYI, we noticed|we noticed (?:a|the following)")
+_LKP_PERF = re.compile(r"noticed an? [-+]?\d+(?:\.\d+)?% (regression|improvement) of")
+_SYZBOT_SENDER = re.compile(r"syzbot", re.IGNORECASE)
+_SYZBOT_BODY = re.compile(r"syzbot (?:found|has found) the following")
+_REPLY_SUBJECT = re.compile(r"^\s*(?:re|aw|sv|antw)\s*(?:\[\d+\])?\s*:", re.IGNORECASE)
+_PATCH_SUBJECT = re.compile(r"^\s*\[[^\]]*\bPATCH\b", re.IGNORECASE)
+_REPORT_WORDS = re.compile(
+    r"\bregress(?:ion|ed|ions)?\b|\bperf(?:ormance)? (?:drop|degradation|loss|hit)\b|"
+    r"\bslow(?:er|down)\b|\bdrop in\b|\bbisected\b|\bfirst bad commit\b|\bBug \d+\]",
+    re.IGNORECASE,
+)
+
+
+def classify(subject: str, sender: str, own_text: str) -> str:
+    """One of the record kinds for a message, from its subject, sender and own text."""
+    head = own_text[:4000]
+    is_reply = bool(_REPLY_SUBJECT.match(subject))
+    # A reply is a reply even when it quotes a whole report: the report is its parent.
+    if is_reply:
+        return "reply"
+    if _SYZBOT_BODY.search(head) or (_SYZBOT_SENDER.search(sender) and subject.startswith("[syzbot]")):
+        return "syzbot"
+    if _LKP_BODY.search(head) and (_LKP_SENDER.search(sender) or "kernel test robot" in head):
+        perf = _LKP_PERF.search(" ".join(head.split()))
+        if perf:
+            # LKP states the sign with the word: "regression" or "improvement" decides.
+            return "lkp-regression" if perf.group(1) == "regression" else "lkp-improvement"
+        return "lkp-functional"
+    # A patch series is not a report unless its cover letter says it answers a regression.
+    if _PATCH_SUBJECT.match(subject) and not re.search(r"\bregression\b", subject, re.IGNORECASE):
+        return "other"
+    if _REPORT_WORDS.search(subject) or (
+        _REPORT_WORDS.search(head[:1500]) and re.search(r"\b(?:fio|sysbench|fs_mark|bisect)", head)
+    ):
+        return "human-report"
+    return "other"

@@ -1,0 +1,100 @@
+"""Parse stage: commit references in prose, trailers and bisect output, with their roles."""
+from __future__ import annotations
+
+import re
+
+from triagebot.records import Commit
+
+_URL = re.compile(r"\b(?:https?|git)://\S+")
+_URL_COMMIT = re.compile(r"(?:[?&;]id=|/commit/|/commits?/)([0-9a-f]{12,40})\b")
+# <sha> ("subject") or commit <sha> ("subject") or <sha> ('subject')
+_SHA_WITH_SUBJECT = re.compile(r"(?<![\w./=@+-])([0-9a-f]{7,40})\s*\((?:\"|“)(.+?)(?:\"|”)\)")
+_COMMIT_WORD = re.compile(r"\bcommit:?\s+([0-9a-f]{7,40})\b(?![\w.-])", re.IGNORECASE)
+_BARE_SHA = re.compile(r"(?<![\w./=@+:-])([0-9a-f]{12,40})(?![\w.@/-])")
+_FIXES = re.compile(r"^\s*Fixes:\s*([0-9a-f]{7,40})\b(?:\s*\((?:\"|“)(.+?)(?:\"|”)\))?", re.MULTILINE)
+_FIRST_BAD = re.compile(r"\b([0-9a-f]{12,40}) is the first bad commit")
+_BISECT_FIRST_BAD = re.compile(r"first bad commit:?\s*\[?([0-9a-f]{7,40})\]?\s*(.*)$",
+                               re.IGNORECASE | re.MULTILINE)
+_REGZBOT_INTRODUCED = re.compile(r"^#regzbot\s+introduced:?\s*([0-9a-f]{7,40})", re.MULTILINE)
+_REVERT = re.compile(r"\brevert(?:ing|ed)?\b", re.IGNORECASE)
+_CULPRIT_CONTEXT = re.compile(
+    r"introduc|bisect|first bad|caused by|culprit|regress(?:ed|ion) (?:by|from|due to)"
+    r"|the one that|points? to|blame|root cause",
+    re.IGNORECASE,
+)
+# Lines whose hex is not commits: diffs, register dumps, stack traces, addresses.
+_NOISE_LINE = re.compile(
+    r"^(?:index [0-9a-f]+\.\.|From [0-9a-f]{40} |[+-]{3} |@@ |\s*(?:RIP|RSP|RAX|RBX|RCX|RDX|RSI|RDI|"
+    r"RBP|R\d+|FS|CS|CR\d|DR\d|Code):|.*\+0x[0-9a-f]+/0x[0-9a-f]+)"
+)
+_HAS_DIGIT_AND_LETTER = re.compile(r"(?=.*[0-9])(?=.*[a-f])")
+
+
+def _sentence_around(text: str, start: int, end: int) -> str:
+    left = max(text.rfind(". ", 0, start), text.rfind(".\n", 0, start), text.rfind("\n\n", 0, start))
+    right_candidates = [i for i in (text.find(". ", end), text.find(".\n", end), text.find("\n\n", end))
+                        if i != -1]
+    right = min(right_candidates) if right_candidates else len(text)
+    return text[left + 1:right]
+
+
+def _plausible(sha: str) -> bool:
+    # A run of hex digits only (a date, a count) or letters only (a word) is not a commit.
+    return bool(_HAS_DIGIT_AND_LETTER.match(sha))
+
+
+def find_commits(text: str, *, subject: str = "") -> list[Commit]:
+    """Commits referenced in a human-written text, with roles (culprit / fix / mentioned)."""
+    found: dict[str, Commit] = {}
+    order: list[str] = []
+
+    def add(sha: str, subject_text: str | None, role: str) -> None:
+        sha = sha.lower()
+        if not _plausible(sha):
+            return
+        for known in order:
+            if known.startswith(sha) or sha.startswith(known):
+                existing = found[known]
+                # a Fixes: trailer names a fix target; prose near it must not turn it into a culprit
+                if existing.role == "fix":
+                    better_role = "fix"
+                else:
+                    better_role = role if _ROLE_RANK[role] > _ROLE_RANK[existing.role] else existing.role
+                longer = sha if len(sha) > len(known) else known
+                merged = Commit(longer, existing.subject or subject_text, better_role)
+                del found[known]
+                order[order.index(known)] = longer
+                found[longer] = merged
+                return
+        found[sha] = Commit(sha, subject_text, role)
+        order.append(sha)
+
+    clean_lines = [line for line in text.split("\n") if not _NOISE_LINE.match(line)]
+    clean = "\n".join(clean_lines)
+    for match in _URL_COMMIT.finditer(clean):
+        add(match.group(1), None, "mentioned")
+    no_urls = _URL.sub(" ", clean)
+    for match in _FIXES.finditer(no_urls):
+        add(match.group(1), match.group(2), "fix")
+    for match in _REGZBOT_INTRODUCED.finditer(no_urls):
+        add(match.group(1), None, "culprit")
+    for match in _FIRST_BAD.finditer(no_urls):
+        add(match.group(1), None, "culprit")
+    for match in _BISECT_FIRST_BAD.finditer(no_urls):
+        add(match.group(1), match.group(2).strip() or None, "culprit")
+    subject_culprit = re.search(r"\b([0-9a-f]{8,40})\b", subject or "")
+    if subject_culprit and re.search(r"regression|bisected|introduced", subject, re.IGNORECASE):
+        add(subject_culprit.group(1), None, "culprit")
+    for pattern in (_SHA_WITH_SUBJECT, _COMMIT_WORD, _BARE_SHA):
+        for match in pattern.finditer(no_urls):
+            sha = match.group(1)
+            subject_text = match.group(2) if pattern is _SHA_WITH_SUBJECT else None
+            sentence = _sentence_around(no_urls, match.start(), match.end())
+            culprit = bool(_CULPRIT_CONTEXT.search(sentence)) and not _REVERT.search(
+                sentence[: max(0, match.start() - (no_urls.find(sentence) if sentence else 0))]
+            )
+            add(sha, subject_text, "culprit" if culprit else "mentioned")
+    return [found[sha] for sha in order]
+
+
+_ROLE_RANK = {"mentioned": 0, "base": 1, "fix": 2, "culprit": 3}

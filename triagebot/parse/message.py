@@ -1,0 +1,216 @@
+"""Parse stage: MIME decoding of one RFC 822 message into headers, body text and attachments.
+
+Pure: bytes in, a frozen DecodedMessage out. Charsets are tried as declared, then UTF-8,
+then Windows-1252, and every fallback is recorded as a defect rather than raised.
+"""
+from __future__ import annotations
+
+import email.errors
+import email.header
+import email.message
+import email.parser
+import email.policy
+import email.utils
+import re
+from dataclasses import dataclass
+
+# compat32 parsing is several times cheaper than policy.default and we decode parts ourselves.
+_PARSER = email.parser.BytesParser(policy=email.policy.compat32)
+_HEADERS_PARSER = email.parser.BytesHeaderParser(policy=email.policy.compat32)
+
+MAX_ATTACHMENT_TEXT = 2_000_000  # characters kept of one attachment's text
+_ANGLE_ID = re.compile(r"<([^<>\s]+)>")
+
+
+@dataclass(frozen=True)
+class DecodedAttachment:
+    name: str | None
+    content_type: str
+    size: int
+    text: str | None  # decoded text for text/* parts, None for binary parts
+
+
+@dataclass(frozen=True)
+class DecodedMessage:
+    message_id: str | None
+    in_reply_to: str | None
+    references: tuple[str, ...]
+    subject: str
+    from_: str
+    date: str | None
+    list_id: str | None
+    body: str
+    attachments: tuple[DecodedAttachment, ...]
+    defects: tuple[str, ...]
+    header_count: int
+
+
+def decode_header_value(raw: str | None) -> str:
+    """Decode RFC 2047 encoded words and unfold; never raises."""
+    if raw is None:
+        return ""
+    text = str(raw)
+    if "=?" in text:
+        try:
+            text = str(email.header.make_header(email.header.decode_header(text)))
+        except (email.errors.HeaderParseError, LookupError, UnicodeError, ValueError):
+            pass
+    return " ".join(text.split())
+
+
+def strip_message_id(raw: str | None) -> str | None:
+    """Message-ID without angle brackets; None when absent or empty."""
+    if not raw:
+        return None
+    text = str(raw).strip()
+    match = _ANGLE_ID.search(text)
+    if match:
+        return match.group(1)
+    text = text.strip("<> \t")
+    return text or None
+
+
+def all_message_ids(raw: str | None) -> tuple[str, ...]:
+    if not raw:
+        return ()
+    return tuple(_ANGLE_ID.findall(str(raw)))
+
+
+def iso_date(raw: str | None) -> str | None:
+    """RFC 2822 date as ISO 8601 with offset; None if it cannot be read."""
+    if not raw:
+        return None
+    try:
+        parsed = email.utils.parsedate_to_datetime(str(raw))
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if parsed is None:
+        return None
+    return parsed.isoformat()
+
+
+def decode_text(payload: bytes, declared: str | None) -> tuple[str, str | None]:
+    """Bytes to text using the declared charset; returns (text, defect or None)."""
+    candidates: list[str] = []
+    if declared:
+        candidates.append(declared.strip().strip('"').lower())
+    if "utf-8" not in candidates:
+        candidates.append("utf-8")
+    for charset in candidates:
+        try:
+            text = payload.decode(charset)
+        except LookupError:
+            continue
+        except UnicodeDecodeError:
+            continue
+        if charset == candidates[0] or declared is None:
+            return text, None
+        return text, f"charset {declared!r} did not decode the body; read as {charset}"
+    # cp1252 maps nearly every byte; latin-1 maps all of them, so this always returns.
+    for charset in ("cp1252", "latin-1"):
+        try:
+            text = payload.decode(charset)
+        except UnicodeDecodeError:
+            continue
+        what = f"declared {declared!r}" if declared else "no charset declared"
+        return text, f"{what} and not UTF-8; read as {charset}"
+    return payload.decode("latin-1"), "undecodable body"  # pragma: no cover - latin-1 never fails
+
+
+def _part_payload(part: email.message.Message, defects: list[str]) -> bytes:
+    try:
+        payload = part.get_payload(decode=True)
+    except (ValueError, TypeError, AssertionError) as error:
+        defects.append(f"payload could not be decoded: {error}")
+        return b""
+    if payload is None:
+        return b""
+    if isinstance(payload, str):  # pragma: no cover - compat32 returns bytes with decode=True
+        return payload.encode("utf-8", "surrogateescape")
+    return payload
+
+
+def _is_attachment(part: email.message.Message) -> bool:
+    disposition = (part.get("Content-Disposition") or "").lower()
+    return disposition.startswith("attachment") or part.get_filename() is not None
+
+
+def _defect_names(message: email.message.Message) -> list[str]:
+    names = []
+    for part in message.walk():
+        for defect in getattr(part, "defects", []):
+            names.append(type(defect).__name__)
+    return names
+
+
+def decode_message(raw: bytes) -> DecodedMessage:
+    """Decode one RFC 822 message (CRLF or LF) into headers, main text and attachments."""
+    message = _PARSER.parsebytes(raw)
+    defects: list[str] = []
+    for name in _defect_names(message):
+        if name in ("StartBoundaryNotFoundDefect", "CloseBoundaryNotFoundDefect"):
+            defects.append(f"truncated multipart ({name})")
+        elif name == "MissingHeaderBodySeparatorDefect":
+            defects.append("no blank line between headers and body")
+        elif name in ("InvalidBase64PaddingDefect", "InvalidBase64CharactersDefect",
+                      "InvalidBase64LengthDefect"):
+            defects.append(f"damaged base64 ({name})")
+    body_parts: list[str] = []
+    html_parts: list[str] = []
+    attachments: list[DecodedAttachment] = []
+    for part in message.walk():
+        if part.is_multipart():
+            continue
+        content_type = part.get_content_type()
+        payload = _part_payload(part, defects)
+        charset = part.get_content_charset()
+        if _is_attachment(part) or (body_parts and content_type == "text/plain"
+                                    and part.get_filename()):
+            text = None
+            if part.get_content_maintype() == "text":
+                text, defect = decode_text(payload, charset)
+                text = text[:MAX_ATTACHMENT_TEXT]
+                if defect:
+                    defects.append(f"attachment {part.get_filename()!r}: {defect}")
+            attachments.append(
+                DecodedAttachment(part.get_filename(), content_type, len(payload), text)
+            )
+            continue
+        if content_type == "text/plain":
+            text, defect = decode_text(payload, charset)
+            if defect:
+                defects.append(defect)
+            body_parts.append(text)
+        elif content_type == "text/html":
+            text, defect = decode_text(payload, charset)
+            html_parts.append(text)
+        else:
+            attachments.append(DecodedAttachment(None, content_type, len(payload), None))
+    if body_parts:
+        body = "\n".join(body_parts)
+    elif html_parts:
+        from triagebot.parse.html import html_to_text
+
+        body = html_to_text(html_parts[0])
+        defects.append("no text/plain part; text taken from HTML")
+    else:
+        body = ""
+    body = body.replace("\r\n", "\n").replace("\r", "\n")
+    return DecodedMessage(
+        message_id=strip_message_id(message.get("Message-ID")),
+        in_reply_to=strip_message_id(message.get("In-Reply-To")),
+        references=all_message_ids(message.get("References")),
+        subject=decode_header_value(message.get("Subject")),
+        from_=decode_header_value(message.get("From")),
+        date=iso_date(message.get("Date")),
+        list_id=strip_message_id(message.get("List-Id")),
+        body=body,
+        attachments=tuple(attachments),
+        defects=tuple(dict.fromkeys(defects)),
+        header_count=len(message.keys()),
+    )
+
+
+def peek_headers(raw: bytes) -> email.message.Message:
+    """Headers only, for the cheap first look at a message."""
+    return _HEADERS_PARSER.parsebytes(raw)

@@ -1,0 +1,125 @@
+"""Parse stage: facts stated in prose: stance, kernel config options, hardware, numbers.
+
+Stance here is rule-based on the writer's own text; sentences are matched with negation
+checked first, so "I could not reproduce" never counts as "reproduced".
+"""
+from __future__ import annotations
+
+import re
+
+from triagebot.records import ProseNumber, TestMachine
+
+_NOT_REPRODUCED = re.compile(
+    r"\b(?:(?:can ?not|can't|cannot|couldn't|could not|unable to|wasn't able to|weren't able to|"
+    r"was not able to|were not able to|failed to|fail to|didn't|did not|don't|do not|haven't been able to|"
+    r"have not been able to)\s+(?:\w+\s+){0,2}?(?:reproduce|reproducing|repro|trigger|confirm|"
+    r"see|observe|hit)\b"
+    r"|\b(?:not|n't)\s+(?:able\s+to\s+)?(?:seeing|see|reproduc\w*|observ\w*)\s+(?:this|it|that|the|any)\b"
+    r"|\bno (?:such )?(?:regression|difference|slowdown|drop)s? (?:here|on my|on our|for me|at all|that I can see)"
+    r"|\b(?:does|did|do)(?:n't| not) (?:seem to )?reproduce\b"
+    r"|\bnot reproducible\b|\bno repro\b)",
+    re.IGNORECASE,
+)
+_REPRODUCED = re.compile(
+    r"\b(?:(?:i|we)\s+(?:can|could|was able to|were able to|managed to|have|also|did|do)\s+"
+    r"(?:\w+\s+){0,2}?(?:reproduce|reproduced|confirm|confirmed|see|observe|trigger|hit)\b"
+    r"|\b(?:can|could) (?:also |now )?confirm\b"
+    r"|\bdouble[- ]confirmed\b|\breproduced (?:it|this|the|here|on|with|locally)\b"
+    r"|\breproduces (?:here|for me|on my|reliably|at will|every time)\b"
+    r"|\b(?:i|we)(?:'m| am|'re| are) (?:also )?(?:seeing|able to reproduce)\b"
+    r"|\bconfirm(?:ed)? the (?:regression|issue|problem|report)\b)",
+    re.IGNORECASE,
+)
+_QUESTION_OR_REQUEST = re.compile(r"\?\s*$|\b(?:can|could) you\b|\bplease\b|\bif you\b|\bif (?:i|we)\b",
+                                  re.IGNORECASE)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
+
+_CONFIG = re.compile(r"^[ \t+]*(CONFIG_[A-Z0-9_]+)=(\"[^\"\n]*\"|\S+)", re.MULTILINE)
+_CONFIG_UNSET = re.compile(r"^[ \t+]*# (CONFIG_[A-Z0-9_]+) is not set", re.MULTILINE)
+
+_HARDWARE = re.compile(
+    r"(?:Intel\(R\)|Intel|AMD|Xeon|EPYC|Ryzen|Core\(TM\)|\bi[3579]-\d{4,5}\w*|Graviton\d?|Ampere|"
+    r"ThunderX\d?|Kunpeng|POWER\d+|NVMe|SSD|HDD)",
+)
+_THREADS = re.compile(r"\b(\d+)\s*(?:virtual\s+)?(?:CPUs|cpus|vCPUs|threads|cores|hardware threads)\b")
+_MEMORY = re.compile(r"\b(\d+)\s*(?:GiB|GB|G)\b(?:\s+(?:of\s+)?(?:RAM|memory|DRAM|ram))?", re.IGNORECASE)
+_MEMORY_WORD = re.compile(r"\b(\d+)\s*(?:GiB|GB|G)\s+(?:of\s+)?(?:RAM|memory|DRAM|ram)\b", re.IGNORECASE)
+_CPU_MODEL = re.compile(
+    r"((?:Intel(?:\(R\))?\s+)?(?:Xeon(?:\(R\))?|Core(?:\(TM\))?)\s*[\w()@.\s-]{0,40}?\d{3,5}\w*"
+    r"|AMD\s+(?:EPYC|Ryzen)\s+[\w\s-]{0,30}?\d{3,5}\w*|\bi[3579]-\d{4,5}\w*|Graviton\d?|Ampere\s+\w+)"
+)
+
+_NUMBER_UNIT = re.compile(
+    r"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*"
+    r"(MB/s|MiB/s|GB/s|GiB/s|KB/s|KiB/s|kB/s|IOPS|iops|kIOPS|ops/s(?:ec)?|files/sec|"
+    r"msec|ms|usec|us|µs|seconds|secs|s\b|%)"
+)
+
+
+def sentences(text: str) -> list[str]:
+    """Rough sentence split of prose, wrapped lines joined."""
+    return [" ".join(part.split()) for part in _SENTENCE_END.split(text) if part.strip()]
+
+
+def read_stance(own_text: str) -> tuple[str, str | None]:
+    """(`reproduced` / `not-reproduced` / `none`, the sentence that decided it)."""
+    decided: tuple[str, str | None] = ("none", None)
+    for sentence in sentences(own_text):
+        if len(sentence) > 600:
+            continue  # a table or log line, not a statement
+        if _NOT_REPRODUCED.search(sentence):
+            if _QUESTION_OR_REQUEST.search(sentence) and not re.match(r"^(?:i|we)\b", sentence, re.I):
+                continue  # "can you check whether you can't reproduce…" asks, it doesn't state
+            return "not-reproduced", sentence
+        if decided[0] == "none" and _REPRODUCED.search(sentence):
+            if _QUESTION_OR_REQUEST.search(sentence):
+                continue
+            decided = ("reproduced", sentence)
+    return decided
+
+
+def kernel_config(text: str) -> dict[str, str]:
+    """`CONFIG_*` options stated in the text; `# CONFIG_X is not set` is `n`."""
+    options: dict[str, str] = {}
+    for line_match in _CONFIG_UNSET.finditer(text):
+        options[line_match.group(1)] = "n"
+    for match in _CONFIG.finditer(text):
+        options[match.group(1)] = match.group(2).rstrip(".,;")
+    return options
+
+
+def hardware(text: str) -> TestMachine | None:
+    """A test machine described in prose ("64 virtual CPUs and 256 GiB of RAM")."""
+    best: str | None = None
+    for sentence in sentences(text)[:200]:
+        if len(sentence) > 400:
+            continue
+        has_cpu = _CPU_MODEL.search(sentence)
+        if has_cpu or (_THREADS.search(sentence) and _MEMORY_WORD.search(sentence)):
+            best = sentence
+            break
+    if best is None:
+        return None
+    threads = _THREADS.search(best)
+    memory = _MEMORY_WORD.search(best)
+    cpu = _CPU_MODEL.search(best)
+    return TestMachine(
+        description=best,
+        threads=int(threads.group(1)) if threads else None,
+        cpu_model=" ".join(cpu.group(1).split()) if cpu else None,
+        memory_gb=int(memory.group(1)) if memory else None,
+    )
+
+
+def numbers(text: str, *, quoted: bool = False, limit: int = 50) -> list[ProseNumber]:
+    """Values with units stated in prose: "510 MB/s", "5-10% increase"."""
+    found: list[ProseNumber] = []
+    for match in _NUMBER_UNIT.finditer(text):
+        unit = match.group(3)
+        if unit == "s" and not match.group(0).rstrip().endswith("s"):
+            continue
+        found.append(ProseNumber(text=match.group(0).strip(), value=float(match.group(1)),
+                                 unit=unit, quoted=quoted))
+        if len(found) >= limit:
+            break
+    return found

@@ -1,0 +1,302 @@
+"""Parse stage: assemble one Report from one message's bytes (mail, archive page or paste)."""
+from __future__ import annotations
+
+import re
+
+from triagebot.errors import MessageError
+from triagebot.parse import lkp as lkp_parser
+from triagebot.parse import prose
+from triagebot.parse.classify import classify
+from triagebot.parse.commits import find_commits
+from triagebot.parse.message import DecodedAttachment, decode_message
+from triagebot.parse.metrics import parse_tables
+from triagebot.parse.quoting import split_quotes
+from triagebot.parse.reproducers import find_commands
+from triagebot.parse.webpage import PageMessage, looks_like_html, parse_page, parse_paste
+from triagebot.records import (
+    Attachment,
+    Commit,
+    Links,
+    Report,
+    Reproducer,
+    Source,
+    Syzbot,
+)
+
+_HEADER_FIELD = re.compile(r"^[!-9;-~]+:")
+_KNOWN_HEADERS = ("from", "date", "subject", "message-id", "received", "return-path", "to")
+_URL = re.compile(r"https?://[^\s<>\"'()\[\]]+")
+_TRAILER = re.compile(r"^[|> \t]*(Reported-by|Closes|Link|Tested-by|Reviewed-by):\s*(.+?)\s*$",
+                      re.MULTILINE | re.IGNORECASE)
+_BENCHMARKS = re.compile(r"\b(fio|sysbench|fs_mark|fsmark|stress-ng|hackbench|dbench|filebench|"
+                         r"fxmark|aim7|xfstests|fsperf|perf bench|iozone|pgbench|unixbench)\b")
+_DEBUG_OPTION = re.compile(r"CONFIG_\w*(?:DEBUG|KASAN|KCSAN|LOCKDEP|PROVE_LOCKING|UBSAN|KMEMLEAK|"
+                           r"PREEMPT|_WARN)\w*")
+_SYZBOT_FIELDS = {
+    "HEAD commit": "head",
+    "git tree": "tree",
+    "console output": "console",
+    "kernel config": "config",
+    "dashboard link": "dashboard",
+    "syz repro": "repro_syz",
+    "C reproducer": "repro_c",
+}
+MAX_OTHER_LINKS = 100
+
+
+def _is_binary(raw: bytes) -> bool:
+    sample = raw[:8192]
+    if b"\x00" in sample:
+        return True
+    control = sum(1 for byte in sample if byte < 9 or 13 < byte < 32)
+    return control > len(sample) * 0.05
+
+
+def _has_header_block(text: str) -> bool:
+    """True when the text opens with an RFC 822 header block ended by a blank line."""
+    lines = text.lstrip("\r\n").replace("\r\n", "\n").split("\n")
+    if lines and lines[0].startswith("From "):
+        lines = lines[1:]  # an mbox separator line
+    names = set()
+    for line in lines[:400]:
+        if not line.strip():
+            return bool(names & set(_KNOWN_HEADERS))
+        if line[:1] in (" ", "\t"):
+            continue
+        if not _HEADER_FIELD.match(line):
+            return False
+        names.add(line.split(":", 1)[0].lower())
+    return bool(names & set(_KNOWN_HEADERS)) and len(lines) <= 400
+
+
+def parse_message(raw: bytes, source: Source) -> Report:
+    """The Report for one message. Raises MessageError only for bytes that are no message."""
+    if not raw.strip():
+        raise MessageError("empty input")
+    if _is_binary(raw):
+        raise MessageError("binary data, not a mail message, archive page or text")
+    head_text = raw[:4096].decode("utf-8", "replace")
+    if looks_like_html(head_text):
+        page = parse_page(raw.decode("utf-8", "replace"))
+        return _from_page(page, Source("openwall", source.url) if source.kind == "text" else source)
+    if _has_header_block(head_text if len(raw) <= 4096 else raw[:65536].decode("utf-8", "replace")):
+        return _from_mail(raw, source)
+    page = parse_paste(raw.decode("utf-8", "replace"))
+    return _from_page(page, source)
+
+
+def _from_page(page: PageMessage, source: Source) -> Report:
+    attachments = tuple(Attachment(name, kind, size) for name, kind, size in page.attachments)
+    return _assemble(
+        message_id=page.message_id,
+        in_reply_to=page.in_reply_to,
+        references=(),
+        subject=page.subject,
+        sender=page.from_,
+        date=page.date,
+        source=source,
+        body=page.body,
+        attachments=(),
+        listed_attachments=attachments,
+        defects=page.defects,
+        thread_links=page.nav,
+    )
+
+
+def _from_mail(raw: bytes, source: Source) -> Report:
+    decoded = decode_message(raw)
+    defects = list(decoded.defects)
+    if decoded.message_id is None:
+        defects.append("no Message-ID header")
+    if decoded.header_count == 0:
+        defects.append("no mail headers")
+    return _assemble(
+        message_id=decoded.message_id,
+        in_reply_to=decoded.in_reply_to,
+        references=decoded.references,
+        subject=decoded.subject,
+        sender=decoded.from_,
+        date=decoded.date,
+        source=source,
+        body=decoded.body,
+        attachments=decoded.attachments,
+        listed_attachments=tuple(
+            Attachment(item.name, item.content_type, item.size) for item in decoded.attachments
+        ),
+        defects=tuple(defects),
+        thread_links=(),
+    )
+
+
+def _links(own: str, materials: str | None) -> Links:
+    closes = reported_by = None
+    other: list[str] = []
+    for match in _TRAILER.finditer(own):
+        name, value = match.group(1).lower(), match.group(2)
+        if name == "reported-by" and reported_by is None:
+            reported_by = value
+        elif name == "closes" and closes is None:
+            closes = value
+    for url in _URL.findall(own):
+        url = url.rstrip(".,;:")
+        if url not in (closes, materials) and url not in other:
+            other.append(url)
+        if len(other) >= MAX_OTHER_LINKS:
+            break
+    return Links(closes=closes, reported_by=reported_by, materials=materials, other=tuple(other))
+
+
+def _attachment_named(attachments: tuple[DecodedAttachment, ...], *names: str) -> DecodedAttachment | None:
+    for item in attachments:
+        if item.name and item.text is not None and item.name.lower() in names:
+            return item
+    return None
+
+
+def _config_attachment(attachments: tuple[DecodedAttachment, ...]) -> dict[str, str]:
+    """Debug-relevant options of an attached kernel config (the full file stays attached)."""
+    for item in attachments:
+        if item.name and item.name.startswith("config-") and item.text:
+            options = prose.kernel_config(item.text)
+            # enabled debug/sanitizer options only: these are what changes a benchmark's behaviour
+            return {name: value for name, value in options.items()
+                    if value in ("y", "m") and _DEBUG_OPTION.fullmatch(name)
+                    and not name.startswith(("CONFIG_HAVE_", "CONFIG_ARCH_", "CONFIG_CC_"))
+                    and "SUPPORT" not in name and "DEBUG_INFO" not in name}
+    return {}
+
+
+def _syzbot(subject: str, own: str) -> tuple[Syzbot, list[Commit]]:
+    values: dict[str, str] = {}
+    for line in own.split("\n")[:40]:
+        name, _, value = line.partition(":")
+        key = _SYZBOT_FIELDS.get(name.strip())
+        if key and value.strip() and key not in values:
+            values[key] = value.strip()
+    title = re.sub(r"^(?:\[[^\]]*\]\s*)+", "", subject).strip()
+    commits: list[Commit] = []
+    head = values.get("head", "")
+    head_match = re.match(r"([0-9a-f]{7,40})\s*(.*)", head)
+    if head_match:
+        # the kernel syzbot tested, not a culprit: syzbot does not bisect in its first report
+        commits.append(Commit(head_match.group(1), head_match.group(2) or None, "mentioned",
+                              tree=values.get("tree")))
+    report = Syzbot(
+        title=title,
+        kernel_commit=head_match.group(1) if head_match else None,
+        dashboard=values.get("dashboard"),
+        repro_c=values.get("repro_c"),
+        repro_syz=values.get("repro_syz"),
+        console=values.get("console"),
+        config=values.get("config"),
+    )
+    return report, commits
+
+
+def _assemble(*, message_id, in_reply_to, references, subject, sender, date, source, body,
+              attachments, listed_attachments, defects, thread_links) -> Report:
+    split = split_quotes(body)
+    own = split.own
+    kind = classify(subject, sender, own)
+    fields: dict = {}
+    quoted = False
+    if kind.startswith("lkp-"):
+        fields = _lkp_fields(own, attachments)
+    elif kind == "syzbot":
+        syzbot, commits = _syzbot(subject, own)
+        fields = {"syzbot": syzbot, "commits": tuple(commits),
+                  "links": _links(own, None)}
+    elif kind == "other":
+        # Patches and discussion: trailers and commit references only; no benchmark reading.
+        fields = {"commits": tuple(find_commits(_trailer_text(own))), "links": _links(own, None)}
+    else:
+        fields = _prose_fields(own, subject, kind)
+        if kind == "reply" and not fields["commits"] and split.quoted:
+            quoted_fields = _quoted_context(split.quoted)
+            if quoted_fields:
+                quoted = True
+                fields.update(quoted_fields)
+    return Report(
+        message_id=message_id,
+        in_reply_to=in_reply_to,
+        subject=subject,
+        from_=sender,
+        date=date,
+        source=source,
+        kind=kind,
+        quoted=quoted,
+        references=tuple(references),
+        attachments=listed_attachments,
+        thread_links=tuple(thread_links),
+        defects=tuple(defects),
+        **fields,
+    )
+
+
+def _trailer_text(own: str) -> str:
+    return "\n".join(line for line in own.split("\n") if line.lstrip().startswith("Fixes:"))
+
+
+def _lkp_fields(own: str, attachments: tuple[DecodedAttachment, ...]) -> dict:
+    facts = lkp_parser.parse_lkp(own)
+    metrics, failures = parse_tables(own.split("\n"))
+    reproducers: list[Reproducer] = []
+    if facts.materials:
+        reproducers.append(Reproducer(kind="lkp-materials", url=facts.materials))
+    job = _attachment_named(attachments, "job.yaml")
+    run_line = next((line for line in facts.recipe if " run " in f" {line} "), None)
+    if job is not None or run_line:
+        reproducers.append(Reproducer(kind="lkp-job", command=run_line,
+                                      content=job.text if job else None))
+    kernel_config = prose.kernel_config(own)
+    kernel_config.update({k: v for k, v in _config_attachment(attachments).items()
+                          if k not in kernel_config})
+    return {
+        "commits": tuple(facts.commits),
+        "testcase": facts.testcase,
+        "parameters": tuple(facts.parameters.items()),
+        "test_machine": facts.test_machine,
+        "headline": facts.headline,
+        "metrics": tuple(metrics),
+        "failures": tuple(failures),
+        "reproducers": tuple(reproducers),
+        "kernel_config": tuple(kernel_config.items()),
+        "links": _links(own, facts.materials),
+        "compiler": facts.compiler,
+        "lkp_config": facts.lkp_config,
+        "also_impacted": tuple(facts.also_impacted),
+    }
+
+
+def _prose_fields(own: str, subject: str, kind: str) -> dict:
+    commands = find_commands(own)
+    testcase = None
+    if commands and commands[0].kind not in ("command",):
+        testcase = commands[0].command.split()[0].rsplit("/", 1)[-1] if commands[0].command else None
+    if testcase is None:
+        named = _BENCHMARKS.search(own[:20000]) or _BENCHMARKS.search(subject)
+        testcase = named.group(1) if named else None
+    stance, _evidence = prose.read_stance(own) if kind in ("reply", "human-report") else ("none", None)
+    commits = find_commits(own, subject=subject if kind == "human-report" else "")
+    return {
+        "commits": tuple(commits),
+        "testcase": testcase,
+        "test_machine": prose.hardware(own),
+        "reproducers": tuple(commands),
+        "kernel_config": tuple(prose.kernel_config(own).items()),
+        "links": _links(own, None),
+        "stance": stance,
+        "prose_numbers": tuple(prose.numbers(own)),
+    }
+
+
+def _quoted_context(quoted: str) -> dict:
+    """What a reply is about, from the report it quotes (marked quoted: true)."""
+    facts = lkp_parser.parse_lkp(quoted)
+    if facts.commits:
+        return {"commits": tuple(facts.commits), "testcase": facts.testcase,
+                "headline": facts.headline}
+    commits = find_commits(quoted)
+    if commits:
+        return {"commits": tuple(commits)}
+    return {}

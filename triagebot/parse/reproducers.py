@@ -1,0 +1,88 @@
+"""Parse stage: benchmark command lines and LKP reproduction materials found in a message."""
+from __future__ import annotations
+
+import re
+
+from triagebot.records import Reproducer
+
+# The program that starts a command line, after an optional prompt or sudo.
+_PROGRAMS = {
+    "fio": "fio",
+    "sysbench": "sysbench",
+    "fs_mark": "fs_mark",
+    "stress-ng": "stress-ng",
+    "hackbench": "hackbench",
+    "perf": "perf-bench",  # only `perf bench …`
+    "fsperf": "fsperf",
+    "tar": "command",
+    "dd": "command",
+    "dbench": "command",
+    "filebench": "command",
+    "xfs_io": "command",
+    "mkfs.ext4": "command",
+    "mkfs.xfs": "command",
+    "mount": "command",
+    "qemu-system-x86_64": "command",
+    "qemu-system-aarch64": "command",
+}
+_PROMPT = re.compile(r"^\s*(?:[$#%]\s+|\w+@[\w.-]+[:~\w/]*[$#]\s*|>\s+)?(?:sudo\s+|time\s+)*")
+_PROGRAM = re.compile(r"^(?:\./|/usr/(?:local/)?bin/|/usr/sbin/|\S*/)?([\w.-]+)(?=\s|$)")
+_MAX_COMMAND = 20_000
+
+
+def _join_continuations(lines: list[str], start: int) -> tuple[str, int]:
+    """One logical line from a `\\`-continued command; returns it and the next index."""
+    parts = []
+    index = start
+    while index < len(lines):
+        line = lines[index].rstrip()
+        if line.endswith("\\"):
+            parts.append(line[:-1].strip())
+            index += 1
+            continue
+        parts.append(line.strip())
+        index += 1
+        break
+    return " ".join(part for part in parts if part), index
+
+
+def _program_kind(command: str) -> str | None:
+    match = _PROGRAM.match(command)
+    if not match:
+        return None
+    program = match.group(1)
+    kind = _PROGRAMS.get(program)
+    if kind is None:
+        return None
+    if program == "perf" and not re.match(r"^\S*perf\s+bench\b", command):
+        return None
+    arguments = command[match.end():].strip()
+    # "fio is slower" in prose is not a command: a command carries options or a job file.
+    if not arguments or not re.match(r"^(?:-|[\w./]+\.(?:fio|job|ini|f)\b|\w+=|[\w./-]+\s+-|"
+                                     r"bench\b|run\b|prepare\b|cleanup\b|[cx][a-z]*f\b|if=|of=)",
+                                     arguments):
+        return None
+    return kind
+
+
+def find_commands(text: str, *, quoted: bool = False) -> list[Reproducer]:
+    """Benchmark command lines, continuations joined, in order of appearance."""
+    lines = text.split("\n")
+    commands: list[Reproducer] = []
+    seen: set[str] = set()
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        prompt = _PROMPT.match(line)
+        rest = line[prompt.end():] if prompt else line
+        kind = _program_kind(rest.strip()) if rest.strip() else None
+        if kind is None:
+            index += 1
+            continue
+        command, consumed = _join_continuations([rest] + lines[index + 1:], 0)
+        index += consumed
+        command = command[:_MAX_COMMAND]
+        if command not in seen:
+            seen.add(command)
+            commands.append(Reproducer(kind=kind, command=command, quoted=quoted))
+    return commands

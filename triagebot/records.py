@@ -1,0 +1,257 @@
+"""Records: the frozen data that flows between stages, and its JSON form (schema 1).
+
+The JSON shape is the contract in design/record.md; fields may be added, none renamed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+KINDS = (
+    "lkp-regression",
+    "lkp-improvement",
+    "lkp-functional",
+    "syzbot",
+    "human-report",
+    "reply",
+    "other",
+)
+COMMIT_ROLES = ("culprit", "base", "fix", "mentioned")
+REPRODUCER_KINDS = (
+    "lkp-materials",
+    "lkp-job",
+    "fio",
+    "sysbench",
+    "fsperf",
+    "fs_mark",
+    "stress-ng",
+    "hackbench",
+    "perf-bench",
+    "command",
+)
+STANCES = ("reproduced", "not-reproduced", "none")
+
+
+@dataclass(frozen=True)
+class Source:
+    kind: str  # mbox / eml / lore / openwall / text
+    url: str | None = None
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    subject: str | None = None
+    role: str = "mentioned"
+    tree: str | None = None
+    branch: str | None = None
+
+
+@dataclass(frozen=True)
+class TestMachine:
+    description: str
+    threads: int | None = None
+    sockets: int | None = None
+    cpu_model: str | None = None
+    microarch: str | None = None
+    memory_gb: int | None = None
+    tbox_group: str | None = None
+
+
+@dataclass(frozen=True)
+class Headline:
+    metric: str
+    change_percent: float
+    direction: str  # regression / improvement
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    name: str
+    base: float
+    base_stddev_percent: float | None
+    change: float
+    change_unit: str  # percent / absolute
+    head: float
+    head_stddev_percent: float | None
+
+
+@dataclass(frozen=True)
+class FailureRow:
+    """One row of an LKP `fail:runs  %reproduction  fail:runs` table."""
+
+    name: str
+    base_fail: int | None
+    base_runs: int | None
+    reproduction_percent: float | None
+    head_fail: int | None
+    head_runs: int | None
+
+
+@dataclass(frozen=True)
+class Reproducer:
+    kind: str
+    command: str | None = None
+    url: str | None = None
+    content: str | None = None  # the attached job file's text, where one was attached
+    quoted: bool = False
+
+
+@dataclass(frozen=True)
+class Links:
+    closes: str | None = None
+    reported_by: str | None = None
+    materials: str | None = None
+    other: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Attachment:
+    name: str | None
+    content_type: str
+    size: int
+
+
+@dataclass(frozen=True)
+class AlsoImpacted:
+    """One entry of LKP's "also has significant impact on the following tests" box."""
+
+    testcase: str | None
+    change: str
+    test_machine: str | None
+    parameters: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Syzbot:
+    title: str
+    kernel_commit: str | None = None
+    dashboard: str | None = None
+    repro_c: str | None = None
+    repro_syz: str | None = None
+    console: str | None = None
+    config: str | None = None
+
+
+@dataclass(frozen=True)
+class ProseNumber:
+    """A measured value stated in prose: "510 MB/s", "5-10% increase"."""
+
+    text: str
+    value: float
+    unit: str
+    quoted: bool = False
+
+
+@dataclass(frozen=True)
+class Report:
+    message_id: str | None
+    in_reply_to: str | None
+    subject: str
+    from_: str
+    date: str | None
+    source: Source
+    kind: str
+    commits: tuple[Commit, ...] = ()
+    testcase: str | None = None
+    parameters: tuple[tuple[str, str], ...] = ()
+    test_machine: TestMachine | None = None
+    headline: Headline | None = None
+    metrics: tuple[MetricRow, ...] = ()
+    reproducers: tuple[Reproducer, ...] = ()
+    kernel_config: tuple[tuple[str, str], ...] = ()
+    links: Links = field(default_factory=Links)
+    stance: str = "none"
+    quoted: bool = False
+    # Fields added beyond the schema-1 minimum (allowed by record.md):
+    references: tuple[str, ...] = ()
+    compiler: str | None = None
+    lkp_config: str | None = None
+    failures: tuple[FailureRow, ...] = ()
+    also_impacted: tuple[AlsoImpacted, ...] = ()
+    syzbot: Syzbot | None = None
+    prose_numbers: tuple[ProseNumber, ...] = ()
+    attachments: tuple[Attachment, ...] = ()
+    thread_links: tuple[tuple[str, str], ...] = ()
+    defects: tuple[str, ...] = ()
+
+
+_PAIR_FIELDS = {"parameters", "kernel_config", "thread_links"}
+
+
+def _plain(value: Any) -> Any:
+    if is_dataclass(value):
+        return {item.name: _plain(getattr(value, item.name)) for item in fields(value)}
+    if isinstance(value, tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+def report_to_json(report: Report) -> dict[str, Any]:
+    """The schema-1 JSON object for one report (record.md's field order first)."""
+    data: dict[str, Any] = {"schema": SCHEMA_VERSION}
+    for item in fields(report):
+        value = getattr(report, item.name)
+        key = "from" if item.name == "from_" else item.name
+        if item.name in _PAIR_FIELDS:
+            data[key] = dict(value)
+        elif item.name == "also_impacted":
+            data[key] = [
+                {**_plain(entry), "parameters": dict(entry.parameters)} for entry in value
+            ]
+        else:
+            data[key] = _plain(value)
+    return data
+
+
+def _build(cls: type, data: dict[str, Any] | None) -> Any:
+    if data is None:
+        return None
+    return cls(**data)
+
+
+def report_from_json(data: dict[str, Any]) -> Report:
+    """Inverse of report_to_json; raises ValueError on a schema it does not know."""
+    if data.get("schema") != SCHEMA_VERSION:
+        raise ValueError(f"unsupported record schema {data.get('schema')!r}")
+    links = data.get("links") or {}
+    return Report(
+        message_id=data["message_id"],
+        in_reply_to=data["in_reply_to"],
+        subject=data["subject"],
+        from_=data["from"],
+        date=data["date"],
+        source=Source(**data["source"]),
+        kind=data["kind"],
+        commits=tuple(Commit(**item) for item in data.get("commits", [])),
+        testcase=data.get("testcase"),
+        parameters=tuple(data.get("parameters", {}).items()),
+        test_machine=_build(TestMachine, data.get("test_machine")),
+        headline=_build(Headline, data.get("headline")),
+        metrics=tuple(MetricRow(**item) for item in data.get("metrics", [])),
+        reproducers=tuple(Reproducer(**item) for item in data.get("reproducers", [])),
+        kernel_config=tuple(data.get("kernel_config", {}).items()),
+        links=Links(
+            closes=links.get("closes"),
+            reported_by=links.get("reported_by"),
+            materials=links.get("materials"),
+            other=tuple(links.get("other", [])),
+        ),
+        stance=data.get("stance", "none"),
+        quoted=data.get("quoted", False),
+        references=tuple(data.get("references", [])),
+        compiler=data.get("compiler"),
+        lkp_config=data.get("lkp_config"),
+        failures=tuple(FailureRow(**item) for item in data.get("failures", [])),
+        also_impacted=tuple(
+            AlsoImpacted(**{**item, "parameters": tuple(item.get("parameters", {}).items())})
+            for item in data.get("also_impacted", [])
+        ),
+        syzbot=_build(Syzbot, data.get("syzbot")),
+        prose_numbers=tuple(ProseNumber(**item) for item in data.get("prose_numbers", [])),
+        attachments=tuple(Attachment(**item) for item in data.get("attachments", [])),
+        thread_links=tuple(data.get("thread_links", {}).items()),
+        defects=tuple(data.get("defects", [])),
+    )
