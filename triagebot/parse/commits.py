@@ -16,7 +16,6 @@ _FIRST_BAD = re.compile(r"\b([0-9a-f]{12,40}) is the first bad commit")
 _BISECT_FIRST_BAD = re.compile(r"first bad commit:?\s*\[?([0-9a-f]{7,40})\]?\s*(.*)$",
                                re.IGNORECASE | re.MULTILINE)
 _REGZBOT_INTRODUCED = re.compile(r"^#regzbot\s+introduced:?\s*([0-9a-f]{7,40})", re.MULTILINE)
-_REVERT = re.compile(r"\brevert(?:ing|ed)?\b", re.IGNORECASE)
 _CULPRIT_CONTEXT = re.compile(
     r"introduc|bisect|first bad|caused by|culprit|regress(?:ed|ion) (?:by|from|due to)"
     r"|the one that|points? to|blame|root cause",
@@ -27,10 +26,16 @@ _NOISE_LINE = re.compile(
     r"^(?:index [0-9a-f]+\.\.|From [0-9a-f]{40} |[+-]{3} |@@ |\s*(?:RIP|RSP|RAX|RBX|RCX|RDX|RSI|RDI|"
     r"RBP|R\d+|FS|CS|CR\d|DR\d|Code):|.*\+0x[0-9a-f]+/0x[0-9a-f]+)"
 )
+# cheap gate before the noise regex: most lines start with none of these
+_NOISE_PREFIX = re.compile(r"^(?:index |From |[+-]{3} |@@ |\s*[A-Z]{2,3}\d?:|\s*R\d+:|.*\+0x)")
 _HAS_DIGIT_AND_LETTER = re.compile(r"(?=.*[0-9])(?=.*[a-f])")
 
 
 def _sentence_around(text: str, start: int, end: int) -> str:
+    """The sentence holding text[start:end], at most about 300 characters either side."""
+    window_start = max(0, start - 300)
+    window_end = min(len(text), end + 300)
+    text, start, end = text[window_start:window_end], start - window_start, end - window_start
     left = max(text.rfind(". ", 0, start), text.rfind(".\n", 0, start), text.rfind("\n\n", 0, start))
     right_candidates = [i for i in (text.find(". ", end), text.find(".\n", end), text.find("\n\n", end))
                         if i != -1]
@@ -47,6 +52,8 @@ def find_commits(text: str, *, subject: str = "") -> list[Commit]:
     """Commits referenced in a human-written text, with roles (culprit / fix / mentioned)."""
     found: dict[str, Commit] = {}
     order: list[str] = []
+    if not _ANY_HEX_RUN.search(text) and not _ANY_HEX_RUN.search(subject or ""):
+        return []  # no run of 7 hex digits: no commit can be named
 
     def add(sha: str, subject_text: str | None, role: str) -> None:
         sha = sha.lower()
@@ -69,7 +76,8 @@ def find_commits(text: str, *, subject: str = "") -> list[Commit]:
         found[sha] = Commit(sha, subject_text, role)
         order.append(sha)
 
-    clean_lines = [line for line in text.split("\n") if not _NOISE_LINE.match(line)]
+    clean_lines = [line for line in text.split("\n")
+                   if not (_NOISE_PREFIX.match(line) and _NOISE_LINE.match(line))]
     clean = "\n".join(clean_lines)
     for match in _URL_COMMIT.finditer(clean):
         add(match.group(1), None, "mentioned")
@@ -90,11 +98,11 @@ def find_commits(text: str, *, subject: str = "") -> list[Commit]:
             sha = match.group(1)
             subject_text = match.group(2) if pattern is _SHA_WITH_SUBJECT else None
             sentence = _sentence_around(no_urls, match.start(), match.end())
-            culprit = bool(_CULPRIT_CONTEXT.search(sentence)) and not _REVERT.search(
-                sentence[: max(0, match.start() - (no_urls.find(sentence) if sentence else 0))]
-            )
+            # "reverting X fixes it" blames X too, so a revert does not cancel the culprit role
+            culprit = bool(_CULPRIT_CONTEXT.search(sentence))
             add(sha, subject_text, "culprit" if culprit else "mentioned")
     return [found[sha] for sha in order]
 
 
+_ANY_HEX_RUN = re.compile(r"[0-9a-f]{7}")
 _ROLE_RANK = {"mentioned": 0, "base": 1, "fix": 2, "culprit": 3}

@@ -143,8 +143,69 @@ def _defect_names(message: email.message.Message) -> list[str]:
     return names
 
 
+_FAST_HEADERS = {"message-id", "in-reply-to", "references", "subject", "from", "date", "list-id",
+                 "content-type", "content-transfer-encoding", "content-disposition"}
+_CHARSET = re.compile(r"charset\s*=\s*\"?([^\";\s]+)", re.IGNORECASE)
+_HEADER_NAME = re.compile(r"^([!-9;-~]+):[ \t]?(.*)$")
+
+
+def _fast_single_part(raw: bytes) -> DecodedMessage | None:
+    """Most list mail is one text/plain part: read it without the feed parser, or return None."""
+    separator = raw.find(b"\n\n")
+    crlf_separator = raw.find(b"\r\n\r\n")
+    if crlf_separator != -1 and (separator == -1 or crlf_separator < separator):
+        head, body = raw[:crlf_separator], raw[crlf_separator + 4:]
+    elif separator != -1:
+        head, body = raw[:separator], raw[separator + 2:]
+    else:
+        return None
+    headers: dict[str, str] = {}
+    count = 0
+    last: str | None = None
+    for line in head.decode("utf-8", "replace").replace("\r\n", "\n").split("\n"):
+        if line[:1] in (" ", "\t"):
+            if last is not None:
+                headers[last] += " " + line.strip()
+            continue
+        match = _HEADER_NAME.match(line)
+        if not match:
+            return None  # not a clean header block: let the full parser judge it
+        count += 1
+        name = match.group(1).lower()
+        if name in _FAST_HEADERS and name not in headers:
+            headers[name] = match.group(2)
+            last = name
+        else:
+            last = None
+    content_type = headers.get("content-type", "text/plain").split(";", 1)[0].strip().lower()
+    disposition = headers.get("content-disposition", "").lower()
+    if content_type != "text/plain" or disposition.startswith("attachment"):
+        return None
+    encoding = headers.get("content-transfer-encoding", "").strip().lower()
+    if encoding not in ("", "7bit", "8bit", "binary"):
+        return None  # base64 and quoted-printable go through the full parser and its defects
+    charset_match = _CHARSET.search(headers.get("content-type", ""))
+    text, defect = decode_text(body, charset_match.group(1) if charset_match else None)
+    return DecodedMessage(
+        message_id=strip_message_id(headers.get("message-id")),
+        in_reply_to=strip_message_id(headers.get("in-reply-to")),
+        references=all_message_ids(headers.get("references")),
+        subject=decode_header_value(headers.get("subject")),
+        from_=decode_header_value(headers.get("from")),
+        date=iso_date(headers.get("date")),
+        list_id=strip_message_id(headers.get("list-id")),
+        body=text.replace("\r\n", "\n").replace("\r", "\n"),
+        attachments=(),
+        defects=(defect,) if defect else (),
+        header_count=count,
+    )
+
+
 def decode_message(raw: bytes) -> DecodedMessage:
     """Decode one RFC 822 message (CRLF or LF) into headers, main text and attachments."""
+    fast = _fast_single_part(raw)
+    if fast is not None:
+        return fast
     message = _PARSER.parsebytes(raw)
     defects: list[str] = []
     for name in _defect_names(message):

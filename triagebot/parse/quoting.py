@@ -23,6 +23,8 @@ class SplitText:
 
 
 def quote_depth(line: str) -> int:
+    if line[:4].lstrip()[:1] != ">":
+        return 0
     match = _QUOTE.match(line)
     if not match:
         return 0
@@ -36,6 +38,8 @@ def strip_quote(line: str) -> str:
 
 def split_quotes(text: str) -> SplitText:
     """Split a body into own and quoted text; attribution lines belong to neither."""
+    if ">" not in text and "Original Message" not in text:
+        return SplitText(text, "", 0, ())  # nothing quoted: the common case for new threads
     lines = text.split("\n")
     own: list[str] = []
     quoted: list[str] = []
@@ -60,6 +64,10 @@ def split_quotes(text: str) -> SplitText:
             index += 1
             continue
         stripped = line.strip()
+        if not stripped or ("wrote" not in line and "writes" not in line and not stripped.startswith("On ")):
+            own.append(line)  # only such lines can be attributions
+            index += 1
+            continue
         next_line = lines[index + 1] if index + 1 < len(lines) else ""
         if stripped and _ATTRIBUTION.match(stripped) and _next_is_quote(lines, index + 1):
             attributions.append(stripped)

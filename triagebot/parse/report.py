@@ -42,13 +42,17 @@ _SYZBOT_FIELDS = {
     "C reproducer": "repro_c",
 }
 MAX_OTHER_LINKS = 100
+_CONTROL_BYTES = bytes(byte for byte in range(32) if byte < 9 or 13 < byte)
+# Quoted text is only worth reading for context when it looks like a report or names commits.
+_QUOTED_REPORT_HINT = re.compile(r"kernel test robot|noticed a|regression|first bad commit|bisect",
+                                 re.IGNORECASE)
 
 
 def _is_binary(raw: bytes) -> bool:
     sample = raw[:8192]
     if b"\x00" in sample:
         return True
-    control = sum(1 for byte in sample if byte < 9 or 13 < byte < 32)
+    control = len(sample) - len(sample.translate(None, _CONTROL_BYTES))
     return control > len(sample) * 0.05
 
 
@@ -211,7 +215,8 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
         fields = {"commits": tuple(find_commits(_trailer_text(own))), "links": _links(own, None)}
     else:
         fields = _prose_fields(own, subject, kind)
-        if kind == "reply" and not fields["commits"] and split.quoted:
+        if (kind == "reply" and not fields["commits"] and split.quoted
+                and _QUOTED_REPORT_HINT.search(split.quoted[:20000])):
             quoted_fields = _quoted_context(split.quoted)
             if quoted_fields:
                 quoted = True
