@@ -44,7 +44,10 @@ def _sentence_around(text: str, start: int, end: int) -> str:
 
 
 def _plausible(sha: str) -> bool:
-    # A run of hex digits only (a date, a count) or letters only (a word) is not a commit.
+    # A run of hex digits only (a date, a count) or letters only (a word) is not a commit,
+    # nor is a kernel address (ffff888…) or a zero-padded value from a register dump.
+    if sha.startswith(("ffff", "0000")):
+        return False
     return bool(_HAS_DIGIT_AND_LETTER.match(sha))
 
 
@@ -93,13 +96,19 @@ def find_commits(text: str, *, subject: str = "") -> list[Commit]:
     subject_culprit = re.search(r"\b([0-9a-f]{8,40})\b", subject or "")
     if subject_culprit and re.search(r"regression|bisected|introduced", subject, re.IGNORECASE):
         add(subject_culprit.group(1), None, "culprit")
+    # Once the message names its culprit explicitly (subject, bisect, regzbot), other hashes
+    # near words like "regression" are context, not further culprits; otherwise only the
+    # first such hash is taken as the culprit.
+    explicit_culprit = any(commit.role == "culprit" for commit in found.values())
     for pattern in (_SHA_WITH_SUBJECT, _COMMIT_WORD, _BARE_SHA):
         for match in pattern.finditer(no_urls):
             sha = match.group(1)
             subject_text = match.group(2) if pattern is _SHA_WITH_SUBJECT else None
             sentence = _sentence_around(no_urls, match.start(), match.end())
             # "reverting X fixes it" blames X too, so a revert does not cancel the culprit role
-            culprit = bool(_CULPRIT_CONTEXT.search(sentence))
+            culprit = bool(_CULPRIT_CONTEXT.search(sentence)) and not explicit_culprit
+            if culprit:
+                explicit_culprit = True
             add(sha, subject_text, "culprit" if culprit else "mentioned")
     return [found[sha] for sha in order]
 

@@ -1,0 +1,90 @@
+"""Golden records for chosen corpus reports: the parser's output, checked field by field.
+
+`pytest --update-golden` rewrites fixtures/golden/*.expected.json from the parser; review the
+diff before committing. Attached job files are third-party text: the golden keeps only their
+length and SHA-256, not their contents.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from tests.conftest import CORPUS, FIXTURES, require_corpus
+from triagebot.parse.message import _fast_single_part, decode_message
+from triagebot.parse.report import parse_message
+from triagebot.records import Source, report_to_json
+
+GOLDEN = FIXTURES / "golden"
+
+CASES = [
+    # LKP 2023+ generation
+    "lkp-perf_xfs-fsmark-5.7pct.eml",
+    "lkp-perf_ext4-aim7-22.9pct.eml",
+    "lkp-perf_jbd2-utime-42.3pct.eml",
+    "lkp-perf_iomap-metamix-98.4pct.eml",
+    "lkp-improve_xfs-chown-70.2pct.eml",
+    "lkp-improve_jbd2-fxmark-10.9pct.eml",
+    "lkp-func_ext4-xfstests-ext4.059.eml",
+    # LKP 2019-22 generation
+    "lkp-perf_xfs-aim7-6.3pct-2019.eml",
+    "lkp-perf_xfs-vm-scalability-91.7pct.eml",
+    "lkp-improve_iov_iter-fio-read_iops-126pct.eml",
+    "lkp-perf_fsnotify-unixbench-3.3pct.eml",
+    # human reports
+    "human_ext4-fio-iops-drop-v5.10.eml",
+    "human_blk-mq-REGRESSION-37f4a24c2469.eml",
+    "human_xfs-fsync-heavy-regression-jack.eml",
+    "human_6.15-rc1-bisected-circular-locking.eml",
+    "human_xfs-nvme-seqread-fedora42-slower.eml",
+    # syzbot and a reply
+    "syzbot_ext4-task-hung-rmdir.eml",
+    "reply_xfs-fsmark-5.7pct-reply.eml",
+]
+
+
+def golden_form(record: dict) -> dict:
+    """The record as kept in a golden file: attached texts reduced to length and digest."""
+    for reproducer in record["reproducers"]:
+        if reproducer.get("content") is not None:
+            content = reproducer["content"].encode()
+            reproducer["content"] = f"{len(content)} bytes, sha256 {hashlib.sha256(content).hexdigest()}"
+    return record
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_golden_record(name: str, update_golden: bool) -> None:
+    require_corpus()
+    record = golden_form(report_to_json(parse_message((CORPUS / name).read_bytes(), Source("eml"))))
+    path = GOLDEN / (name.rsplit(".", 1)[0] + ".expected.json")
+    if update_golden:
+        path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+    if not path.exists():
+        pytest.fail(f"{path} missing: run pytest --update-golden and review it")
+    expected = json.loads(path.read_text())
+    for key in expected:
+        assert record.get(key) == expected[key], f"{name}: field {key!r} differs"
+    assert set(record) == set(expected)
+
+
+def test_fast_path_matches_full_parser() -> None:
+    """The single-part fast path reads every corpus message as the feed parser does."""
+    require_corpus()
+    checked = 0
+    for path in sorted(CORPUS.iterdir()):
+        raw = path.read_bytes()
+        fast = _fast_single_part(raw)
+        if fast is None:
+            continue
+        import triagebot.parse.message as message_module
+
+        full = message_module._PARSER.parsebytes(raw)
+        payload = full.get_payload(decode=True) or b""
+        text, _ = message_module.decode_text(payload, full.get_content_charset())
+        assert fast.body == text.replace("\r\n", "\n").replace("\r", "\n"), path.name
+        assert fast.message_id == message_module.strip_message_id(full.get("Message-ID"))
+        assert fast.subject == message_module.decode_header_value(full.get("Subject"))
+        checked += 1
+    assert checked >= 20
+    assert decode_message(b"Subject: x\n\nbody\n").body == "body\n"
