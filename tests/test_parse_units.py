@@ -95,3 +95,13 @@ def test_quoted_printable_plus_minus_and_crlf() -> None:
     message = decode_message(raw)
     assert "37.99 ±  9%" in message.body and "fileio.latency_95th_ms" in message.body
     assert "\r" not in message.body
+
+
+def test_wrapped_attribution_and_false_attribution() -> None:
+    text = ("Hi,\nOn Sun, Oct 30, 2016 at 01:25:50PM -0700, Linus Torvalds\nwrote:\n> a\n> > b\n"
+            "mine\nJohn wrote:\n>c\nnot an attribution wrote:\nx\n")
+    split = split_quotes(text)
+    assert split.own == "Hi,\nmine\nnot an attribution wrote:\nx\n"
+    assert split.attributions == ("On Sun, Oct 30, 2016 at 01:25:50PM -0700, Linus Torvalds wrote:",
+                                  "John wrote:")
+    assert split.quoted == "a\nb\nc"

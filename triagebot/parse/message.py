@@ -146,7 +146,13 @@ def _defect_names(message: email.message.Message) -> list[str]:
 _FAST_HEADERS = {"message-id", "in-reply-to", "references", "subject", "from", "date", "list-id",
                  "content-type", "content-transfer-encoding", "content-disposition"}
 _CHARSET = re.compile(r"charset\s*=\s*\"?([^\";\s]+)", re.IGNORECASE)
-_HEADER_NAME = re.compile(r"^([!-9;-~]+):[ \t]?(.*)$")
+_NOT_HEADER_LINE = re.compile(r"^(?![!-9;-~]+:|[ \t])", re.MULTILINE)
+_HEADER_START = re.compile(r"^[!-9;-~]+:", re.MULTILINE)
+_WANTED_HEADER = re.compile(
+    r"^(message-id|in-reply-to|references|subject|from|date|list-id|content-type|"
+    r"content-transfer-encoding|content-disposition):[ \t]*(.*(?:\n[ \t].*)*)",
+    re.MULTILINE | re.IGNORECASE,
+)
 
 
 def _fast_single_part(raw: bytes) -> DecodedMessage | None:
@@ -159,24 +165,15 @@ def _fast_single_part(raw: bytes) -> DecodedMessage | None:
         head, body = raw[:separator], raw[separator + 2:]
     else:
         return None
+    header_text = head.decode("utf-8", "replace").replace("\r\n", "\n")
+    if _NOT_HEADER_LINE.search(header_text):
+        return None  # not a clean header block: let the full parser judge it
     headers: dict[str, str] = {}
-    count = 0
-    last: str | None = None
-    for line in head.decode("utf-8", "replace").replace("\r\n", "\n").split("\n"):
-        if line[:1] in (" ", "\t"):
-            if last is not None:
-                headers[last] += " " + line.strip()
-            continue
-        match = _HEADER_NAME.match(line)
-        if not match:
-            return None  # not a clean header block: let the full parser judge it
-        count += 1
-        name = match.group(1).lower()
-        if name in _FAST_HEADERS and name not in headers:
-            headers[name] = match.group(2)
-            last = name
-        else:
-            last = None
+    for name, value in _WANTED_HEADER.findall(header_text):
+        name = name.lower()
+        if name not in headers:
+            headers[name] = " ".join(value.split())
+    count = len(_HEADER_START.findall(header_text))
     content_type = headers.get("content-type", "text/plain").split(";", 1)[0].strip().lower()
     disposition = headers.get("content-disposition", "").lower()
     if content_type != "text/plain" or disposition.startswith("attachment"):

@@ -32,6 +32,8 @@ _REPRODUCED = re.compile(
 )
 _QUESTION_OR_REQUEST = re.compile(r"\?\s*$|\b(?:can|could) you\b|\bplease\b|\bif you\b|\bif (?:i|we)\b",
                                   re.IGNORECASE)
+_STANCE_WORDS = ("reproduc", "repro", "confirm", "see", "observ", "trigger", "hit", "regression",
+                 "difference", "slowdown", "drop")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 
 _CONFIG = re.compile(r"^[ \t+]*(CONFIG_[A-Z0-9_]+)=(\"[^\"\n]*\"|\S+)", re.MULTILINE)
@@ -67,6 +69,9 @@ def read_stance(own_text: str) -> tuple[str, str | None]:
     for sentence in sentences(own_text):
         if len(sentence) > 600:
             continue  # a table or log line, not a statement
+        lowered = sentence.lower()
+        if not any(word in lowered for word in _STANCE_WORDS):
+            continue  # cheap gate: no stance can be stated without one of these words
         if _NOT_REPRODUCED.search(sentence):
             if _QUESTION_OR_REQUEST.search(sentence) and not re.match(r"^(?:i|we)\b", sentence, re.I):
                 continue  # "can you check whether you can't reproduce…" asks, it doesn't state

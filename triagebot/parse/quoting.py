@@ -36,53 +36,77 @@ def strip_quote(line: str) -> str:
     return line[match.end():] if match else line
 
 
+_QUOTED_LINE = re.compile(r"^[ \t]{0,3}>.*$", re.MULTILINE)
+_QUOTE_PREFIX = re.compile(r"^[ \t]{0,3}((?:>[ \t]?)+)", re.MULTILINE)
+# An attribution (one line, or wrapped over two) directly before quoted lines.
+_ATTRIBUTION_BLOCK = re.compile(
+    r"^[ \t]*(On\b[^\n]{0,200}(?:\n[^\n>]{0,120})?\b(?:wrote|writes|said)\s*:|"
+    r"[^\n>]{0,120}\b(?:wrote|writes)(?: on [^\n]{0,60})?\s*:)[ \t]*\n(?=(?:[ \t]*\n){0,2}[ \t]{0,3}>)",
+    re.MULTILINE | re.IGNORECASE,
+)
+
+
 def split_quotes(text: str) -> SplitText:
     """Split a body into own and quoted text; attribution lines belong to neither."""
     if ">" not in text and "Original Message" not in text:
         return SplitText(text, "", 0, ())  # nothing quoted: the common case for new threads
-    lines = text.split("\n")
-    own: list[str] = []
-    quoted: list[str] = []
-    attributions: list[str] = []
-    max_depth = 0
-    index = 0
-    in_original = False
-    while index < len(lines):
-        line = lines[index]
-        depth = quote_depth(line)
-        if depth:
-            max_depth = max(max_depth, depth)
-            quoted.append(strip_quote(line))
-            index += 1
+    original = _ORIGINAL_MESSAGE_ANYWHERE.search(text)
+    tail = ""
+    if original:
+        text, tail = text[:original.start()], text[original.end():]
+    attributions, without_attributions = _remove_attributions(text)
+    prefixes = _QUOTE_PREFIX.findall(without_attributions)
+    max_depth = max((prefix.count(">") for prefix in prefixes), default=0)
+    quoted_lines = [_QUOTE_PREFIX.sub("", line, count=1)
+                    for line in _QUOTED_LINE.findall(without_attributions)]
+    own = _QUOTED_LINE.sub("\x00", without_attributions)
+    own = own.replace("\x00\n", "").replace("\x00", "")
+    quoted = "\n".join(quoted_lines)
+    if tail:
+        quoted = f"{quoted}\n{tail}" if quoted else tail
+    return SplitText(own, quoted, max_depth, attributions)
+
+
+_ATTRIBUTION_END = re.compile(r"\b(?:wrote|writes|said)(?: on [^\n]{0,60})?\s*:[ \t]*$",
+                              re.MULTILINE | re.IGNORECASE)
+
+
+def _remove_attributions(text: str) -> tuple[tuple[str, ...], str]:
+    """Attribution lines ("On …, X wrote:", possibly wrapped over two lines) before a quote."""
+    found: list[str] = []
+    cuts: list[tuple[int, int]] = []
+    for match in _ATTRIBUTION_END.finditer(text):
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        line_end = match.end()
+        following = text[line_end:line_end + 400].lstrip(" \t\n")
+        if not following.startswith(">"):
             continue
-        if in_original:
-            quoted.append(line)
-            index += 1
+        start = line_start
+        line = text[line_start:line_end]
+        if not re.match(r"^\s*On\b", line):
+            previous_start = text.rfind("\n", 0, max(0, line_start - 1)) + 1
+            previous = text[previous_start:max(0, line_start - 1)]
+            if re.match(r"^\s*On\b", previous) and ">" not in previous[:4]:
+                start = previous_start  # wrapped: "On Tue, …" / "… wrote:"
+            elif len(line) > 160:
+                continue
+        found.append(" ".join(text[start:line_end].split()))
+        cuts.append((start, min(len(text), line_end + 1)))
+    if not cuts:
+        return (), text
+    pieces = []
+    position = 0
+    for start, end in cuts:
+        if start < position:
             continue
-        if _ORIGINAL_MESSAGE.match(line.strip()):
-            in_original = True
-            index += 1
-            continue
-        stripped = line.strip()
-        if not stripped or ("wrote" not in line and "writes" not in line and not stripped.startswith("On ")):
-            own.append(line)  # only such lines can be attributions
-            index += 1
-            continue
-        next_line = lines[index + 1] if index + 1 < len(lines) else ""
-        if stripped and _ATTRIBUTION.match(stripped) and _next_is_quote(lines, index + 1):
-            attributions.append(stripped)
-            index += 1
-            continue
-        # An attribution wrapped over two lines, then the quote.
-        joined = f"{stripped} {next_line.strip()}"
-        if (_ATTRIBUTION_START.match(stripped) and _ATTRIBUTION.match(joined)
-                and _next_is_quote(lines, index + 2)):
-            attributions.append(joined)
-            index += 2
-            continue
-        own.append(line)
-        index += 1
-    return SplitText("\n".join(own), "\n".join(quoted), max_depth, tuple(attributions))
+        pieces.append(text[position:start])
+        position = end
+    pieces.append(text[position:])
+    return tuple(found), "".join(pieces)
+
+
+_ORIGINAL_MESSAGE_ANYWHERE = re.compile(r"^-{2,}\s*Original Message\s*-{2,}[ \t]*$",
+                                        re.MULTILINE | re.IGNORECASE)
 
 
 def _next_is_quote(lines: list[str], start: int) -> bool:

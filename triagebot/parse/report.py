@@ -44,8 +44,8 @@ _SYZBOT_FIELDS = {
 MAX_OTHER_LINKS = 100
 _CONTROL_BYTES = bytes(byte for byte in range(32) if byte < 9 or 13 < byte)
 # Quoted text is only worth reading for context when it looks like a report or names commits.
-_QUOTED_REPORT_HINT = re.compile(r"kernel test robot|noticed a|regression|first bad commit|bisect",
-                                 re.IGNORECASE)
+_QUOTED_REPORT_HINT = re.compile(r"kernel test robot|noticed a|[Rr]egression|REGRESSION|first bad commit|"
+                                 r"[Bb]isect")
 
 
 def _is_binary(raw: bytes) -> bool:
@@ -54,6 +54,17 @@ def _is_binary(raw: bytes) -> bool:
         return True
     control = len(sample) - len(sample.translate(None, _CONTROL_BYTES))
     return control > len(sample) * 0.05
+
+
+def _head_block(raw: bytes) -> str:
+    """The bytes up to and including the first blank line (at most 64 KiB), as text."""
+    stripped = raw.lstrip(b"\r\n")
+    end = stripped.find(b"\n\n", 0, 65536)
+    crlf_end = stripped.find(b"\r\n\r\n", 0, 65536)
+    if crlf_end != -1 and (end == -1 or crlf_end < end):
+        end = crlf_end + 2
+    limit = end + 2 if end != -1 else 65536
+    return stripped[:limit].decode("utf-8", "replace")
 
 
 def _has_header_block(text: str) -> bool:
@@ -83,7 +94,7 @@ def parse_message(raw: bytes, source: Source) -> Report:
     if looks_like_html(head_text):
         page = parse_page(raw.decode("utf-8", "replace"))
         return _from_page(page, Source("openwall", source.url) if source.kind == "text" else source)
-    if _has_header_block(head_text if len(raw) <= 4096 else raw[:65536].decode("utf-8", "replace")):
+    if _has_header_block(_head_block(raw)):
         return _from_mail(raw, source)
     page = parse_paste(raw.decode("utf-8", "replace"))
     return _from_page(page, source)
