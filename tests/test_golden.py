@@ -53,11 +53,11 @@ def golden_form(record: dict) -> dict:
     return record
 
 
-@pytest.mark.parametrize("name", CASES)
-def test_golden_record(name: str, update_golden: bool) -> None:
-    require_corpus()
-    record = golden_form(report_to_json(parse_message((CORPUS / name).read_bytes(), Source("eml"))))
-    path = GOLDEN / (name.rsplit(".", 1)[0] + ".expected.json")
+# Our own fixtures, one edge case each, with the golden record beside the message.
+EDGE_CASES = sorted((FIXTURES / "edge").glob("*.eml"))
+
+
+def _check_golden(record: dict, path, name: str, update_golden: bool) -> None:
     if update_golden:
         path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     if not path.exists():
@@ -66,6 +66,44 @@ def test_golden_record(name: str, update_golden: bool) -> None:
     for key in expected:
         assert record.get(key) == expected[key], f"{name}: field {key!r} differs"
     assert set(record) == set(expected)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_golden_record(name: str, update_golden: bool) -> None:
+    require_corpus()
+    record = golden_form(report_to_json(parse_message((CORPUS / name).read_bytes(), Source("eml"))))
+    _check_golden(record, GOLDEN / (name.rsplit(".", 1)[0] + ".expected.json"), name, update_golden)
+
+
+@pytest.mark.parametrize("path", EDGE_CASES, ids=lambda path: path.name)
+def test_edge_fixture_golden(path, update_golden: bool) -> None:
+    record = golden_form(report_to_json(parse_message(path.read_bytes(), Source("eml"))))
+    _check_golden(record, path.with_suffix(".expected.json"), path.name, update_golden)
+
+
+def test_edge_fixture_facts() -> None:
+    """The facts each edge case exists for, spelled out (independent of the golden files)."""
+    edge = FIXTURES / "edge"
+    crlf = parse_message((edge / "crlf-lkp-regression.eml").read_bytes(), Source("eml"))
+    qp = parse_message((edge / "qp-plusminus-lkp-regression.eml").read_bytes(), Source("eml"))
+    for report in (crlf, qp):
+        assert report.kind == "lkp-regression"
+        assert len(report.metrics) == 6
+        assert report.metrics[1].base_stddev_percent == 9.0  # the ± survived CRLF and QP
+        assert [row.change_unit for row in report.metrics].count("absolute") == 2
+        assert report.test_machine.tbox_group == "lkp-icl-2sp7"
+        assert dict(report.parameters)["filenum"] == "1024f"
+    human = parse_message((edge / "base64-human-wrapped-fio.eml").read_bytes(), Source("eml"))
+    assert human.kind == "human-report"
+    assert human.reproducers[0].command == (
+        "fio --name=randwrite --ioengine=libaio --iodepth=64 --rw=randwrite --bs=4k --direct=1 "
+        "--size=4G --numjobs=8 --runtime=60 --time_based --group_reporting")
+    assert dict(human.kernel_config) == {"CONFIG_PREEMPT": "y", "CONFIG_XFS_DEBUG": "n"}
+    assert [(c.sha, c.role) for c in human.commits] == [("9a8b7c6d5e4f", "culprit")]
+    assert {number.text for number in human.prose_numbers} >= {"510 MB/s", "590 MB/s", "5-10%"}
+    reply = parse_message((edge / "reply-no-message-id-nested-quotes.eml").read_bytes(), Source("eml"))
+    assert reply.message_id is None and "no Message-ID header" in reply.defects
+    assert reply.stance == "not-reproduced"  # own text; the quoted "we can reproduce" is ignored
 
 
 def test_fast_path_matches_full_parser() -> None:

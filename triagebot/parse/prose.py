@@ -36,7 +36,9 @@ _STANCE_WORDS = ("reproduc", "repro", "confirm", "see", "observ", "trigger", "hi
                  "difference", "slowdown", "drop")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 
-_CONFIG = re.compile(r"^[ \t+]*(CONFIG_[A-Z0-9_]+)=(\"[^\"\n]*\"|\S+)", re.MULTILINE)
+# An option stated anywhere in a line ("Config has CONFIG_PREEMPT=y"), but not a removed
+# diff line ("-CONFIG_XFS_DEBUG=y"), which says the option is gone.
+_CONFIG = re.compile(r"^(?![ \t]*-)[^\n]*?(?<![\w-])(CONFIG_[A-Z0-9_]+)=(\"[^\"\n]*\"|[^\s,;]+)", re.MULTILINE)
 _CONFIG_UNSET = re.compile(r"^[ \t+]*# (CONFIG_[A-Z0-9_]+) is not set", re.MULTILINE)
 
 _HARDWARE = re.compile(
