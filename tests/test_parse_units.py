@@ -105,3 +105,20 @@ def test_wrapped_attribution_and_false_attribution() -> None:
     assert split.attributions == ("On Sun, Oct 30, 2016 at 01:25:50PM -0700, Linus Torvalds wrote:",
                                   "John wrote:")
     assert split.quoted == "a\nb\nc"
+
+
+def test_split_mbox_unquotes_from_lines() -> None:
+    from triagebot.inputs import split_mbox
+
+    data = (b"From a@b Thu Jan  1 00:00:00 1970\nSubject: 1\n\n>From here on\n>>From x\n\n"
+            b"From b@c Thu Jan  1 00:00:00 1970\nSubject: 2\n\nFrom the text, not a separator\n")
+    assert split_mbox(data) == [b"Subject: 1\n\nFrom here on\n>From x\n\n",
+                                b"Subject: 2\n\nFrom the text, not a separator\n"]
+
+
+def test_plain_patch_is_decided_cheaply() -> None:
+    from triagebot.parse.classify import is_plain_patch
+
+    assert is_plain_patch("[PATCH v2 3/7] ext4: tidy up")
+    assert not is_plain_patch("Re: [PATCH v2 3/7] ext4: tidy up")
+    assert not is_plain_patch("[PATCH 0/1] iomap regression for aio dio 4k writes")

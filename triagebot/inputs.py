@@ -11,7 +11,9 @@ from pathlib import Path
 from triagebot.errors import InputError
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # one message larger than this is refused, not parsed
-_MBOX_SEPARATOR = re.compile(rb"^From \S+ +\w{3} \w{3} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}|^From \S+@\S+|^From [\w.-]+ ")
+# The separator line proper: "From <sender> <asctime date>"; a body line that merely starts
+# with "From " (which mboxo writers leave unescaped) does not split a message.
+_MBOX_SEPARATOR = re.compile(rb"^From \S+ +\w{3} \w{3} [ \d]\d \d{2}:\d{2}:\d{2}(?: [+-]\d{4})? \d{4}")
 _UNQUOTE_FROM = re.compile(rb"^>(>*From )", re.MULTILINE)
 
 
@@ -37,18 +39,25 @@ def _read_path(path: str) -> bytes:
 
 def split_mbox(data: bytes) -> list[bytes]:
     """Messages of an mboxrd/mboxo file; `>From ` lines unquoted one level."""
+    starts = [0] if data.startswith(b"From ") else []
+    position = data.find(b"\nFrom ")
+    while position != -1:
+        starts.append(position + 1)
+        position = data.find(b"\nFrom ", position + 1)
+    boundaries = [start for start in starts if _MBOX_SEPARATOR.match(data[start:start + 200])]
     messages: list[bytes] = []
-    current: list[bytes] = []
-    for line in data.splitlines(keepends=True):
-        if line.startswith(b"From ") and _MBOX_SEPARATOR.match(line):
-            if current:
-                messages.append(b"".join(current))
-            current = []
-            continue
-        current.append(line)
-    if current:
-        messages.append(b"".join(current))
-    return [_UNQUOTE_FROM.sub(rb"\1", message) for message in messages if message.strip()]
+    if not boundaries or boundaries[0] != 0:
+        boundaries.insert(0, -1)  # text before the first separator is a message of its own
+    for index, start in enumerate(boundaries):
+        end = boundaries[index + 1] if index + 1 < len(boundaries) else len(data)
+        if start == -1:
+            body = data[:end]
+        else:
+            line_end = data.find(b"\n", start)
+            body = data[line_end + 1 if line_end != -1 else end:end]
+        if body.strip():
+            messages.append(_UNQUOTE_FROM.sub(rb"\1", body) if b">From " in body else body)
+    return messages
 
 
 def is_mbox(data: bytes) -> bool:

@@ -41,3 +41,9 @@ def classify(subject: str, sender: str, own_text: str) -> str:
     ):
         return "human-report"
     return "other"
+
+
+def is_plain_patch(subject: str) -> bool:
+    """A `[PATCH …]` posting (not a reply, not about a regression): the cheap first decision."""
+    return (bool(_PATCH_SUBJECT.match(subject)) and not _REPLY_SUBJECT.match(subject)
+            and not re.search(r"\bregression\b", subject, re.IGNORECASE))

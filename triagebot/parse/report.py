@@ -6,7 +6,7 @@ import re
 from triagebot.errors import MessageError
 from triagebot.parse import lkp as lkp_parser
 from triagebot.parse import prose
-from triagebot.parse.classify import classify
+from triagebot.parse.classify import classify, is_plain_patch
 from triagebot.parse.commits import find_commits
 from triagebot.parse.message import DecodedAttachment, decode_message
 from triagebot.parse.metrics import parse_tables
@@ -210,9 +210,15 @@ def _syzbot(subject: str, own: str) -> tuple[Syzbot, list[Commit]]:
 
 def _assemble(*, message_id, in_reply_to, references, subject, sender, date, source, body,
               attachments, listed_attachments, defects, thread_links) -> Report:
-    split = split_quotes(body)
-    own = split.own
-    kind = classify(subject, sender, own)
+    if is_plain_patch(subject):
+        # A patch posting: quoting and prose reading would be spent on a diff.
+        split = split_quotes("")
+        own = body
+        kind = "other"
+    else:
+        split = split_quotes(body)
+        own = split.own
+        kind = classify(subject, sender, own)
     fields: dict = {}
     quoted = False
     if kind.startswith("lkp-"):
