@@ -290,8 +290,15 @@ def _lkp_fields(own: str, attachments: tuple[DecodedAttachment, ...]) -> dict:
     }
 
 
+_COMMAND_HINTS = ("fio", "sysbench", "fs_mark", "stress-ng", "hackbench", "perf bench", "fsperf",
+                  "tar ", "dd ", "dbench", "filebench", "xfs_io", "mkfs", "mount", "qemu-system")
+_HARDWARE_HINTS = ("CPU", "cpu", "Xeon", "EPYC", "Ryzen", "Core", "thread", "RAM", "memory", "GB",
+                   "GiB", "NVMe", "SSD", "HDD", "Graviton", "Ampere", "i7-", "i9-", "i5-")
+
+
 def _prose_fields(own: str, subject: str, kind: str) -> dict:
-    commands = find_commands(own)
+    # Cheap substring gates first: most review replies name no program and no hardware.
+    commands = find_commands(own) if any(hint in own for hint in _COMMAND_HINTS) else []
     testcase = None
     if commands and commands[0].kind not in ("command",):
         testcase = commands[0].command.split()[0].rsplit("/", 1)[-1] if commands[0].command else None
@@ -303,7 +310,7 @@ def _prose_fields(own: str, subject: str, kind: str) -> dict:
     return {
         "commits": tuple(commits),
         "testcase": testcase,
-        "test_machine": prose.hardware(own),
+        "test_machine": prose.hardware(own) if any(hint in own for hint in _HARDWARE_HINTS) else None,
         "reproducers": tuple(commands),
         "kernel_config": tuple(prose.kernel_config(own).items()),
         "links": _links(own, None),
