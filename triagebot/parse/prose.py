@@ -88,6 +88,8 @@ def read_stance(own_text: str) -> tuple[str, str | None]:
 def kernel_config(text: str) -> dict[str, str]:
     """`CONFIG_*` options stated in the text; `# CONFIG_X is not set` is `n`."""
     options: dict[str, str] = {}
+    if "CONFIG_" not in text:
+        return options
     for line_match in _CONFIG_UNSET.finditer(text):
         options[line_match.group(1)] = "n"
     for match in _CONFIG.finditer(text):

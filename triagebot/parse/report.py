@@ -23,8 +23,6 @@ from triagebot.records import (
     Syzbot,
 )
 
-_HEADER_FIELD = re.compile(r"^[!-9;-~]+:")
-_KNOWN_HEADERS = ("from", "date", "subject", "message-id", "received", "return-path", "to")
 _URL = re.compile(r"https?://[^\s<>\"'()\[\]]+")
 _TRAILER = re.compile(r"^[|> \t]*(Reported-by|Closes|Link|Tested-by|Reviewed-by):\s*(.+?)\s*$",
                       re.MULTILINE | re.IGNORECASE)
@@ -67,21 +65,21 @@ def _head_block(raw: bytes) -> str:
     return stripped[:limit].decode("utf-8", "replace")
 
 
+_NOT_HEADER_LINE = re.compile(r"^(?![!-9;-~]+:|[ \t])", re.MULTILINE)
+_KNOWN_HEADER = re.compile(r"^(?:from|date|subject|message-id|received|return-path|to):",
+                           re.MULTILINE | re.IGNORECASE)
+
+
 def _has_header_block(text: str) -> bool:
-    """True when the text opens with an RFC 822 header block ended by a blank line."""
-    lines = text.lstrip("\r\n").replace("\r\n", "\n").split("\n")
-    if lines and lines[0].startswith("From "):
-        lines = lines[1:]  # an mbox separator line
-    names = set()
-    for line in lines[:400]:
-        if not line.strip():
-            return bool(names & set(_KNOWN_HEADERS))
-        if line[:1] in (" ", "\t"):
-            continue
-        if not _HEADER_FIELD.match(line):
-            return False
-        names.add(line.split(":", 1)[0].lower())
-    return bool(names & set(_KNOWN_HEADERS)) and len(lines) <= 400
+    """True when the text opens with an RFC 822 header block (ended by a blank line or the end)."""
+    text = text.lstrip("\r\n").replace("\r\n", "\n")
+    if text.startswith("From "):
+        text = text.split("\n", 1)[1] if "\n" in text else ""  # an mbox separator line
+    end = text.find("\n\n")
+    block = text[:end] if end != -1 else text.rstrip("\n")
+    if not block or _NOT_HEADER_LINE.search(block):
+        return False
+    return bool(_KNOWN_HEADER.search(block))
 
 
 def parse_message(raw: bytes, source: Source) -> Report:
