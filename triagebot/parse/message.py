@@ -155,6 +155,24 @@ _WANTED_HEADER = re.compile(
 )
 
 
+def _decoded(header, body: str, attachments: tuple[DecodedAttachment, ...],
+             defects: tuple[str, ...], header_count: int) -> DecodedMessage:
+    """A DecodedMessage from a header lookup (case-insensitive name -> raw value or None)."""
+    return DecodedMessage(
+        message_id=strip_message_id(header("message-id")),
+        in_reply_to=strip_message_id(header("in-reply-to")),
+        references=all_message_ids(header("references")),
+        subject=decode_header_value(header("subject")),
+        from_=decode_header_value(header("from")),
+        date=iso_date(header("date")),
+        list_id=strip_message_id(header("list-id")),
+        body=body,
+        attachments=attachments,
+        defects=defects,
+        header_count=header_count,
+    )
+
+
 def _fast_single_part(raw: bytes) -> DecodedMessage | None:
     """Most list mail is one text/plain part: read it without the feed parser, or return None."""
     separator = raw.find(b"\n\n")
@@ -183,19 +201,8 @@ def _fast_single_part(raw: bytes) -> DecodedMessage | None:
         return None  # base64 and quoted-printable go through the full parser and its defects
     charset_match = _CHARSET.search(headers.get("content-type", ""))
     text, defect = decode_text(body, charset_match.group(1) if charset_match else None)
-    return DecodedMessage(
-        message_id=strip_message_id(headers.get("message-id")),
-        in_reply_to=strip_message_id(headers.get("in-reply-to")),
-        references=all_message_ids(headers.get("references")),
-        subject=decode_header_value(headers.get("subject")),
-        from_=decode_header_value(headers.get("from")),
-        date=iso_date(headers.get("date")),
-        list_id=strip_message_id(headers.get("list-id")),
-        body=text.replace("\r\n", "\n").replace("\r", "\n"),
-        attachments=(),
-        defects=(defect,) if defect else (),
-        header_count=count,
-    )
+    return _decoded(headers.get, text.replace("\r\n", "\n").replace("\r", "\n"), (),
+                    (defect,) if defect else (), count)
 
 
 def decode_message(raw: bytes) -> DecodedMessage:
@@ -254,19 +261,8 @@ def decode_message(raw: bytes) -> DecodedMessage:
     else:
         body = ""
     body = body.replace("\r\n", "\n").replace("\r", "\n")
-    return DecodedMessage(
-        message_id=strip_message_id(message.get("Message-ID")),
-        in_reply_to=strip_message_id(message.get("In-Reply-To")),
-        references=all_message_ids(message.get("References")),
-        subject=decode_header_value(message.get("Subject")),
-        from_=decode_header_value(message.get("From")),
-        date=iso_date(message.get("Date")),
-        list_id=strip_message_id(message.get("List-Id")),
-        body=body,
-        attachments=tuple(attachments),
-        defects=tuple(dict.fromkeys(defects)),
-        header_count=len(message.keys()),
-    )
+    return _decoded(message.get, body, tuple(attachments), tuple(dict.fromkeys(defects)),
+                    len(message.keys()))
 
 
 def peek_headers(raw: bytes) -> email.message.Message:
