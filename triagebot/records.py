@@ -181,11 +181,27 @@ class Report:
 _PAIR_FIELDS = {"parameters", "kernel_config", "thread_links"}
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    """Field names of a record class (cached: this runs for every value of every record)."""
+    try:
+        return _FIELD_NAMES[cls]
+    except KeyError:
+        names = tuple(item.name for item in fields(cls)) if is_dataclass(cls) else None
+        _FIELD_NAMES[cls] = names
+        return names
+
+
 def _plain(value: Any) -> Any:
-    if is_dataclass(value):
-        return {item.name: _plain(getattr(value, item.name)) for item in fields(value)}
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
     if isinstance(value, tuple):
         return [_plain(item) for item in value]
+    names = _field_names(type(value))
+    if names is not None:
+        return {name: _plain(getattr(value, name)) for name in names}
     return value
 
 

@@ -1,6 +1,7 @@
 """Parse stage: commit references in prose, trailers and bisect output, with their roles."""
 from __future__ import annotations
 
+import bisect
 import re
 
 from triagebot.records import Commit
@@ -17,7 +18,7 @@ _BISECT_FIRST_BAD = re.compile(r"first bad commit:?\s*\[?([0-9a-f]{7,40})\]?\s*(
                                re.IGNORECASE | re.MULTILINE)
 _REGZBOT_INTRODUCED = re.compile(r"^#regzbot\s+introduced:?\s*([0-9a-f]{7,40})", re.MULTILINE)
 _CULPRIT_CONTEXT = re.compile(
-    r"introduc|bisect|first bad|caused by|culprit|regress(?:ed|ion) (?:by|from|due to)"
+    r"introduc|bisect|first bad|caused by|culprit|regress(?:ed|ion) (?:by|from|due to)|c[oa]mes? from"
     r"|the one that|points? to|blame|root cause",
     re.IGNORECASE,
 )
@@ -31,16 +32,28 @@ _NOISE_PREFIX = re.compile(r"^(?:index |From |[+-]{3} |@@ |\s*[A-Z]{2,3}\d?:|\s*
 _HAS_DIGIT_AND_LETTER = re.compile(r"(?=.*[0-9])(?=.*[a-f])")
 
 
-def _sentence_around(text: str, start: int, end: int) -> str:
-    """The sentence holding text[start:end], at most about 300 characters either side."""
+def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+    """Bounds of the sentence holding text[start:end], at most about 300 characters either side.
+
+    Kernel style sets a commit reference on a line of its own between blank lines ("the first
+    bad commit is\n\n  abc123 ("subject")\n\n"): such a line belongs to the sentence before it.
+    """
+    line_start = text.rfind("\n", 0, start) + 1
+    if not text[line_start:start].strip():
+        start = line_start
+        while start > 0 and text[start - 1] in " \t\n":
+            start -= 1
+        line_end = text.find("\n", end)
+        end = len(text) if line_end == -1 else line_end
     window_start = max(0, start - 300)
     window_end = min(len(text), end + 300)
-    text, start, end = text[window_start:window_end], start - window_start, end - window_start
-    left = max(text.rfind(". ", 0, start), text.rfind(".\n", 0, start), text.rfind("\n\n", 0, start))
-    right_candidates = [i for i in (text.find(". ", end), text.find(".\n", end), text.find("\n\n", end))
-                        if i != -1]
-    right = min(right_candidates) if right_candidates else len(text)
-    return text[left + 1:right]
+    left = max(text.rfind(". ", window_start, start), text.rfind(".\n", window_start, start),
+               text.rfind("\n\n", window_start, start))
+    left = window_start if left == -1 else left + 1
+    right_candidates = [i for i in (text.find(". ", end, window_end), text.find(".\n", end, window_end),
+                                    text.find("\n\n", end, window_end)) if i != -1]
+    right = min(right_candidates) if right_candidates else window_end
+    return left, right
 
 
 def _plausible(sha: str) -> bool:
@@ -82,17 +95,23 @@ def find_commits(text: str, *, subject: str = "") -> list[Commit]:
     clean_lines = [line for line in text.split("\n")
                    if not (_NOISE_PREFIX.match(line) and _NOISE_LINE.match(line))]
     clean = "\n".join(clean_lines)
-    for match in _URL_COMMIT.finditer(clean):
-        add(match.group(1), None, "mentioned")
-    no_urls = _URL.sub(" ", clean)
-    for match in _FIXES.finditer(no_urls):
-        add(match.group(1), match.group(2), "fix")
-    for match in _REGZBOT_INTRODUCED.finditer(no_urls):
-        add(match.group(1), None, "culprit")
-    for match in _FIRST_BAD.finditer(no_urls):
-        add(match.group(1), None, "culprit")
-    for match in _BISECT_FIRST_BAD.finditer(no_urls):
-        add(match.group(1), match.group(2).strip() or None, "culprit")
+    lowered = clean.lower()
+    # Each pattern runs only when the literal it needs is present: most texts hold none.
+    if "id=" in clean or "/commit" in clean:
+        for match in _URL_COMMIT.finditer(clean):
+            add(match.group(1), None, "mentioned")
+    no_urls = _URL.sub(" ", clean) if "://" in clean else clean
+    if "Fixes:" in no_urls:
+        for match in _FIXES.finditer(no_urls):
+            add(match.group(1), match.group(2), "fix")
+    if "#regzbot" in no_urls:
+        for match in _REGZBOT_INTRODUCED.finditer(no_urls):
+            add(match.group(1), None, "culprit")
+    if "first bad" in lowered:
+        for match in _FIRST_BAD.finditer(no_urls):
+            add(match.group(1), None, "culprit")
+        for match in _BISECT_FIRST_BAD.finditer(no_urls):
+            add(match.group(1), match.group(2).strip() or None, "culprit")
     subject_culprit = re.search(r"\b([0-9a-f]{8,40})\b", subject or "")
     if subject_culprit and re.search(r"regression|bisected|introduced", subject, re.IGNORECASE):
         add(subject_culprit.group(1), None, "culprit")
@@ -100,13 +119,24 @@ def find_commits(text: str, *, subject: str = "") -> list[Commit]:
     # near words like "regression" are context, not further culprits; otherwise only the
     # first such hash is taken as the culprit.
     explicit_culprit = any(commit.role == "culprit" for commit in found.values())
-    for pattern in (_SHA_WITH_SUBJECT, _COMMIT_WORD, _BARE_SHA):
+    # Where culprit words stand, found once per text (when a hash appears) rather than per hash.
+    context_positions: list[int] | None = None
+    patterns = [_BARE_SHA]
+    if "commit" in lowered:
+        patterns.insert(0, _COMMIT_WORD)
+    if "(\"" in no_urls or "(“" in no_urls:
+        patterns.insert(0, _SHA_WITH_SUBJECT)
+    for pattern in patterns:
         for match in pattern.finditer(no_urls):
             sha = match.group(1)
             subject_text = match.group(2) if pattern is _SHA_WITH_SUBJECT else None
-            sentence = _sentence_around(no_urls, match.start(), match.end())
+            left, right = _sentence_bounds(no_urls, match.start(), match.end())
+            if context_positions is None:
+                context_positions = [found.start() for found in _CULPRIT_CONTEXT.finditer(no_urls)]
+            index = bisect.bisect_left(context_positions, left)
             # "reverting X fixes it" blames X too, so a revert does not cancel the culprit role
-            culprit = bool(_CULPRIT_CONTEXT.search(sentence)) and not explicit_culprit
+            culprit = (index < len(context_positions) and context_positions[index] < right
+                       and not explicit_culprit)
             if culprit:
                 explicit_culprit = True
             add(sha, subject_text, "culprit" if culprit else "mentioned")

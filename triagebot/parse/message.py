@@ -143,16 +143,58 @@ def _defect_names(message: email.message.Message) -> list[str]:
     return names
 
 
-_FAST_HEADERS = {"message-id", "in-reply-to", "references", "subject", "from", "date", "list-id",
-                 "content-type", "content-transfer-encoding", "content-disposition"}
+_FAST_HEADERS = frozenset({
+    "message-id", "in-reply-to", "references", "subject", "from", "date", "list-id",
+    "content-type", "content-transfer-encoding", "content-disposition"})
 _CHARSET = re.compile(r"charset\s*=\s*\"?([^\";\s]+)", re.IGNORECASE)
-_NOT_HEADER_LINE = re.compile(r"^(?![!-9;-~]+:|[ \t])", re.MULTILINE)
-_HEADER_START = re.compile(r"^[!-9;-~]+:", re.MULTILINE)
-_WANTED_HEADER = re.compile(
-    r"^(message-id|in-reply-to|references|subject|from|date|list-id|content-type|"
-    r"content-transfer-encoding|content-disposition):[ \t]*(.*(?:\n[ \t].*)*)",
-    re.MULTILINE | re.IGNORECASE,
-)
+
+
+def header_names(header_text: str) -> set[str] | None:
+    """Lower-cased field names of a clean header block (fields and continuations only), else None."""
+    names: set[str] = set()
+    for line in header_text.split("\n"):
+        first = line[:1]
+        if first == " " or first == "\t":
+            if not names:
+                return None
+            continue
+        colon = line.find(":")
+        if colon <= 0 or " " in line[:colon] or "\t" in line[:colon]:
+            return None
+        names.add(line[:colon].lower())
+    return names
+
+
+def _scan_header_block(header_text: str) -> tuple[dict[str, str], int] | None:
+    """The wanted headers (first occurrence, unfolded) and the field count; None if not clean.
+
+    A line loop, not regexes: list mail carries ~90 header lines (Received, DKIM, ARC) and
+    this runs once per message of a year-long mbox.
+    """
+    values: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    count = 0
+    for line in header_text.split("\n"):
+        first = line[:1]
+        if first == " " or first == "\t":
+            if count == 0:
+                return None  # a continuation with no field to continue
+            if current is not None:
+                current.append(line)
+            continue
+        colon = line.find(":")
+        if colon <= 0:
+            return None
+        name = line[:colon]
+        if " " in name or "\t" in name:
+            return None
+        count += 1
+        name = name.lower()
+        if name in _FAST_HEADERS and name not in values:
+            current = values[name] = [line[colon + 1:]]
+        else:
+            current = None
+    return {name: " ".join(" ".join(parts).split()) for name, parts in values.items()}, count
 
 
 def _decoded(header, body: str, attachments: tuple[DecodedAttachment, ...],
@@ -176,7 +218,8 @@ def _decoded(header, body: str, attachments: tuple[DecodedAttachment, ...],
 def _fast_single_part(raw: bytes) -> DecodedMessage | None:
     """Most list mail is one text/plain part: read it without the feed parser, or return None."""
     separator = raw.find(b"\n\n")
-    crlf_separator = raw.find(b"\r\n\r\n")
+    # CRLF mail has no bare "\n\n" before its own separator; only look that far.
+    crlf_separator = raw.find(b"\r\n\r\n", 0, len(raw) if separator == -1 else separator + 1)
     if crlf_separator != -1 and (separator == -1 or crlf_separator < separator):
         head, body = raw[:crlf_separator], raw[crlf_separator + 4:]
     elif separator != -1:
@@ -184,14 +227,10 @@ def _fast_single_part(raw: bytes) -> DecodedMessage | None:
     else:
         return None
     header_text = head.decode("utf-8", "replace").replace("\r\n", "\n")
-    if _NOT_HEADER_LINE.search(header_text):
+    scanned = _scan_header_block(header_text)
+    if scanned is None:
         return None  # not a clean header block: let the full parser judge it
-    headers: dict[str, str] = {}
-    for name, value in _WANTED_HEADER.findall(header_text):
-        name = name.lower()
-        if name not in headers:
-            headers[name] = " ".join(value.split())
-    count = len(_HEADER_START.findall(header_text))
+    headers, count = scanned
     content_type = headers.get("content-type", "text/plain").split(";", 1)[0].strip().lower()
     disposition = headers.get("content-disposition", "").lower()
     if content_type != "text/plain" or disposition.startswith("attachment"):
@@ -232,14 +271,17 @@ def decode_message(raw: bytes) -> DecodedMessage:
         if _is_attachment(part) or (body_parts and content_type == "text/plain"
                                     and part.get_filename()):
             text = None
+            size = len(payload)
             if part.get_content_maintype() == "text":
+                # Text travels in CRLF canonical form; the size is that of the text, LF-ended,
+                # so the same attachment has one size whatever the transport did to line ends.
+                payload = payload.replace(b"\r\n", b"\n")
+                size = len(payload)
                 text, defect = decode_text(payload, charset)
                 text = text[:MAX_ATTACHMENT_TEXT]
                 if defect:
                     defects.append(f"attachment {part.get_filename()!r}: {defect}")
-            attachments.append(
-                DecodedAttachment(part.get_filename(), content_type, len(payload), text)
-            )
+            attachments.append(DecodedAttachment(part.get_filename(), content_type, size, text))
             continue
         if content_type == "text/plain":
             text, defect = decode_text(payload, charset)

@@ -45,12 +45,22 @@ _HARDWARE = re.compile(
     r"(?:Intel\(R\)|Intel|AMD|Xeon|EPYC|Ryzen|Core\(TM\)|\bi[3579]-\d{4,5}\w*|Graviton\d?|Ampere|"
     r"ThunderX\d?|Kunpeng|POWER\d+|NVMe|SSD|HDD)",
 )
-_THREADS = re.compile(r"\b(\d+)\s*(?:virtual\s+)?(?:CPUs|cpus|vCPUs|threads|cores|hardware threads)\b")
+# Thread counts, most explicit first: "32 threads" beats "16 cores" in "16 cores / 32 threads".
+_THREAD_COUNTS = (
+    re.compile(r"\b(\d+)\s*(?:hardware\s+|logical\s+)?threads\b"),
+    re.compile(r"\b(\d+)\s*(?:virtual\s+|logical\s+)?(?:CPUs|cpus|vCPUs|vcpus)\b"),
+    re.compile(r"\b(\d+)\s*(?:physical\s+)?cores\b"),
+)
 _MEMORY = re.compile(r"\b(\d+)\s*(?:GiB|GB|G)\b(?:\s+(?:of\s+)?(?:RAM|memory|DRAM|ram))?", re.IGNORECASE)
-_MEMORY_WORD = re.compile(r"\b(\d+)\s*(?:GiB|GB|G)\s+(?:of\s+)?(?:RAM|memory|DRAM|ram)\b", re.IGNORECASE)
+_MEMORY_WORD = re.compile(r"\b(\d+)\s*(?:GiB|GB|G)\s+(?:of\s+)?(?:RAM|memory|DRAM|ram|(?:LP)?DDR\d)\b",
+                          re.IGNORECASE)
+_SOCKET_WORDS = {"single": 1, "one": 1, "dual": 2, "two": 2, "quad": 4, "four": 4}
+_SOCKETS = re.compile(r"\b(single|one|dual|two|quad|four|\d)[- ]sockets?\b|\b(\d) sockets\b|"
+                      r"\b(2|4)\s*x\s+(?=Xeon|EPYC|AMD|Intel)|\b(two|four) (?=(?:Intel\s+)?(?:Xeon|EPYC|AMD))",
+                      re.IGNORECASE)
 _CPU_MODEL = re.compile(
     r"((?:Intel(?:\(R\))?\s+)?(?:Xeon(?:\(R\))?|Core(?:\(TM\))?)\s*[\w()@.\s-]{0,40}?\d{3,5}\w*"
-    r"|AMD\s+(?:EPYC|Ryzen)\s+[\w\s-]{0,30}?\d{3,5}\w*|\bi[3579]-\d{4,5}\w*|Graviton\d?|Ampere\s+\w+)"
+    r"|(?:AMD\s+)?(?:EPYC|Ryzen)\s+[\w\s-]{0,30}?\d{3,5}\w*|\bi[3579]-\d{4,5}\w*|Graviton\d?|Ampere\s+\w+)"
 )
 
 _NUMBER_UNIT = re.compile(
@@ -97,6 +107,24 @@ def kernel_config(text: str) -> dict[str, str]:
     return options
 
 
+def _thread_count(sentence: str, model_span: tuple[int, int] | None) -> int | None:
+    for pattern in _THREAD_COUNTS:
+        for match in pattern.finditer(sentence):
+            # "Xeon Silver 4314 CPUs": the number belongs to the model name, not a count
+            if model_span and model_span[0] <= match.start(1) < model_span[1]:
+                continue
+            return int(match.group(1))
+    return None
+
+
+def _socket_count(sentence: str) -> int | None:
+    match = _SOCKETS.search(sentence)
+    if not match:
+        return None
+    word = next(group for group in match.groups() if group)
+    return int(word) if word.isdigit() else _SOCKET_WORDS[word.lower()]
+
+
 def hardware(text: str) -> TestMachine | None:
     """A test machine described in prose ("64 virtual CPUs and 256 GiB of RAM")."""
     best: str | None = None
@@ -104,17 +132,17 @@ def hardware(text: str) -> TestMachine | None:
         if len(sentence) > 400:
             continue
         has_cpu = _CPU_MODEL.search(sentence)
-        if has_cpu or (_THREADS.search(sentence) and _MEMORY_WORD.search(sentence)):
+        if has_cpu or (_thread_count(sentence, None) and _MEMORY_WORD.search(sentence)):
             best = sentence
             break
     if best is None:
         return None
-    threads = _THREADS.search(best)
     memory = _MEMORY_WORD.search(best)
     cpu = _CPU_MODEL.search(best)
     return TestMachine(
         description=best,
-        threads=int(threads.group(1)) if threads else None,
+        threads=_thread_count(best, cpu.span(1) if cpu else None),
+        sockets=_socket_count(best),
         cpu_model=" ".join(cpu.group(1).split()) if cpu else None,
         memory_gb=int(memory.group(1)) if memory else None,
     )

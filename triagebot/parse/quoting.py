@@ -55,29 +55,32 @@ def split_quotes(text: str) -> SplitText:
     if original:
         text, tail = text[:original.start()], text[original.end():]
     attributions, without_attributions = _remove_attributions(text)
-    prefixes = _QUOTE_PREFIX.findall(without_attributions)
-    max_depth = max((prefix.count(">") for prefix in prefixes), default=0)
-    quoted_lines = [_QUOTE_PREFIX.sub("", line, count=1)
-                    for line in _QUOTED_LINE.findall(without_attributions)]
+    quoted_block = "\n".join(_QUOTED_LINE.findall(without_attributions))
+    prefixes = _QUOTE_PREFIX.findall(quoted_block)
+    max_depth = max((prefix.count(">") for prefix in set(prefixes)), default=0)
+    quoted = _QUOTE_PREFIX.sub("", quoted_block)
     own = _QUOTED_LINE.sub("\x00", without_attributions)
     own = own.replace("\x00\n", "").replace("\x00", "")
-    quoted = "\n".join(quoted_lines)
     if tail:
         quoted = f"{quoted}\n{tail}" if quoted else tail
     return SplitText(own, quoted, max_depth, attributions)
 
 
-_ATTRIBUTION_END = re.compile(r"\b(?:wrote|writes|said)(?: on [^\n]{0,60})?\s*:[ \t]*$",
-                              re.MULTILINE | re.IGNORECASE)
+# Lines ending in a colon are found first (a literal search, fast over long quoted patches);
+# only those are checked for the attribution verb.
+_LINE_ENDING_IN_COLON = re.compile(r":[ \t]*$", re.MULTILINE)
+_ATTRIBUTION_VERB = re.compile(r"\b(?:wrote|writes|said)(?: on [^\n]{0,60})?[ \t]*$", re.IGNORECASE)
 
 
 def _remove_attributions(text: str) -> tuple[tuple[str, ...], str]:
     """Attribution lines ("On …, X wrote:", possibly wrapped over two lines) before a quote."""
     found: list[str] = []
     cuts: list[tuple[int, int]] = []
-    for match in _ATTRIBUTION_END.finditer(text):
-        line_start = text.rfind("\n", 0, match.start()) + 1
-        line_end = match.end()
+    for colon in _LINE_ENDING_IN_COLON.finditer(text):
+        line_start = text.rfind("\n", 0, colon.start()) + 1
+        if not _ATTRIBUTION_VERB.search(text, line_start, colon.start()):
+            continue
+        line_end = colon.end()
         following = text[line_end:line_end + 400].lstrip(" \t\n")
         if not following.startswith(">"):
             continue

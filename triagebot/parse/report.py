@@ -8,7 +8,7 @@ from triagebot.parse import lkp as lkp_parser
 from triagebot.parse import prose
 from triagebot.parse.classify import classify, is_plain_patch
 from triagebot.parse.commits import find_commits
-from triagebot.parse.message import DecodedAttachment, decode_message
+from triagebot.parse.message import DecodedAttachment, decode_message, header_names
 from triagebot.parse.metrics import parse_tables
 from triagebot.parse.quoting import split_quotes
 from triagebot.parse.reproducers import find_commands
@@ -56,18 +56,20 @@ def _is_binary(raw: bytes) -> bool:
 
 def _head_block(raw: bytes) -> str:
     """The bytes up to and including the first blank line (at most 64 KiB), as text."""
-    stripped = raw.lstrip(b"\r\n")
-    end = stripped.find(b"\n\n", 0, 65536)
-    crlf_end = stripped.find(b"\r\n\r\n", 0, 65536)
+    start = 0
+    while start < len(raw) and raw[start] in (10, 13):  # no lstrip: it would copy the whole message
+        start += 1
+    window = raw[start:start + 65536]
+    end = window.find(b"\n\n")
+    crlf_end = window.find(b"\r\n\r\n")
     if crlf_end != -1 and (end == -1 or crlf_end < end):
         end = crlf_end + 2
     limit = end + 2 if end != -1 else 65536
-    return stripped[:limit].decode("utf-8", "replace")
+    return window[:limit].decode("utf-8", "replace")
 
 
-_NOT_HEADER_LINE = re.compile(r"^(?![!-9;-~]+:|[ \t])", re.MULTILINE)
-_KNOWN_HEADER = re.compile(r"^(?:from|date|subject|message-id|received|return-path|to):",
-                           re.MULTILINE | re.IGNORECASE)
+HEADER_LINES_CHECKED = 12  # opening lines that must read as header fields for the mail path
+_KNOWN_HEADERS = ("from", "date", "subject", "message-id", "received", "return-path", "to")
 
 
 def _has_header_block(text: str) -> bool:
@@ -77,9 +79,11 @@ def _has_header_block(text: str) -> bool:
         text = text.split("\n", 1)[1] if "\n" in text else ""  # an mbox separator line
     end = text.find("\n\n")
     block = text[:end] if end != -1 else text.rstrip("\n")
-    if not block or _NOT_HEADER_LINE.search(block):
+    if not block:
         return False
-    return bool(_KNOWN_HEADER.search(block))
+    # The opening lines decide; the mail path reports any damage further down as defects.
+    names = header_names("\n".join(block.split("\n", HEADER_LINES_CHECKED)[:HEADER_LINES_CHECKED]))
+    return names is not None and any(name in names for name in _KNOWN_HEADERS)
 
 
 def parse_message(raw: bytes, source: Source) -> Report:
@@ -230,12 +234,8 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
         fields = {"commits": tuple(find_commits(_trailer_text(own))), "links": _links(own, None)}
     else:
         fields = _prose_fields(own, subject, kind)
-        if (kind == "reply" and not fields["commits"] and split.quoted
-                and _QUOTED_REPORT_HINT.search(split.quoted[:20000])):
-            quoted_fields = _quoted_context(split.quoted)
-            if quoted_fields:
-                quoted = True
-                fields.update(quoted_fields)
+        if kind == "reply" and split.quoted:
+            fields, quoted = _with_quoted_context(fields, split.quoted)
     return Report(
         message_id=message_id,
         in_reply_to=in_reply_to,
@@ -290,6 +290,7 @@ def _lkp_fields(own: str, attachments: tuple[DecodedAttachment, ...]) -> dict:
 
 _COMMAND_HINTS = ("fio", "sysbench", "fs_mark", "stress-ng", "hackbench", "perf bench", "fsperf",
                   "tar ", "dd ", "dbench", "filebench", "xfs_io", "mkfs", "mount", "qemu-system")
+_BENCHMARK_HINTS = ("fio", "sysbench", "fs_mark", "stress-ng", "hackbench", "perf bench", "fsperf")
 _HARDWARE_HINTS = ("CPU", "cpu", "Xeon", "EPYC", "Ryzen", "Core", "thread", "RAM", "memory", "GB",
                    "GiB", "NVMe", "SSD", "HDD", "Graviton", "Ampere", "i7-", "i9-", "i5-")
 
@@ -315,6 +316,27 @@ def _prose_fields(own: str, subject: str, kind: str) -> dict:
         "stance": stance,
         "prose_numbers": tuple(prose.numbers(own)),
     }
+
+
+def _with_quoted_context(fields: dict, quoted_text: str) -> tuple[dict, bool]:
+    """A reply's own fields completed from the report it quotes, and the top-level `quoted` flag.
+
+    `quoted` is true only when every fact that identifies the case (commits, machine,
+    reproducers, config) came from quoted text: a reply that adds its own machine or commands
+    is the writer's own evidence about a quoted report.
+    """
+    own_facts = any(fields[name] for name in ("commits", "test_machine", "reproducers", "kernel_config"))
+    taken: dict = {}
+    if not fields["commits"] and _QUOTED_REPORT_HINT.search(quoted_text[:20000]):
+        taken.update(_quoted_context(quoted_text))
+    # Benchmark programs only: a quoted patch's mount or dd lines are not the case's reproducer.
+    if not fields["reproducers"] and any(hint in quoted_text for hint in _BENCHMARK_HINTS):
+        commands = find_commands(quoted_text, quoted=True)
+        if commands:
+            taken["reproducers"] = tuple(commands)
+    if taken.get("testcase") is None and fields.get("testcase"):
+        taken.pop("testcase", None)  # the writer's own benchmark name stands
+    return {**fields, **taken}, bool(taken) and not own_facts
 
 
 def _quoted_context(quoted: str) -> dict:

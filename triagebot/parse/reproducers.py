@@ -55,13 +55,13 @@ def _program_kind(command: str) -> str | None:
     kind = _PROGRAMS.get(program)
     if kind is None:
         return None
-    if program == "perf" and not re.match(r"^\S*perf\s+bench\b", command):
+    if program == "perf" and not re.match(r"^\S*perf\s+bench(?=\s|$)", command):
         return None
     arguments = command[match.end():].strip()
     # "fio is slower" in prose is not a command: a command carries options or a job file.
     if not arguments or not re.match(r"^(?:-|[\w./]+\.(?:fio|job|ini|f)\b|[\w./-]*(?:job|fio)[\w./-]*(?:\s|$)|"
                                      r"\w+=|[\w./-]+\s+-|"
-                                     r"bench\b|run\b|prepare\b|cleanup\b|[cx][a-z]*f\b|if=|of=)",
+                                     r"bench(?=\s|$)|run(?=\s|$)|prepare(?=\s|$)|cleanup(?=\s|$)|[cx][a-z]*f\b|if=|of=)",
                                      arguments):
         return None
     return kind

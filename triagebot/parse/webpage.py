@@ -9,8 +9,6 @@ import datetime
 import re
 from dataclasses import dataclass
 
-from bs4 import BeautifulSoup
-
 from triagebot.parse.message import iso_date, strip_message_id
 
 _HEADER = re.compile(r"^(Message-ID|Message-Id|Date|From|To|Cc|CC|Subject|In-Reply-To|References)"
@@ -87,11 +85,14 @@ def split_header_block(text: str, *, search_lines: int = 80) -> tuple[dict[str, 
 
 
 def _from_headers(headers: dict[str, str], body: str, above: str | None,
-                  nav: tuple[tuple[str, str], ...], defects: list[str]) -> PageMessage:
+                  nav: tuple[tuple[str, str], ...], defects: list[str],
+                  attachment_text: str | None = None) -> PageMessage:
     subject = headers.get("subject") or (above or "")
     if "message-id" not in headers:
         defects.append("no Message-ID in the page; deduplicated by date, subject and sender")
-    attachments = tuple((name, kind, int(size)) for name, kind, size in _ATTACHMENT.findall(body))
+    # A page lists its attachments as links below the preformatted body; a paste keeps them inline.
+    listed = _ATTACHMENT.findall(body if attachment_text is None else attachment_text)
+    attachments = tuple(dict(((name, kind), (name, kind, int(size))) for name, kind, size in listed).values())
     return PageMessage(
         message_id=strip_message_id(headers.get("message-id")),
         in_reply_to=strip_message_id(headers.get("in-reply-to")),
@@ -107,6 +108,8 @@ def _from_headers(headers: dict[str, str], body: str, above: str | None,
 
 def parse_page(markup: str) -> PageMessage:
     """One lists.openwall.net message page."""
+    from bs4 import BeautifulSoup  # imported here: mail and mbox input never need it (60 ms)
+
     soup = BeautifulSoup(markup, "lxml")
     nav: list[tuple[str, str]] = []
     for anchor in soup.find_all("a"):
@@ -122,7 +125,8 @@ def parse_page(markup: str) -> PageMessage:
     headers, body, above = split_header_block(text)
     if not headers:
         defects.append("no header block found in the page")
-    return _from_headers(headers, body, above, tuple(dict(nav).items()), defects)
+    page_text = " ".join(soup.get_text().split())
+    return _from_headers(headers, body, above, tuple(dict(nav).items()), defects, page_text)
 
 
 def parse_paste(text: str) -> PageMessage:
