@@ -81,6 +81,16 @@ def test_bad_input_gives_one_line_error(tmp_path: Path, name: str, content: byte
     assert "Traceback" not in error
 
 
+@pytest.mark.parametrize("name,content,problem", BAD_INPUTS)
+def test_bad_input_on_stdin_names_stdin(name: str, content: bytes, problem: str) -> None:
+    result = run_triage("parse", "-", stdin=content)
+    assert result.returncode == 1
+    error = result.stderr.decode().strip()
+    assert len(error.splitlines()) == 1 and "Traceback" not in error
+    assert error.startswith("triage parse: <stdin>") and problem in error
+    assert result.stdout == b""
+
+
 def test_missing_path_and_directory(tmp_path: Path) -> None:
     missing = run_triage("parse", str(tmp_path / "nope.eml"))
     assert missing.returncode == 1

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 
@@ -38,7 +39,13 @@ def _parse_command(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+# Subcommands that live in their stage's package: name -> (module with add_arguments/run, help).
+_STAGE_COMMANDS = {
+    "decide": ("triagebot.verdict.command", "decide confirm / no-repro / inconclusive from numbers given by hand"),
+}
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="triage", description="Triage kernel performance-regression reports.")
     commands = parser.add_subparsers(dest="command", required=True)
     parse = commands.add_parser("parse", help="parse messages into records")
@@ -47,19 +54,20 @@ def build_parser() -> argparse.ArgumentParser:
     parse.add_argument("--json", action="store_true", help="print JSON Lines, one record per message")
     parse.add_argument("--all", action="store_true", help="show every metric row in the summary")
     parse.set_defaults(handler=_parse_command)
-    try:
-        from triagebot.verdict import command as decide_command
-    except ImportError:  # pragma: no cover - the verdict stage is part of the package
-        decide_command = None
-    if decide_command is not None:
-        decide = commands.add_parser("decide", help="decide confirm / no-repro / inconclusive from numbers")
-        decide_command.add_arguments(decide)
-        decide.set_defaults(handler=decide_command.run)
+    chosen = next((word for word in (argv if argv is not None else sys.argv[1:]) if not word.startswith("-")), None)
+    for name, (module_name, summary) in _STAGE_COMMANDS.items():
+        command = commands.add_parser(name, help=summary)
+        # A stage's module (scipy for the verdict: half a second) loads only when it is the
+        # command being run, so `triage parse` starts fast.
+        if name == chosen:
+            module = importlib.import_module(module_name)
+            module.add_arguments(command)
+            command.set_defaults(handler=module.run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         return args.handler(args)

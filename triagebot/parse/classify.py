@@ -10,6 +10,7 @@ _LKP_PERF = re.compile(r"noticed an? [-+]?\d+(?:\.\d+)?% (regression|improvement
 _SYZBOT_SENDER = re.compile(r"syzbot", re.IGNORECASE)
 _SYZBOT_BODY = re.compile(r"syzbot (?:found|has found) the following")
 _REPLY_SUBJECT = re.compile(r"^\s*(?:re|aw|sv|antw)\s*(?:\[\d+\])?\s*:", re.IGNORECASE)
+_REPLY_PREFIXES = re.compile(r"^(?:\s*(?:re|aw|sv|antw)\s*(?:\[\d+\])?\s*:)+", re.IGNORECASE)
 _PATCH_SUBJECT = re.compile(r"^\s*\[[^\]]*\bPATCH\b", re.IGNORECASE)
 _REPORT_WORDS = re.compile(
     r"\bregress(?:ion|ed|ions)?\b|\bperf(?:ormance)? (?:drop|degradation|loss|hit)\b|"
@@ -41,6 +42,14 @@ def classify(subject: str, sender: str, own_text: str) -> str:
     ):
         return "human-report"
     return "other"
+
+
+def is_patch_review(subject: str) -> bool:
+    """A reply in a `[PATCH …]` thread: what it quotes is a patch or its review, not a report."""
+    if not _REPLY_SUBJECT.match(subject):
+        return False
+    unreplied = _REPLY_PREFIXES.sub("", subject, count=1)
+    return bool(_PATCH_SUBJECT.match(unreplied)) and not re.search(r"\bregression\b", subject, re.IGNORECASE)
 
 
 def is_plain_patch(subject: str) -> bool:

@@ -6,7 +6,7 @@ import re
 from triagebot.errors import MessageError
 from triagebot.parse import lkp as lkp_parser
 from triagebot.parse import prose
-from triagebot.parse.classify import classify, is_plain_patch
+from triagebot.parse.classify import is_patch_review, classify, is_plain_patch
 from triagebot.parse.commits import find_commits
 from triagebot.parse.message import DecodedAttachment, decode_message, header_names
 from triagebot.parse.metrics import parse_tables
@@ -73,16 +73,21 @@ _KNOWN_HEADERS = ("from", "date", "subject", "message-id", "received", "return-p
 
 
 def _has_header_block(text: str) -> bool:
-    """True when the text opens with an RFC 822 header block (ended by a blank line or the end)."""
-    text = text.lstrip("\r\n").replace("\r\n", "\n")
+    """True when the text opens with RFC 822 header fields, one of them a usual mail header."""
+    text = text.lstrip("\r\n")
     if text.startswith("From "):
         text = text.split("\n", 1)[1] if "\n" in text else ""  # an mbox separator line
-    end = text.find("\n\n")
-    block = text[:end] if end != -1 else text.rstrip("\n")
-    if not block:
-        return False
     # The opening lines decide; the mail path reports any damage further down as defects.
-    names = header_names("\n".join(block.split("\n", HEADER_LINES_CHECKED)[:HEADER_LINES_CHECKED]))
+    opening = text.split("\n", HEADER_LINES_CHECKED)[:HEADER_LINES_CHECKED]
+    lines: list[str] = []
+    for line in opening:
+        line = line.rstrip("\r")
+        if not line:
+            break
+        lines.append(line)
+    if not lines:
+        return False
+    names = header_names("\n".join(lines))
     return names is not None and any(name in names for name in _KNOWN_HEADERS)
 
 
@@ -234,7 +239,8 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
         fields = {"commits": tuple(find_commits(_trailer_text(own))), "links": _links(own, None)}
     else:
         fields = _prose_fields(own, subject, kind)
-        if kind == "reply" and split.quoted:
+        # A review in a patch thread quotes the patch: there is no report to take context from.
+        if kind == "reply" and split.quoted and not is_patch_review(subject):
             fields, quoted = _with_quoted_context(fields, split.quoted)
     return Report(
         message_id=message_id,
@@ -253,8 +259,13 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
     )
 
 
+_FIXES_LINE = re.compile(r"^[ \t]*Fixes:.*$", re.MULTILINE)
+
+
 def _trailer_text(own: str) -> str:
-    return "\n".join(line for line in own.split("\n") if line.lstrip().startswith("Fixes:"))
+    if "Fixes:" not in own:
+        return ""
+    return "\n".join(_FIXES_LINE.findall(own))
 
 
 def _lkp_fields(own: str, attachments: tuple[DecodedAttachment, ...]) -> dict:
