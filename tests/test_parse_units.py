@@ -122,3 +122,16 @@ def test_plain_patch_is_decided_cheaply() -> None:
     assert is_plain_patch("[PATCH v2 3/7] ext4: tidy up")
     assert not is_plain_patch("Re: [PATCH v2 3/7] ext4: tidy up")
     assert not is_plain_patch("[PATCH 0/1] iomap regression for aio dio 4k writes")
+
+
+def test_command_wrapped_by_a_mail_client_without_backslash() -> None:
+    text = ("[root@box ~]# fio --name=t --rw=read --bs=256k\n"
+            "--filename=/mnt/f --direct=1 --iodepth=64\n"
+            "test: (g=0): rw=read, bs=(R) 256KiB\n")
+    [command] = find_commands(text)
+    assert command.command == "fio --name=t --rw=read --bs=256k --filename=/mnt/f --direct=1 --iodepth=64"
+
+
+def test_tracked_down_to_a_commit_is_a_culprit() -> None:
+    [commit] = find_commits('Eventually I have tracked down the problem to commit bad77c375e8d ("xfs: x").')
+    assert (commit.sha, commit.role) == ("bad77c375e8d", "culprit")

@@ -32,7 +32,11 @@ _MAX_COMMAND = 20_000
 
 
 def _join_continuations(lines: list[str], start: int) -> tuple[str, int]:
-    """One logical line from a `\\`-continued command; returns it and the next index."""
+    """One logical line from a `\\`-continued command; returns it and the next index.
+
+    Mail clients also wrap long command lines without a backslash; a following line that
+    starts with an option (`--filename=…`, `-o …`) continues the command too.
+    """
     parts = []
     index = start
     while index < len(lines):
@@ -43,8 +47,15 @@ def _join_continuations(lines: list[str], start: int) -> tuple[str, int]:
             continue
         parts.append(line.strip())
         index += 1
+        while index < len(lines) and _WRAPPED_OPTIONS.match(lines[index]):
+            parts.append(lines[index].strip())
+            index += 1
         break
     return " ".join(part for part in parts if part), index
+
+
+# A wrapped remainder of a command: options only (no prose words between them).
+_WRAPPED_OPTIONS = re.compile(r"^-{1,2}[A-Za-z][\w-]*(?:=\S*)?(?:\s+-{1,2}[A-Za-z][\w-]*(?:=\S*|\s+[^\s-]\S*)?)*\s*$")
 
 
 def _program_kind(command: str) -> str | None:
