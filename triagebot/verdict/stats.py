@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 from scipy import stats as scipy_stats
-
-# Above this many runs a side the exact null distributions are replaced by normal approximations.
-EXACT_LIMIT = 50
 
 
 @dataclass(frozen=True)
@@ -24,13 +20,13 @@ class ShiftEstimate:
     scale: str  # "ratio" (log scale, all samples positive) or "difference" (raw, over |base median|)
 
 
-def mann_whitney_p(base: np.ndarray, suspect: np.ndarray) -> float:
-    """Two-sided Mann-Whitney U p-value; exact (conservative under ties) for small samples."""
+def mann_whitney_p(base: np.ndarray, suspect: np.ndarray, exact_limit: int = 50) -> float:
+    """Two-sided Mann-Whitney U p-value; exact (conservative under ties) up to exact_limit a side."""
     pooled = np.concatenate([base, suspect])
     if np.ptp(pooled) == 0.0:
         # All runs identical: no rank information at all, the samples are indistinguishable.
         return 1.0
-    small = len(base) <= EXACT_LIMIT and len(suspect) <= EXACT_LIMIT
+    small = len(base) <= exact_limit and len(suspect) <= exact_limit
     method = "exact" if small else "asymptotic"
     return float(scipy_stats.mannwhitneyu(base, suspect, method=method).pvalue)
 
@@ -44,8 +40,7 @@ def kolmogorov_smirnov_p(base: np.ndarray, suspect: np.ndarray) -> float:
     return float(scipy_stats.ks_2samp(base, suspect).pvalue)
 
 
-@lru_cache(maxsize=256)
-def mann_whitney_null_cdf(size_a: int, size_b: int) -> tuple[float, ...]:
+def mann_whitney_null_cdf(size_a: int, size_b: int) -> np.ndarray:
     """P(U <= u) for u = 0..size_a*size_b under the no-ties null (Gaussian binomial coefficients)."""
     top = size_a * size_b
     counts = np.zeros(top + 1)
@@ -55,23 +50,20 @@ def mann_whitney_null_cdf(size_a: int, size_b: int) -> tuple[float, ...]:
         shift = size_b + index
         multiplied = counts.copy()
         multiplied[shift:] -= counts[: top + 1 - shift]
-        for power in range(index, top + 1):
-            multiplied[power] += multiplied[power - index]
-        counts = multiplied
-    cumulative = np.cumsum(counts) / counts.sum()
-    return tuple(float(value) for value in cumulative)
+        # Dividing by (1 - q^index) is a running sum over each residue class modulo index.
+        padded = np.zeros(-(-(top + 1) // index) * index)
+        padded[: top + 1] = multiplied
+        counts = np.cumsum(padded.reshape(-1, index), axis=0).ravel()[: top + 1]
+    return np.cumsum(counts) / counts.sum()
 
 
-def rank_depth(size_a: int, size_b: int, confidence: float) -> int:
+def rank_depth(size_a: int, size_b: int, confidence: float, exact_limit: int = 50) -> int:
     """Order-statistic depth k: the CI is [D_(k), D_(ab+1-k)] of the pairwise differences; 0 = unbounded."""
     tail = (1.0 - confidence) / 2.0
-    if size_a <= EXACT_LIMIT and size_b <= EXACT_LIMIT:
+    if size_a <= exact_limit and size_b <= exact_limit:
         cumulative = mann_whitney_null_cdf(size_a, size_b)
-        # Largest k with P(U <= k-1) <= tail.
-        depth = 0
-        while depth < len(cumulative) and cumulative[depth] <= tail:
-            depth += 1
-        return depth
+        # Largest k with P(U <= k-1) <= tail (a small tolerance absorbs float rounding).
+        return int(np.searchsorted(cumulative, tail * (1.0 + 1e-9), side="right"))
     product = size_a * size_b
     spread = math.sqrt(product * (size_a + size_b + 1) / 12.0)
     z_value = scipy_stats.norm.ppf(1.0 - tail)
@@ -103,13 +95,14 @@ def relative_shift(base: np.ndarray, suspect: np.ndarray, confidence: float) -> 
         low, high = float(differences[depth - 1]), float(differences[len(differences) - depth])
 
     def to_percent(value: float) -> float:
-        if positive:
-            return math.expm1(value) * 100.0 if math.isfinite(value) else (value if value > 0 else -100.0)
-        return value * 100.0
+        # An unbounded side stays infinite; finite log shifts become ratios minus one.
+        if not math.isfinite(value):
+            return value
+        return math.expm1(value) * 100.0 if positive else value * 100.0
 
     return ShiftEstimate(
         change_percent=to_percent(center),
-        ci_low_percent=to_percent(low) if math.isfinite(low) else -math.inf,
+        ci_low_percent=to_percent(low),
         ci_high_percent=to_percent(high),
         confidence=confidence,
         scale="ratio" if positive else "difference",
