@@ -1,0 +1,174 @@
+"""Store stage: the SQLite schema as numbered migrations, applied in order, one transaction each.
+
+The version applied last is kept in `PRAGMA user_version` (0 for an empty file). It is written
+inside the migration's own transaction, so a migration either lands whole with its number or
+not at all. Migrations are never edited once released: a change is a new, higher version.
+They live here as Python strings, not .sql files, so they ship with any install of the package
+without package-data configuration.
+"""
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from triagebot.store.protocol import SchemaTooNewError, StoreError
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    statements: tuple[str, ...]
+
+
+_INITIAL = (
+    # Raw messages byte for byte. `raw` is the last column so that reading the metadata of a
+    # row does not pull its overflow pages.
+    """CREATE TABLE messages (
+        message_id   TEXT PRIMARY KEY NOT NULL,
+        source_name  TEXT NOT NULL,
+        source_url   TEXT,
+        list_name    TEXT,
+        received_at  TEXT NOT NULL,
+        size         INTEGER NOT NULL,
+        raw          BLOB NOT NULL
+    )""",
+    "CREATE INDEX messages_list_name ON messages (list_name)",
+    # One record per message, as schema-N JSON text; kind/testcase/date_utc are copies of the
+    # JSON fields kept as columns so `triage list` filters use an index.
+    """CREATE TABLE records (
+        message_id      TEXT PRIMARY KEY NOT NULL
+                        REFERENCES messages (message_id) ON DELETE CASCADE,
+        schema          INTEGER NOT NULL,
+        parser_version  TEXT NOT NULL,
+        kind            TEXT,
+        testcase        TEXT,
+        date_utc        TEXT,
+        updated_at      TEXT NOT NULL,
+        record_json     TEXT NOT NULL
+    )""",
+    "CREATE INDEX records_kind ON records (kind)",
+    "CREATE INDEX records_testcase ON records (testcase)",
+    "CREATE INDEX records_date_utc ON records (date_utc)",
+    # Threads: every id seen in Message-ID / In-Reply-To / References is a node, stored or
+    # not; nodes of one connected thread share a thread_id. Edges are (child, parent).
+    "CREATE TABLE threads (thread_id INTEGER PRIMARY KEY)",
+    """CREATE TABLE thread_nodes (
+        message_id  TEXT PRIMARY KEY NOT NULL,
+        thread_id   INTEGER NOT NULL REFERENCES threads (thread_id)
+    )""",
+    "CREATE INDEX thread_nodes_thread ON thread_nodes (thread_id)",
+    """CREATE TABLE thread_edges (
+        child   TEXT NOT NULL,
+        parent  TEXT NOT NULL,
+        PRIMARY KEY (child, parent)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX thread_edges_parent ON thread_edges (parent)",
+    # Position of each source (feed cursor, last mbox offset, ...), written in the same
+    # transaction as the messages it covers.
+    """CREATE TABLE cursors (
+        source_key  TEXT PRIMARY KEY NOT NULL,
+        value       TEXT NOT NULL,
+        updated_at  TEXT NOT NULL
+    )""",
+    # Reserved for the reproduce, verdict and notify issues: minimal columns now, those
+    # issues add theirs in later migrations. Nothing writes these tables yet.
+    """CREATE TABLE plans (
+        plan_id     INTEGER PRIMARY KEY,
+        message_id  TEXT NOT NULL REFERENCES messages (message_id),
+        created_at  TEXT NOT NULL,
+        plan_json   TEXT NOT NULL
+    )""",
+    """CREATE TABLE runs (
+        run_id       INTEGER PRIMARY KEY,
+        plan_id      INTEGER NOT NULL REFERENCES plans (plan_id),
+        status       TEXT NOT NULL,
+        started_at   TEXT,
+        finished_at  TEXT,
+        run_json     TEXT NOT NULL
+    )""",
+    """CREATE TABLE verdicts (
+        verdict_id    INTEGER PRIMARY KEY,
+        message_id    TEXT NOT NULL REFERENCES messages (message_id),
+        plan_id       INTEGER REFERENCES plans (plan_id),
+        verdict       TEXT NOT NULL,
+        decided_at    TEXT NOT NULL,
+        verdict_json  TEXT NOT NULL
+    )""",
+    """CREATE TABLE notifications (
+        notification_id    INTEGER PRIMARY KEY,
+        verdict_id         INTEGER NOT NULL REFERENCES verdicts (verdict_id),
+        channel            TEXT NOT NULL,
+        sent_at            TEXT,
+        notification_json  TEXT NOT NULL
+    )""",
+)
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "messages, records, threads, cursors; reserved plans/runs/verdicts/notifications",
+              _INITIAL),
+)
+
+LATEST_VERSION = MIGRATIONS[-1].version
+
+
+def check_migrations(migrations: Sequence[Migration]) -> None:
+    """Versions must run 1, 2, 3, ... with no gap, so "applied up to N" means one thing."""
+    for expected, migration in enumerate(migrations, start=1):
+        if migration.version != expected:
+            raise ValueError(f"migration {migration.name!r} has version {migration.version}, "
+                             f"expected {expected}")
+
+
+def schema_version(connection: sqlite3.Connection) -> int:
+    return int(connection.execute("PRAGMA user_version").fetchone()[0])
+
+
+def refuse_newer(version: int, db_path: str, latest: int = LATEST_VERSION) -> None:
+    if version > latest:
+        raise SchemaTooNewError(
+            f"{db_path}: database schema version {version} is newer than this triagebot "
+            f"knows (up to {latest}); upgrade triagebot, or point --db / TRIAGE_DB at "
+            f"another file")
+
+
+def apply_migrations(connection: sqlite3.Connection, db_path: str,
+                     migrations: Sequence[Migration] = MIGRATIONS) -> list[int]:
+    """Bring the database up to the last migration; returns the versions applied now.
+
+    `connection` must be in autocommit mode (isolation_level=None). Each migration takes the
+    write lock with BEGIN IMMEDIATE and re-reads the version under it, so two processes
+    opening a fresh file at once apply each migration exactly once.
+    """
+    check_migrations(migrations)
+    latest = migrations[-1].version if migrations else 0
+    applied: list[int] = []
+    for migration in migrations:
+        if schema_version(connection) >= migration.version:
+            continue
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:
+            raise StoreError(f"{db_path}: cannot lock the database to migrate it: "
+                             f"{error}") from None
+        try:
+            current = schema_version(connection)
+            refuse_newer(current, db_path, latest)
+            if current >= migration.version:  # another process got there first
+                connection.execute("ROLLBACK")
+                continue
+            for statement in migration.statements:
+                connection.execute(statement)
+            # PRAGMA does not take parameters; the version is an int from this module.
+            connection.execute(f"PRAGMA user_version = {int(migration.version)}")
+            connection.execute("COMMIT")
+        except BaseException as error:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            if isinstance(error, sqlite3.Error):
+                raise StoreError(f"{db_path}: migration {migration.version} "
+                                 f"({migration.name}) failed: {error}") from error
+            raise
+        applied.append(migration.version)
+    return applied
