@@ -54,11 +54,25 @@ def baseline_child(path: Path) -> float:
     return seconds
 
 
-def triage_child(path: Path) -> tuple[float, int, int]:
+# The same command with the spaCy readers (stance, objections) replaced by "nothing found", to
+# measure what reading replies costs. Only this benchmark does that; the tool has no such switch.
+WITHOUT_READERS = """
+import sys
+import triagebot.parse.report as report
+from triagebot.parse.stance import Stance
+report.read_stance = lambda text, **options: Stance("none", None)
+report.read_objections = lambda text: ()
+from triagebot.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def triage_child(path: Path, *, readers: bool = True) -> tuple[float, int, int]:
     """(seconds, records, peak RSS in KiB) of `triage parse --json PATH` in a child process."""
+    command = ["-m", "triagebot.cli"] if readers else ["-c", WITHOUT_READERS]
     with tempfile.TemporaryFile() as errors:
         start = time.perf_counter()
-        child = subprocess.Popen([sys.executable, "-m", "triagebot.cli", "parse", "--json", str(path)],
+        child = subprocess.Popen([sys.executable, *command, "parse", "--json", str(path)],
                                  stdout=subprocess.PIPE, stderr=errors)
         output = child.stdout.read()
         child.stdout.close()
@@ -89,21 +103,27 @@ def main() -> int:
     message_count = len(split_mbox(data))
     del data
     pairs = []
+    without_readers = []
     for _ in range(args.pairs):
         baseline_seconds = baseline_child(args.mbox)
         triage_seconds, records, peak_kib = triage_child(args.mbox)
+        bare_seconds, _, _ = triage_child(args.mbox, readers=False)
         pairs.append((baseline_seconds, triage_seconds))
+        without_readers.append(bare_seconds)
         print(f"pair: baseline {baseline_seconds:.2f} s, triage {triage_seconds:.2f} s, "
-              f"ratio {triage_seconds / baseline_seconds:.2f}")
+              f"ratio {triage_seconds / baseline_seconds:.2f}; without the spaCy readers {bare_seconds:.2f} s")
     ratios = sorted(triage / base for base, triage in pairs)
     median_ratio = statistics.median(ratios)
     baseline_median = statistics.median(base for base, _ in pairs)
     triage_median = statistics.median(triage for _, triage in pairs)
+    overheads = sorted(triage / bare - 1 for (_, triage), bare in zip(pairs, without_readers))
     print(f"messages:            {message_count} (records printed: {records})")
     print(f"stdlib baseline:     {baseline_median:.2f} s  (median; child process: start-up, gunzip, split, read)")
     print(f"triage parse --json: {triage_median:.2f} s  (median; child process: start-up, gunzip, split, parse, JSON)")
     print(f"ratio:               {median_ratio:.2f}  (median of {len(pairs)}: "
           f"{', '.join(f'{ratio:.2f}' for ratio in ratios)}; target <= 1.0)")
+    print(f"reply reading:       +{statistics.median(overheads) * 100:.0f}% over the same parse without the "
+          f"spaCy stance and objection readers (median; target <= 20%)")
     print(f"messages per second: {records / triage_median:.0f}")
     print(f"peak RSS (triage):   {peak_kib / 1024:.0f} MB  (target < 300 MB)")
     return 0

@@ -6,10 +6,10 @@ import importlib
 import json
 import sys
 
-from triagebot.errors import InputError, MessageError, TriageError
+from triagebot.batch import default_jobs, parse_messages
+from triagebot.errors import InputError, TriageError
 from triagebot.inputs import read_messages
-from triagebot.parse.report import parse_message
-from triagebot.records import Source, report_to_json
+from triagebot.records import report_to_json
 from triagebot.summary import render_report
 
 
@@ -17,25 +17,28 @@ def _parse_command(args: argparse.Namespace) -> int:
     failures = 0
     out = sys.stdout
     first = True
+    if args.json:
+        def render(report) -> str:
+            return json.dumps(report_to_json(report), ensure_ascii=False)
+    else:
+        def render(report) -> str:
+            return render_report(report, all_rows=args.all)
     for path in args.paths:
         try:
-            for name, kind, raw in read_messages(path):
-                try:
-                    report = parse_message(raw, Source(kind, None))
-                except MessageError as error:
-                    print(f"triage parse: {name}: {error}", file=sys.stderr)
-                    failures += 1
-                    continue
-                if args.json:
-                    out.write(json.dumps(report_to_json(report), ensure_ascii=False) + "\n")
-                else:
-                    if not first:
-                        out.write("\n")
-                    out.write(render_report(report, all_rows=args.all) + "\n")
-                first = False
+            messages = list(read_messages(path))
         except InputError as error:
             print(f"triage parse: {error}", file=sys.stderr)
             failures += 1
+            continue
+        for outcome in parse_messages(messages, render, args.jobs):
+            if outcome.error is not None:
+                print(f"triage parse: {outcome.name}: {outcome.error}", file=sys.stderr)
+                failures += 1
+                continue
+            if not args.json and not first:
+                out.write("\n")
+            out.write(outcome.output + "\n")
+            first = False
     return 1 if failures else 0
 
 
@@ -53,6 +56,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                        help="message file, mbox, mbox.gz, openwall page, pasted text, or - for stdin")
     parse.add_argument("--json", action="store_true", help="print JSON Lines, one record per message")
     parse.add_argument("--all", action="store_true", help="show every metric row in the summary")
+    parse.add_argument("--jobs", type=int, default=default_jobs(), metavar="N",
+                       help="worker processes for inputs of 200 messages or more (default: the usable cores)")
     parse.set_defaults(handler=_parse_command)
     chosen = next((word for word in (argv if argv is not None else sys.argv[1:]) if not word.startswith("-")), None)
     for name, (module_name, summary) in _STAGE_COMMANDS.items():

@@ -115,6 +115,22 @@ class Attachment:
 
 
 @dataclass(frozen=True)
+class Objection:
+    """A technical objection in a reply that matters to triage, with the sentence stating it."""
+
+    kind: str  # debug-config / not-plausible / bisection-doubt / alignment / proposed-fix / more-data
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Trailer:
+    """A trailer or regzbot command line: `Tested-by: …`, `#regzbot introduced: …`."""
+
+    name: str  # as conventionally spelled: "Fixes", "Reported-by", "regzbot introduced", …
+    value: str
+
+
+@dataclass(frozen=True)
 class AlsoImpacted:
     """One entry of LKP's "also has significant impact on the following tests" box."""
 
@@ -176,6 +192,9 @@ class Report:
     attachments: tuple[Attachment, ...] = ()
     thread_links: tuple[tuple[str, str], ...] = ()
     defects: tuple[str, ...] = ()
+    stance_evidence: str | None = None  # the writer's sentence that decided `stance`
+    objections: tuple[Objection, ...] = ()
+    trailers: tuple[Trailer, ...] = ()
 
 
 _PAIR_FIELDS = {"parameters", "kernel_config", "thread_links"}
@@ -270,4 +289,7 @@ def report_from_json(data: dict[str, Any]) -> Report:
         attachments=tuple(Attachment(**item) for item in data.get("attachments", [])),
         thread_links=tuple(data.get("thread_links", {}).items()),
         defects=tuple(data.get("defects", [])),
+        stance_evidence=data.get("stance_evidence"),
+        objections=tuple(Objection(**item) for item in data.get("objections", [])),
+        trailers=tuple(Trailer(**item) for item in data.get("trailers", [])),
     )

@@ -6,12 +6,14 @@ import re
 from triagebot.errors import MessageError
 from triagebot.parse import lkp as lkp_parser
 from triagebot.parse import prose
-from triagebot.parse.classify import is_patch_review, classify, is_plain_patch
+from triagebot.parse.classify import classify, is_patch_review, is_plain_patch
 from triagebot.parse.commits import find_commits
 from triagebot.parse.message import DecodedAttachment, decode_message, header_names
 from triagebot.parse.metrics import parse_tables
+from triagebot.parse.objections import read_objections, read_trailers
 from triagebot.parse.quoting import split_quotes
 from triagebot.parse.reproducers import find_commands
+from triagebot.parse.stance import Stance, read_stance
 from triagebot.parse.webpage import PageMessage, looks_like_html, parse_page, parse_paste
 from triagebot.records import (
     Attachment,
@@ -236,7 +238,8 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
                   "links": _links(own, None)}
     elif kind == "other":
         # Patches and discussion: trailers and commit references only; no benchmark reading.
-        fields = {"commits": tuple(find_commits(_trailer_text(own))), "links": _links(own, None)}
+        fields = {"commits": tuple(find_commits(_trailer_text(own))), "links": _links(own, None),
+                  "trailers": read_trailers(own)}
     else:
         fields = _prose_fields(own, subject, kind)
         # A review in a patch thread quotes the patch: there is no report to take context from.
@@ -315,7 +318,9 @@ def _prose_fields(own: str, subject: str, kind: str) -> dict:
     if testcase is None:
         named = _BENCHMARKS.search(own[:20000]) or _BENCHMARKS.search(subject)
         testcase = named.group(1) if named else None
-    stance, _evidence = prose.read_stance(own) if kind in ("reply", "human-report") else ("none", None)
+    stance = read_stance(own, in_reply=kind == "reply") if kind in ("reply", "human-report") else Stance("none", None)
+    # Objections matter in a report's thread; in a patch review "please send v2" is routine.
+    objections = read_objections(own) if kind == "reply" and not is_patch_review(subject) else ()
     commits = find_commits(own, subject=subject if kind == "human-report" else "")
     return {
         "commits": tuple(commits),
@@ -324,7 +329,10 @@ def _prose_fields(own: str, subject: str, kind: str) -> dict:
         "reproducers": tuple(commands),
         "kernel_config": tuple(prose.kernel_config(own).items()),
         "links": _links(own, None),
-        "stance": stance,
+        "stance": stance.stance,
+        "stance_evidence": stance.evidence,
+        "objections": objections,
+        "trailers": read_trailers(own),
         "prose_numbers": tuple(prose.numbers(own)),
     }
 

@@ -1,0 +1,165 @@
+"""Stance, objections and trailers of replies: hand-made sentences, own fixtures, corpus labels."""
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from tests.conftest import CORPUS, FIXTURES, require_corpus
+from triagebot.parse.objections import read_objections, read_trailers
+from triagebot.parse.report import parse_message
+from triagebot.parse.stance import decide_sentence, read_stance
+from triagebot.records import Source
+
+SENTENCES = [
+    # plain negations
+    ("I could not reproduce this on my Xeon Gold 6240.", "not-reproduced"),
+    ("I can't reproduce the regression here, numbers are identical.", "not-reproduced"),
+    ("We cannot reproduce it with the job file you attached.", "not-reproduced"),
+    ("I wasn't able to reproduce it on two machines.", "not-reproduced"),
+    ("Unfortunately I was unable to reproduce the slowdown.", "not-reproduced"),
+    ("I'm not seeing this on my i7-13700K: 954MB/s vs 932MB/s.", "not-reproduced"),
+    ("Can't confirm, the numbers on my box are flat.", "not-reproduced"),
+    ("No regression here on a 64-core EPYC.", "not-reproduced"),
+    ("I tried for a week to reproduce it, without success.", "not-reproduced"),
+    ("I couldn’t reproduce it either.", "not-reproduced"),  # typographic apostrophe
+    # affirmations
+    ("I can reproduce this at will.", "reproduced"),
+    ("We double confirmed the data is stable.", "reproduced"),
+    ("I was able to reproduce it on the first try.", "reproduced"),
+    ("The regression is easily reproducible with fio.", "reproduced"),
+    ("I'm seeing the same regression on an Ampere Altra.", "reproduced"),
+    ("Reverting the commit fixes it, so I can confirm the bisection.", "reproduced"),
+    # no stance: questions, plans, conditions, hedges, fixes, descriptions
+    ("Can you reproduce it without the debug options?", "none"),
+    ("I'll see if I can reproduce it tomorrow.", "none"),
+    ("Let me try the reproducer and get back to you if I see the regression.", "none"),
+    ("I might be seeing the same thing, not sure yet.", "none"),
+    ("I can confirm the crash is fixed with v3.", "none"),
+    ("The box I could reproduce this on died last month.", "none"),
+    ("The box that I could reproduce this on died last month.", "none"),
+    ("I don't see a regression in these numbers, it is noise.", "none"),  # no run of their own
+    ("This might be noise; I will retest with more runs.", "none"),
+    ("I don't see any evidence that this was tested.", "none"),
+    ("Thanks for the report.", "none"),
+]
+
+
+@pytest.mark.parametrize("sentence,expected", SENTENCES)
+def test_sentence_stance(sentence: str, expected: str) -> None:
+    result = read_stance(sentence)
+    assert result.stance == expected
+    assert (result.evidence is None) == (expected == "none")
+
+
+def test_decision_branches() -> None:
+    # question beats every match; a negation beats an affirmation in the same sentence
+    assert decide_sentence(frozenset({"REPRODUCED"}), question=True) == "none"
+    assert decide_sentence(frozenset({"REPRODUCED", "NOT_REPRODUCED"}), question=False) == "not-reproduced"
+    assert decide_sentence(frozenset({"NOT_SEEN"}), question=False) == "none"
+    assert decide_sentence(frozenset({"NOT_SEEN", "RUN_CUE"}), question=False) == "not-reproduced"
+    assert decide_sentence(frozenset({"REPRODUCED", "FIXED"}), question=False) == "none"
+    assert decide_sentence(frozenset({"REPRODUCED", "FIXED", "REVERT"}), question=False) == "reproduced"
+
+
+def test_first_deciding_sentence_is_the_evidence() -> None:
+    text = "Thanks.\n\nI ran it twice on my laptop.\nI can reproduce it: 41 s against 29 s.\n"
+    assert read_stance(text).evidence == "I can reproduce it: 41 s against 29 s."
+
+
+def test_program_output_lines_are_not_statements() -> None:
+    text = "read: IOPS=203k, BW=49.6GiB/s\nwrite: IOPS=1k, BW=4MiB/s\n"
+    assert read_stance(text).stance == "none"
+
+
+# Our own reply fixtures: (file, stance, evidence prefix)
+FIXTURE_STANCES = [
+    ("mail/reply/can-reproduce.eml", "reproduced", "I can reproduce this at will"),
+    ("mail/reply/cannot-reproduce.eml", "not-reproduced", "I'm not seeing this on my i7-12700K"),
+    ("mail/reply/hedge.eml", "none", None),
+    ("mail/reply/quoted-stance-only.eml", "none", None),  # the only stance sentence is quoted
+    ("mail/edge/nested-quotes-reply.eml", "not-reproduced", None),  # "> >" says it reproduces
+    ("mail/edge/missing-message-id.eml", "none", None),
+]
+
+
+@pytest.mark.parametrize("name,stance,evidence", FIXTURE_STANCES)
+def test_fixture_reply_stance(name: str, stance: str, evidence: str | None) -> None:
+    record = parse_message((FIXTURES / name).read_bytes(), Source("eml"))
+    assert record.stance == stance
+    if evidence:
+        assert record.stance_evidence.startswith(evidence)
+
+
+def corpus_labels() -> list[dict[str, str]]:
+    with open(FIXTURES / "stance" / "corpus-labels.tsv", newline="") as handle:
+        return list(csv.DictReader(handle, delimiter="\t"))
+
+
+def test_corpus_reply_labels_agreement() -> None:
+    require_corpus()
+    labels = corpus_labels()
+    assert len(labels) == 27  # every distinct reply file of the corpus, labeled by hand
+    disagreements = []
+    for label in labels:
+        record = parse_message((CORPUS / label["file"]).read_bytes(), Source("eml"))
+        if record.stance != label["stance"]:
+            disagreements.append((label["file"], label["stance"], record.stance))
+    agreement = 1 - len(disagreements) / len(labels)
+    assert agreement >= 0.95, disagreements
+    # the one known miss: a reply of fio output only, no stance sentence to read
+    assert [item[0] for item in disagreements] in ([], ["reply_xfs-nvme-seqread-reply.eml"])
+
+
+def test_corpus_evidence_is_the_labeled_sentence() -> None:
+    require_corpus()
+    for label in corpus_labels():
+        if label["stance"] == "none" or not label["evidence"] or label["file"] == "reply_xfs-nvme-seqread-reply.eml":
+            continue
+        record = parse_message((CORPUS / label["file"]).read_bytes(), Source("eml"))
+        assert record.stance_evidence and record.stance_evidence in label["evidence"], label["file"]
+
+
+OBJECTIONS = [
+    ("This kernel has CONFIG_XFS_DEBUG=y, which explains it.", "debug-config"),
+    ("Please rerun without KASAN, it distorts every number.", "debug-config"),
+    ("A 98% drop from that change is not plausible.", "not-plausible"),
+    ("I think the bisection went wrong somewhere.", "bisection-doubt"),
+    ("This smells like a code alignment effect to me.", "alignment"),
+    ("Does the patch below help?", "proposed-fix"),
+    ("Could you share the perf profile of both kernels?", "more-data"),
+]
+
+
+@pytest.mark.parametrize("sentence,kind", OBJECTIONS)
+def test_objections(sentence: str, kind: str) -> None:
+    found = read_objections(sentence)
+    assert kind in [item.kind for item in found]
+    assert next(item for item in found if item.kind == kind).evidence == sentence
+
+
+def test_no_objection_in_plain_thanks() -> None:
+    assert read_objections("Thanks for looking into it, much appreciated.") == ()
+
+
+def test_diff_in_own_text_is_a_proposed_fix() -> None:
+    text = "Try this:\n\ndiff --git a/fs/x.c b/fs/x.c\n--- a/fs/x.c\n+++ b/fs/x.c\n"
+    assert [item.kind for item in read_objections(text)] == ["proposed-fix"]
+
+
+def test_trailers_and_regzbot_commands() -> None:
+    text = ("Fixes: 6e1983a3eb3c (\"ext4: reserve journal credits\")\n"
+            "Reported-by: kernel test robot <oliver.sang@intel.com>\n"
+            "Tested-by: Marek Nowak <marek@example.org>\n"
+            "Closes: https://lore.kernel.org/oe-lkp/202402141805.x@intel.com\n"
+            "#regzbot introduced: 6e1983a3eb3c\n#regzbot ^introduced v6.7..v6.8-rc1\n"
+            "#regzbot dup-of: https://lore.kernel.org/r/abc@example.org/\n")
+    assert [(trailer.name, trailer.value) for trailer in read_trailers(text)] == [
+        ("Fixes", "6e1983a3eb3c (\"ext4: reserve journal credits\")"),
+        ("Reported-by", "kernel test robot <oliver.sang@intel.com>"),
+        ("Tested-by", "Marek Nowak <marek@example.org>"),
+        ("Closes", "https://lore.kernel.org/oe-lkp/202402141805.x@intel.com"),
+        ("regzbot introduced", "6e1983a3eb3c"),
+        ("regzbot ^introduced", "v6.7..v6.8-rc1"),
+        ("regzbot dup-of", "https://lore.kernel.org/r/abc@example.org/"),
+    ]
