@@ -1,0 +1,1 @@
+"""Test-support helpers shared by the test suite (not part of the triagebot package)."""
