@@ -1,0 +1,86 @@
+"""Ingest stage: the protocols every source and its HTTP transport implement.
+
+A source is polled with the cursor it last returned (None on the first poll) and answers with a
+batch: the raw messages it found and the cursor to store with them. The ingest runner stores
+the messages and the new cursor in one transaction, so a crash between polls loses nothing and
+duplicates nothing: the next poll starts again from the last stored cursor, and messages seen
+twice are ignored by Message-ID.
+
+A cursor is opaque text owned by its source (JSON, a URL, a byte offset).
+
+HTTP goes through `HttpClient`, so sources are tested against real servers on 127.0.0.1 and
+their waiting goes through `Sleeper`, so backoff is tested without waiting.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from triagebot.errors import TriageError
+
+
+class SourceError(TriageError):
+    """A source could not be read this time (server down, bad answer); the poll may be retried."""
+
+
+@dataclass(frozen=True)
+class FetchedMessage:
+    """One message as a source got it: bytes as served, and where from."""
+
+    raw: bytes
+    source_kind: str  # record.md source.kind: lore / openwall / mbox / eml / text
+    source_url: str | None = None
+    list_name: str | None = None
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What one poll found and the cursor to store with it (None: keep the stored one)."""
+
+    messages: tuple[FetchedMessage, ...]
+    cursor: str | None
+    events: tuple[str, ...] = ()  # one line per thing worth logging: retries, skipped entries
+    more: bool = False  # the source has more right now (a long file read in chunks): poll again
+    total: int | None = None  # messages the source holds in all, where it knows (progress display)
+
+
+class Source(Protocol):
+    """A place messages come from: a public-inbox list, an openwall list, a file."""
+
+    @property
+    def key(self) -> str:
+        """Stable name under which the store keeps this source's cursor ("lore:<list URL>")."""
+
+    def poll(self, cursor: str | None) -> Batch:
+        """Messages new since `cursor`; raises SourceError when the source cannot be read now."""
+
+
+@dataclass(frozen=True)
+class HttpResponse:
+    status: int
+    headers: Mapping[str, str]  # lower-case names
+    body: bytes
+    url: str  # after redirects
+
+
+class HttpClient(Protocol):
+    """GET with a timeout; raises SourceError on connection failures and timeouts."""
+
+    def get(self, url: str, *, timeout: float, headers: Mapping[str, str] | None = None) -> HttpResponse:
+        ...
+
+
+Sleeper = Callable[[float], None]
+
+
+@dataclass(frozen=True)
+class HttpPolicy:
+    """How politely a source talks to a server. Defaults are what lore.kernel.org asks of bots."""
+
+    user_agent: str = "triagebot/0.1 (kernel performance triage; operator not configured)"
+    timeout_seconds: float = 30.0  # per request
+    attempts: int = 5  # tries of one request before the poll gives up with SourceError
+    backoff_seconds: float = 2.0  # first wait; doubled each retry, with +-50% jitter
+    backoff_max_seconds: float = 300.0
+    extra_headers: Mapping[str, str] = field(default_factory=dict)
