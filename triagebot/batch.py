@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from triagebot.errors import MessageError
 from triagebot.parse.report import parse_message
+from triagebot.parse import objections, stance
 from triagebot.records import Report, Source
 
 PARALLEL_FROM = 200  # messages; fewer are parsed in this process
@@ -23,11 +24,11 @@ CHUNK = 64  # messages a worker takes at a time
 @dataclass(frozen=True)
 class Outcome:
     name: str
-    output: str | None  # the rendered record, or None when the input was no message
+    output: object  # the rendered record (text, JSON text or a dict), None when the input was no message
     error: str | None
 
 
-Render = Callable[[Report], str]
+Render = Callable[[Report], object]
 
 # The batch a forked worker reads by index: set by the parent just before the pool starts.
 _BATCH: dict[str, object] = {}
@@ -62,6 +63,9 @@ def parse_messages(messages: Sequence[tuple[str, str, bytes]], render: Render, j
             yield _parse_one(name, kind, raw, render)
         return
     _BATCH.update(messages=messages, render=render)
+    # spaCy loads once here and every worker inherits it, rather than each loading it again.
+    stance.pipeline()
+    objections.matcher()
     try:
         bounds = [(start, min(start + CHUNK, len(messages))) for start in range(0, len(messages), CHUNK)]
         with multiprocessing.get_context("fork").Pool(jobs) as pool:

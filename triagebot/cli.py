@@ -17,12 +17,11 @@ def _parse_command(args: argparse.Namespace) -> int:
     failures = 0
     out = sys.stdout
     first = True
-    if args.json:
-        def render(report) -> str:
-            return json.dumps(report_to_json(report), ensure_ascii=False)
-    else:
-        def render(report) -> str:
-            return render_report(report, all_rows=args.all)
+    # JSON is rendered where the parse runs (a worker, for big inputs); text needs every record
+    # back in this process for the thread summaries that follow the records.
+    def render(report):
+        return json.dumps(report_to_json(report), ensure_ascii=False) if args.json else report
+    records: list = []
     for path in args.paths:
         try:
             messages = list(read_messages(path))
@@ -35,11 +34,24 @@ def _parse_command(args: argparse.Namespace) -> int:
                 print(f"triage parse: {outcome.name}: {outcome.error}", file=sys.stderr)
                 failures += 1
                 continue
-            if not args.json and not first:
-                out.write("\n")
-            out.write(outcome.output + "\n")
+            if args.json:
+                out.write(outcome.output + "\n")
+                continue
+            records.append(outcome.output)
+            out.write(("" if first else "\n") + render_report(outcome.output, all_rows=args.all) + "\n")
             first = False
+    if records:
+        out.write(_thread_summaries(records))
     return 1 if failures else 0
+
+
+def _thread_summaries(records: list) -> str:
+    """Summaries of the threads of more than one message the inputs held."""
+    from triagebot.parse.thread import build_threads, render_thread, reports_by_key
+
+    by_key = reports_by_key(records)
+    threads = [thread for thread in build_threads(records) if len(thread.order) > 1]
+    return "".join("\n" + render_thread(thread, by_key) + "\n" for thread in threads)
 
 
 # Subcommands that live in their stage's package: name -> (module with add_arguments/run, help).

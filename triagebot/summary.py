@@ -35,7 +35,10 @@ def render_report(report: Report, *, all_rows: bool = False) -> str:
     if report.syzbot:
         lines.append(f"  syzbot:   {report.syzbot.title}  {report.syzbot.dashboard or ''}")
     if report.stance != "none":
-        lines.append(f"  stance:   {report.stance}")
+        evidence = f'  "{report.stance_evidence}"' if report.stance_evidence else ""
+        lines.append(f"  stance:   {report.stance}{evidence}")
+    for objection in report.objections:
+        lines.append(f"  raises:   [{objection.kind}] \"{objection.evidence}\"")
     if report.metrics:
         rows = report.metrics
         shown = rows if all_rows else sorted(

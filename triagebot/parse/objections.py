@@ -94,7 +94,7 @@ def read_objections(own_text: str) -> tuple[Objection, ...]:
     sentences = candidate_sentences(own_text, OBJECTION_GATE)
     if not sentences:
         return tuple(found.values())
-    for sentence, labels in labels_by_sentence(sentences, _matcher()):
+    for sentence, labels in labels_by_sentence(sentences, matcher()):
         for label in sorted(labels, key=list(PATTERNS).index):
             if label not in found:
                 found[label] = Objection(label, sentence.text.strip())
@@ -117,7 +117,7 @@ def read_trailers(own_text: str) -> tuple[Trailer, ...]:
 _MATCHERS: list[Any] = []
 
 
-def _matcher() -> Any:
+def matcher() -> Any:
     """The objection Matcher, built on first use and kept (immutable patterns: a cache, not state)."""
     if not _MATCHERS:
         from spacy.matcher import Matcher
