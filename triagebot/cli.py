@@ -56,6 +56,10 @@ def _thread_summaries(records: list) -> str:
 
 # Subcommands that live in their stage's package: name -> (module with add_arguments/run, help).
 _STAGE_COMMANDS = {
+    "ingest": ("triagebot.ingest.command", "fetch messages from files, lore or openwall into the store"),
+    "show": ("triagebot.store.show_command", "show one stored report with its thread"),
+    "list": ("triagebot.store.list_command", "list stored records, filtered"),
+    "reparse": ("triagebot.store.reparse_command", "parse the kept raw messages again with this parser"),
     "decide": ("triagebot.verdict.command", "decide confirm / no-repro / inconclusive from numbers given by hand"),
 }
 

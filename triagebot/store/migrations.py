@@ -105,9 +105,20 @@ _INITIAL = (
     )""",
 )
 
+_ALIASES = (
+    # Other names of a stored message: the date + subject + sender key under which an archive
+    # page without a Message-ID (openwall) is recognised as the lore copy of the same message.
+    """CREATE TABLE aliases (
+        alias       TEXT PRIMARY KEY NOT NULL,
+        message_id  TEXT NOT NULL REFERENCES messages (message_id) ON DELETE CASCADE
+    )""",
+    "CREATE INDEX aliases_message ON aliases (message_id)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "messages, records, threads, cursors; reserved plans/runs/verdicts/notifications",
               _INITIAL),
+    Migration(2, "aliases: fallback keys of messages for archive pages without Message-ID", _ALIASES),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

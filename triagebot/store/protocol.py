@@ -170,6 +170,16 @@ class Store(Protocol):
         ...
 
     # -- source positions -------------------------------------------------------------------
+    def add_alias(self, alias: str, message_id: str) -> None:
+        """Another name of a stored message (an archive page's date + subject + sender key)."""
+
+    def resolve_alias(self, alias: str) -> str | None: ...
+
+    def repoint_alias(self, alias: str, message_id: str) -> None: ...
+
+    def delete_message(self, message_id: str) -> bool:
+        """Remove a message, its record and aliases; True if it was there."""
+
     def get_cursor(self, source_key: str) -> str | None: ...
 
     def set_cursor(self, source_key: str, value: str) -> None: ...

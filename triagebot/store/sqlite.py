@@ -442,6 +442,30 @@ class SqliteStore:
         return choose_root(members, edges)
 
     # -- source positions -------------------------------------------------------------------
+    def add_alias(self, alias: str, message_id: str) -> None:
+        """Record another name of a stored message; an alias already taken keeps its message."""
+        with self.transaction():
+            self._connection.execute("INSERT OR IGNORE INTO aliases (alias, message_id) VALUES (?, ?)",
+                                     (alias, normalize_message_id(message_id)))
+
+    def resolve_alias(self, alias: str) -> str | None:
+        row = self._connection.execute("SELECT message_id FROM aliases WHERE alias = ?", (alias,)).fetchone()
+        return row[0] if row else None
+
+    def repoint_alias(self, alias: str, message_id: str) -> None:
+        """Point an alias at another message (the lore copy replacing an archive page's)."""
+        with self.transaction():
+            self._connection.execute("INSERT INTO aliases (alias, message_id) VALUES (?, ?) "
+                                     "ON CONFLICT (alias) DO UPDATE SET message_id = excluded.message_id",
+                                     (alias, normalize_message_id(message_id)))
+
+    def delete_message(self, message_id: str) -> bool:
+        """Remove a message with its record and aliases (thread links stay: they name ids only)."""
+        with self.transaction():
+            cursor = self._connection.execute("DELETE FROM messages WHERE message_id = ?",
+                                              (normalize_message_id(message_id),))
+        return cursor.rowcount > 0
+
     def get_cursor(self, source_key: str) -> str | None:
         row = self._connection.execute("SELECT value FROM cursors WHERE source_key = ?",
                                        (source_key,)).fetchone()

@@ -1,0 +1,113 @@
+"""Ingest stage: `triage ingest SOURCE...` — files, list URLs, message URLs or ids, into the store.
+
+SOURCE is read as, in order: an existing path (mbox, mbox.gz, maildir, a folder of messages,
+one message); a lists.openwall.net URL (a list, or one message page); a public-inbox message
+URL or a bare Message-ID (its whole thread); a public-inbox list URL (its new.atom). With no
+SOURCE, every source in rules/sources.toml is polled once. Exit status 1 if any source failed.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from triagebot.batch import default_jobs
+from triagebot.config import load_settings, rules_dir
+from triagebot.errors import InputError, TriageError
+from triagebot.ingest.files import FileSource
+from triagebot.ingest.lore_thread import LoreThreadSource, thread_mbox_url
+from triagebot.ingest.protocol import HttpPolicy, Source
+from triagebot.ingest.runner import IngestResult, ingest_once
+from triagebot.store.sqlite import SqliteStore, resolve_db_path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("sources", nargs="*", metavar="SOURCE",
+                        help="file, maildir, list URL, message URL or Message-ID (none: rules/sources.toml)")
+    parser.add_argument("--db", help="database file (default: TRIAGE_DB, then ~/.local/share/triagebot/triage.db)")
+    parser.add_argument("--rules", help="rules directory (default: TRIAGE_RULES, then the packaged rules/)")
+    parser.add_argument("--list", dest="list_name", help="list name to record for file sources")
+    parser.add_argument("--jobs", type=int, default=default_jobs(), metavar="N", help="parser processes")
+    parser.add_argument("--quiet", action="store_true", help="no progress display")
+
+
+def _is_openwall(url: str) -> bool:
+    return urlsplit(url).hostname == "lists.openwall.net"
+
+
+def build_source(reference: str, policy: HttpPolicy, *, list_name: str | None = None) -> Source:
+    """The Source a command-line SOURCE names; InputError when it names none."""
+    if os.path.exists(reference):
+        return FileSource(reference, list_name=list_name)
+    from triagebot.ingest.http import RequestsClient
+
+    if reference.startswith(("http://", "https://")) and _is_openwall(reference):
+        from triagebot.ingest.openwall import OpenwallSource
+
+        return OpenwallSource(reference, RequestsClient(policy), policy)
+    thread_url = thread_mbox_url(reference)
+    if thread_url:
+        return LoreThreadSource(thread_url, RequestsClient(policy), policy, list_name=list_name)
+    if reference.startswith(("http://", "https://")):
+        from triagebot.ingest.lore import LoreSource
+
+        return LoreSource(reference if reference.endswith("/") else reference + "/", RequestsClient(policy), policy)
+    raise InputError(reference, "no such file, and not a URL or a Message-ID")
+
+
+class _Progress:
+    """A one-line progress display on a terminal: messages handled, of how many."""
+
+    def __init__(self, label: str, enabled: bool) -> None:
+        self.label = label
+        self.enabled = enabled
+        self.shown = False
+
+    def __call__(self, done: int, total: int | None) -> None:
+        if not self.enabled:
+            return
+        of = f" of {total}" if total else ""
+        percent = f" ({100 * done // total}%)" if total else ""
+        sys.stderr.write(f"\r{self.label}: {done}{of} messages{percent}")
+        sys.stderr.flush()
+        self.shown = True
+
+    def end(self) -> None:
+        if self.shown:
+            sys.stderr.write("\n")
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = load_settings(rules_dir(args.rules))
+    references = list(args.sources)
+    if not references:
+        references = [source.url for source in settings.sources]
+        if not references:
+            raise TriageError(f"no SOURCE given and no sources in {settings.rules_dir / 'sources.toml'}")
+    database = resolve_db_path(args.db)
+    database.parent.mkdir(parents=True, exist_ok=True)
+    failures = 0
+    with SqliteStore(database) as store:
+        for reference in references:
+            try:
+                source = build_source(reference, settings.http, list_name=args.list_name)
+                progress = _Progress(reference, enabled=not args.quiet and sys.stderr.isatty())
+                try:
+                    result = ingest_once(source, store, jobs=args.jobs, progress=progress)
+                finally:
+                    progress.end()
+            except TriageError as error:
+                print(f"triage ingest: {error}", file=sys.stderr)
+                failures += 1
+                continue
+            _report(reference, result)
+    print(f"store: {database}")
+    return 1 if failures else 0
+
+
+def _report(reference: str, result: IngestResult) -> None:
+    for event in result.events:
+        print(f"triage ingest: {reference}: {event}", file=sys.stderr)
+    print(f"{reference}: {len(result.new_ids)} new of {result.seen} messages")

@@ -1,0 +1,481 @@
+"""Ingest stage: a lore.kernel.org / public-inbox list, polled through its new.atom feed.
+
+Each poll reads `<list>/new.atom` (newest entries first by date, at most `feedmax` of them, no
+ETag), picks the entries it has not seen, and fetches each one's whole thread as
+`<entry link>t.mbox.gz` (falling back to `<entry link>raw` when the thread is gone). Threads it
+fetched are remembered and refetched every few polls, so replies that never show in the feed
+(an old Date, a burst larger than the feed) are still found.
+
+The cursor is JSON text, version 1:
+
+    {"v": 1,
+     "seen": ["<16 hex>", ...],          # sha1(Message-ID)[:16]: feed entries and thread
+                                         # messages already fetched, current feed first
+     "tracked": [{"root": "<msgid>", "n": 3, "digest": "<16 hex>"}, ...],
+                                         # threads to refetch, most recently active first;
+                                         # n and digest of their Message-IDs spot a change
+     "since_refetch": 2}                 # polls since the tracked threads were last refetched
+
+Failures: the feed or a new entry's thread unreadable after `policy.attempts` tries raises
+SourceError, and nothing of that poll is returned, so the caller keeps the old cursor and the
+next poll does the same work again (messages stored twice are ignored by Message-ID). An entry
+whose message is gone (404 for both t.mbox.gz and raw) or that has no usable link is skipped
+with an event and not tried again. A refetch of the tracked threads that fails is logged as an
+event and retried on the next poll; what the poll found before it is returned.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+import time
+import urllib.parse
+import xml.etree.ElementTree as ET
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from email.message import Message
+from email.parser import BytesHeaderParser
+from email.policy import compat32
+
+from triagebot.ingest.http import fetch
+from triagebot.ingest.protocol import (
+    Batch, FetchedMessage, HttpClient, HttpPolicy, HttpResponse, Sleeper, SourceError)
+from triagebot.inputs import split_mbox
+
+__all__ = ["LoreSource", "CURSOR_VERSION"]
+
+CURSOR_VERSION = 1
+ATOM = "{http://www.w3.org/2005/Atom}"
+# characters public-inbox leaves unescaped in Message-ID URL paths (PublicInbox::MID::MID_ESC)
+_MID_SAFE = "!$&'()*+,;=:@"
+_MID_RE = re.compile(r"<([^>]+)>")
+_DTD_RE = re.compile(rb"<!(?:DOCTYPE|ENTITY)", re.IGNORECASE)
+_HEADER_LINE_RE = re.compile(rb"^[!-9;-~]+:")  # "Name:" as RFC 5322 allows field names
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Truncated(Exception):
+    pass
+
+
+@dataclass
+class _Tracked:
+    root: str
+    count: int
+    digest: str
+
+
+@dataclass
+class _State:
+    seen: list[str] = field(default_factory=list)
+    tracked: list[_Tracked] = field(default_factory=list)
+    since_refetch: int = 0
+
+
+@dataclass(frozen=True)
+class _Entry:
+    key: str  # what `seen` holds for it
+    label: str  # for event lines: the entry link, or its id
+    url: str | None  # the message's URL ending in "/", under list_url; None: unusable entry
+
+
+class LoreSource:
+    """One public-inbox list (lore.kernel.org or any public-inbox-httpd) as a Source.
+
+    list_url               the list's URL, e.g. "https://lore.kernel.org/oe-lkp/" (a missing
+                           trailing "/" is added); the feed is `<list_url>new.atom`
+    client, policy         the HTTP transport and how politely to use it (timeouts, attempts,
+                           backoff); every request goes through `http.fetch`
+    sleep                  how backoff waits (time.sleep; tests record instead)
+    list_name              stored with each message; default: the last path segment of list_url
+    track_threads          remember fetched threads and refetch them (default True)
+    max_tracked            threads remembered, most recently active kept (default 200)
+    refetch_tracked_every  refetch the tracked threads every this many polls (default 12: hourly
+                           at a 5-minute poll interval)
+    max_seen               feed entries / messages remembered as fetched (default 1000; the
+                           current feed's entries are always kept, so this only needs to exceed
+                           the server's feedmax, 25 on lore)
+    max_thread_bytes       a thread mbox larger than this once unpacked is not read whole; the
+                           entry's message alone is fetched from `raw` (default 256 MiB)
+    rng                    jitter for the backoff (default: a fresh random.Random)
+    """
+
+    def __init__(self, list_url: str, client: HttpClient, policy: HttpPolicy, *,
+                 sleep: Sleeper = time.sleep, list_name: str | None = None,
+                 track_threads: bool = True, max_tracked: int = 200,
+                 refetch_tracked_every: int = 12, max_seen: int = 1000,
+                 max_thread_bytes: int = 256 * 1024 * 1024,
+                 rng: random.Random | None = None) -> None:
+        if not list_url.endswith("/"):
+            list_url += "/"
+        parts = urllib.parse.urlsplit(list_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"not an http(s) list URL: {list_url!r}")
+        if refetch_tracked_every < 1 or max_tracked < 0 or max_seen < 1:
+            raise ValueError("refetch_tracked_every and max_seen must be >= 1, max_tracked >= 0")
+        self.list_url = list_url
+        segments = [segment for segment in parts.path.split("/") if segment]
+        self.list_name = list_name or (segments[-1] if segments else parts.netloc)
+        self.client = client
+        self.policy = policy
+        self.sleep = sleep
+        self.track_threads = track_threads
+        self.max_tracked = max_tracked
+        self.refetch_tracked_every = refetch_tracked_every
+        self.max_seen = max_seen
+        self.max_thread_bytes = max_thread_bytes
+        self.rng = rng or random.Random()
+
+    @property
+    def key(self) -> str:
+        return f"lore:{self.list_url}"
+
+    @property
+    def feed_url(self) -> str:
+        return self.list_url + "new.atom"
+
+    def message_url(self, message_id: str) -> str:
+        return self.list_url + urllib.parse.quote(message_id.strip().strip("<>"),
+                                                  safe=_MID_SAFE) + "/"
+
+    # -- polling ---------------------------------------------------------------------------
+
+    def poll(self, cursor: str | None) -> Batch:
+        events: list[str] = []
+        state = self._load_cursor(cursor, events)
+        entries = self._read_feed(events)
+        seen = set(state.seen)
+        new_entries = [entry for entry in entries if entry.key not in seen]
+        if state.seen and entries and not any(entry.key in seen for entry in entries):
+            events.append(f"{self.feed_url}: none of its {len(entries)} entries was seen "
+                          "before; messages may have been missed since the last poll "
+                          "(poll more often, or backfill from the list archive)")
+
+        messages: dict[str, FetchedMessage] = {}  # by Message-ID: one copy per batch
+        fetched: set[str] = set()  # digests of Message-IDs fetched in this poll
+        touched: set[str] = set()  # tracked roots whose thread was fetched in this poll
+        tracked = list(state.tracked)
+        for entry in reversed(new_entries):  # oldest first
+            if entry.key in fetched:
+                continue  # came with the thread of an entry fetched before it
+            if entry.url is None:
+                events.append(f"{self.feed_url}: skipped entry {entry.label}: no usable link")
+                continue
+            thread = self._fetch_thread(entry.url, entry.label, events)
+            if thread is None:
+                continue
+            ids = self._keep(thread, messages, fetched)
+            if self.track_threads:
+                touched.add(self._track(tracked, ids, thread))
+
+        since_refetch = state.since_refetch + 1
+        if self.track_threads and since_refetch >= self.refetch_tracked_every:
+            if self._refetch_tracked(tracked, touched, messages, fetched, events):
+                since_refetch = 0
+        if not self.track_threads:
+            tracked = []
+
+        new_state = _State(self._merge_seen(entries, fetched, state.seen),
+                           tracked[:self.max_tracked], since_refetch)
+        return Batch(tuple(messages.values()), self._dump_cursor(new_state), tuple(events))
+
+    def _read_feed(self, events: list[str]) -> list[_Entry]:
+        parsed: list[ET.Element] = []
+
+        def accept(response: HttpResponse) -> str | None:
+            root, problem = _parse_feed(response)
+            if root is not None:
+                parsed.append(root)
+            return problem
+
+        fetch(self.client, self.feed_url, self.policy, sleep=self.sleep, accept=accept,
+              events=events, rng=self.rng)
+        if not parsed:  # a 404: the list does not exist here
+            raise SourceError(f"{self.feed_url}: HTTP 404 (no such list?)")
+        return [self._entry(element) for element in parsed[-1].findall(f"{ATOM}entry")]
+
+    def _entry(self, element: ET.Element) -> _Entry:
+        entry_id = (element.findtext(f"{ATOM}id") or "").strip()
+        href = None
+        for link in element.findall(f"{ATOM}link"):
+            if link.get("rel", "alternate") == "alternate" and link.get("href"):
+                href = link.get("href", "").strip()
+                break
+        segment = _message_segment(href, self.list_url) if href else ""
+        if not segment:
+            return _Entry(_digest(entry_id or ET.tostring(element)), entry_id or "<no id>", None)
+        message_id = urllib.parse.unquote(segment)
+        # A link is followed only under list_url (same segment, rebased if it names another
+        # host), so a feed cannot send the poller elsewhere.
+        return _Entry(_digest(message_id), href or entry_id, self.list_url + segment + "/")
+
+    def _fetch_thread(self, url: str, label: str, events: list[str]) -> list[bytes] | None:
+        """The thread of the message at `url` (t.mbox.gz, else raw); None: gone (404)."""
+        found: list[list[bytes]] = []
+        too_large: list[str] = []
+
+        def accept_thread(response: HttpResponse) -> str | None:
+            try:
+                data = _unpack(response, self.max_thread_bytes)
+            except _TooLarge:
+                too_large.append(response.url)
+                return None
+            except _Truncated as error:
+                return str(error)
+            return _accept_messages(data, found, "a thread mbox")
+
+        response = fetch(self.client, url + "t.mbox.gz", self.policy, sleep=self.sleep,
+                         accept=accept_thread, events=events, rng=self.rng)
+        if response.status == 200 and found:
+            return found[-1]
+        if too_large:
+            events.append(f"{url}t.mbox.gz: thread larger than {self.max_thread_bytes} bytes "
+                          "unpacked; fetching the message alone")
+        else:
+            events.append(f"{url}t.mbox.gz: HTTP 404; fetching the message alone")
+
+        def accept_raw(response: HttpResponse) -> str | None:
+            if _is_html(response):
+                return "an HTML page, not a raw message"
+            return _accept_messages(response.body, found, "a raw message")
+
+        response = fetch(self.client, url + "raw", self.policy, sleep=self.sleep,
+                         accept=accept_raw, events=events, rng=self.rng)
+        if response.status == 200 and found:
+            return found[-1]
+        events.append(f"{self.feed_url}: skipped entry {label}: the message is gone "
+                      "(HTTP 404 for t.mbox.gz and raw)")
+        return None
+
+    def _keep(self, thread: list[bytes], messages: dict[str, FetchedMessage],
+              fetched: set[str]) -> list[tuple[str | None, bytes]]:
+        """Add a thread's messages to the batch; (Message-ID, raw) of each, in order."""
+        ids = []
+        for raw in thread:
+            message_id = _message_id(raw)
+            url = self.message_url(message_id) if message_id else None
+            key = message_id if message_id else "sha1:" + hashlib.sha1(raw).hexdigest()
+            if key not in messages:
+                messages[key] = FetchedMessage(raw, "lore", url, self.list_name)
+            if message_id:
+                fetched.add(_digest(message_id))
+            ids.append((message_id, raw))
+        return ids
+
+    # -- tracked threads -------------------------------------------------------------------
+
+    def _track(self, tracked: list[_Tracked], ids: list[tuple[str | None, bytes]],
+               thread: list[bytes]) -> str:
+        """Record a fetched thread as most recently active; its root's Message-ID."""
+        message_ids = [m for m, _ in ids if m]
+        known = {t.root for t in tracked}
+        roots = [m for m in message_ids if m in known]
+        if roots:
+            root = roots[0]
+            tracked[:] = [t for t in tracked if t.root not in roots]  # threads that merged
+        else:
+            root = next((m for m, raw in ids if m and _is_root(raw)), None) \
+                or (message_ids[0] if message_ids else None)
+        if root is None:
+            return ""
+        tracked.insert(0, _Tracked(root, len(set(message_ids)), _ids_digest(message_ids)))
+        del tracked[self.max_tracked:]
+        return root
+
+    def _refetch_tracked(self, tracked: list[_Tracked], touched: set[str],
+                         messages: dict[str, FetchedMessage], fetched: set[str],
+                         events: list[str]) -> bool:
+        """Refetch the tracked threads not fetched this poll; False if it had to stop."""
+        for item in list(tracked):
+            if item.root in touched or item not in tracked:  # fetched already, or merged
+                continue
+            url = self.message_url(item.root)
+            found: list[list[bytes]] = []
+
+            def accept(response: HttpResponse, found: list[list[bytes]] = found) -> str | None:
+                try:
+                    data = _unpack(response, self.max_thread_bytes)
+                except _TooLarge:
+                    found.append([])
+                    return None
+                except _Truncated as error:
+                    return str(error)
+                return _accept_messages(data, found, "a thread mbox")
+
+            try:
+                response = fetch(self.client, url + "t.mbox.gz", self.policy, sleep=self.sleep,
+                                 accept=accept, events=events, rng=self.rng)
+            except SourceError as error:
+                events.append(f"refetch of tracked threads stopped, retried next poll: {error}")
+                return False
+            if response.status == 404:
+                events.append(f"{url}t.mbox.gz: HTTP 404; no longer tracking that thread")
+                tracked.remove(item)
+                continue
+            thread = found[-1]
+            if not thread:
+                events.append(f"{url}t.mbox.gz: thread larger than {self.max_thread_bytes} "
+                              "bytes unpacked; no longer tracking it")
+                tracked.remove(item)
+                continue
+            message_ids = [m for m in (_message_id(raw) for raw in thread) if m]
+            if (len(set(message_ids)), _ids_digest(message_ids)) == (item.count, item.digest):
+                continue
+            ids = self._keep(thread, messages, fetched)
+            tracked.remove(item)
+            touched.add(self._track(tracked, ids, thread))
+        return True
+
+    # -- the cursor ------------------------------------------------------------------------
+
+    def _merge_seen(self, entries: Iterable[_Entry], fetched: set[str],
+                    previous: list[str]) -> list[str]:
+        current = list(dict.fromkeys(entry.key for entry in entries))
+        rest = sorted(fetched - set(current)) + previous
+        merged = list(dict.fromkeys(current + rest))
+        return merged[:max(self.max_seen, len(current))]
+
+    def _load_cursor(self, cursor: str | None, events: list[str]) -> _State:
+        if cursor is None:
+            return _State()
+        try:
+            data = json.loads(cursor)
+            if not isinstance(data, dict) or data.get("v") != CURSOR_VERSION:
+                raise ValueError(f"not a version {CURSOR_VERSION} lore cursor")
+            return _State(
+                [str(s) for s in data.get("seen", [])],
+                [_Tracked(str(t["root"]), int(t["n"]), str(t["digest"]))
+                 for t in data.get("tracked", [])],
+                int(data.get("since_refetch", 0)))
+        except (ValueError, TypeError, KeyError, AttributeError) as error:
+            events.append(f"{self.key}: stored cursor unreadable ({error}); starting from the "
+                          "current feed (messages already stored are not stored twice)")
+            return _State()
+
+    @staticmethod
+    def _dump_cursor(state: _State) -> str:
+        return json.dumps({
+            "v": CURSOR_VERSION,
+            "seen": state.seen,
+            "tracked": [{"root": t.root, "n": t.count, "digest": t.digest}
+                        for t in state.tracked],
+            "since_refetch": state.since_refetch,
+        }, separators=(",", ":"))
+
+
+# -- pure helpers ------------------------------------------------------------------------------
+
+
+def _digest(value: str | bytes) -> str:
+    data = value.encode("utf-8", "surrogateescape") if isinstance(value, str) else value
+    return hashlib.sha1(data).hexdigest()[:16]
+
+
+def _ids_digest(message_ids: Iterable[str]) -> str:
+    return _digest("\n".join(sorted(set(message_ids))))
+
+
+def _message_segment(href: str, list_url: str) -> str:
+    """The escaped Message-ID in an entry link: the segment after the list's own path
+    (`/LIST/MSGID/`, also `/LIST/MSGID/T/#u`), else the link's last segment."""
+    path = urllib.parse.urlsplit(href).path
+    list_path = urllib.parse.urlsplit(list_url).path
+    if path.startswith(list_path) and len(path) > len(list_path):
+        return path[len(list_path):].split("/", 1)[0]
+    segments = [segment for segment in path.split("/") if segment]
+    return segments[-1] if segments else ""
+
+
+def _headers(raw: bytes) -> Message:
+    head = raw.split(b"\n\n", 1)[0]
+    return BytesHeaderParser(policy=compat32).parsebytes(head + b"\n\n")
+
+
+def _message_id(raw: bytes) -> str | None:
+    """The Message-ID public-inbox files the message under: the first <...>, no brackets."""
+    value = _headers(raw).get("Message-ID")
+    if value is None:
+        return None
+    text = str(value)
+    found = _MID_RE.search(text)
+    return (found.group(1) if found else text).strip() or None
+
+
+def _is_root(raw: bytes) -> bool:
+    headers = _headers(raw)
+    return headers.get("In-Reply-To") is None and headers.get("References") is None
+
+
+def _is_html(response: HttpResponse) -> bool:
+    content_type = response.headers.get("content-type", "").lower()
+    start = response.body[:512].lstrip().lower()
+    return "html" in content_type or start.startswith((b"<!doctype html", b"<html"))
+
+
+def _parse_feed(response: HttpResponse) -> tuple[ET.Element | None, str | None]:
+    """The feed's root element, or why the answer is not an Atom feed."""
+    if _is_html(response):
+        content_type = response.headers.get("content-type", "?")
+        return None, f"an HTML page ({content_type}), not an Atom feed (a challenge page?)"
+    if _DTD_RE.search(response.body):
+        return None, "a document type declaration in the feed (refused: entities stay off)"
+    try:
+        root = ET.fromstring(response.body)
+    except ET.ParseError as error:
+        return None, f"not XML ({error})"
+    if root.tag != f"{ATOM}feed":
+        return None, f"XML but not an Atom feed (root element {root.tag})"
+    return root, None
+
+
+def _unpack(response: HttpResponse, limit: int) -> bytes:
+    """The mbox of a t.mbox.gz answer: gunzipped, whole, at most `limit` bytes."""
+    body = response.body
+    if not body.startswith(_GZIP_MAGIC):
+        return body  # the transport already decoded a Content-Encoding: gzip
+    out: list[bytes] = []
+    total = 0
+    data = body
+    while data:
+        decompressor = zlib.decompressobj(wbits=31)
+        try:
+            chunk = decompressor.decompress(data, limit - total + 1)
+        except zlib.error as error:
+            raise _Truncated(f"damaged gzip ({error})") from error
+        total += len(chunk)
+        if total > limit or decompressor.unconsumed_tail:
+            raise _TooLarge()
+        if not decompressor.eof:
+            raise _Truncated(f"truncated gzip ({len(body)} bytes, the stream does not end)")
+        out.append(chunk)
+        data = decompressor.unused_data.lstrip(b"\0")
+        if data and not data.startswith(_GZIP_MAGIC):
+            raise _Truncated("damaged gzip (trailing bytes after the stream)")
+    return b"".join(out)
+
+
+def _accept_messages(data: bytes, found: list[list[bytes]], what: str) -> str | None:
+    """Split a public-inbox mboxrd into messages (into `found`), or say why it is not one."""
+    if data.lstrip()[:1] == b"<":
+        return f"an HTML or XML page, not {what}"
+    if data.startswith(b"From "):
+        messages = [_drop_mboxrd_blank(m) for m in split_mbox(data)]
+    elif _HEADER_LINE_RE.match(data):
+        messages = [data]  # a server that serves the message itself, without a From line
+    else:
+        return f"not {what} (no 'From ' line or header at the start)"
+    if not messages:
+        return f"{what} holding no message"
+    found.append(messages)
+    return None
+
+
+def _drop_mboxrd_blank(message: bytes) -> bytes:
+    # public-inbox's mboxrd appends one blank line to every message; it is not the message's
+    return message[:-1] if message.endswith(b"\n\n") else message

@@ -1,0 +1,53 @@
+"""Store stage: `triage list` — stored records, newest first, filtered by kind, list, date, testcase."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from triagebot.store.sqlite import SqliteStore, resolve_db_path
+
+KINDS = ("lkp-regression", "lkp-improvement", "lkp-functional", "syzbot", "human-report", "reply", "other")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", help="database file (default: TRIAGE_DB, then ~/.local/share/triagebot/triage.db)")
+    parser.add_argument("--kind", action="append", choices=KINDS + ("reports",),
+                        help="record kind; 'reports' = LKP, human and syzbot reports (repeatable)")
+    parser.add_argument("--list", dest="list_name", help="mailing list name, e.g. linux-ext4")
+    parser.add_argument("--since", help="ISO date, e.g. 2024-06-01")
+    parser.add_argument("--testcase", help="LKP testcase or benchmark, e.g. fsmark")
+    parser.add_argument("--verdict", choices=("confirmed", "not-reproduced", "inconclusive", "error", "none"),
+                        help="verdict of the rerun ('none': not rerun yet)")
+    parser.add_argument("--limit", type=int, default=50, help="at most this many (default 50; 0: all)")
+    parser.add_argument("--json", action="store_true", help="JSON Lines, one record per line")
+
+
+def _kinds(selected: list[str] | None) -> list[str] | None:
+    if not selected:
+        return None
+    kinds: list[str] = []
+    for kind in selected:
+        kinds.extend(("lkp-regression", "lkp-improvement", "lkp-functional", "human-report", "syzbot")
+                     if kind == "reports" else (kind,))
+    return kinds
+
+
+def run(args: argparse.Namespace) -> int:
+    database = resolve_db_path(args.db)
+    if not database.exists():
+        print(f"(no records: {database} does not exist yet)")
+        return 0
+    with SqliteStore(database) as store:
+        records = store.list_records(kind=_kinds(args.kind), list_name=args.list_name, since=args.since,
+                                     testcase=args.testcase, limit=args.limit or None)
+    if args.verdict and args.verdict != "none":
+        records = []  # no rerun has stored a verdict yet: the reproduce stage writes them
+    for record in records:
+        if args.json:
+            print(json.dumps(record, ensure_ascii=False))
+            continue
+        headline = record.get("headline") or {}
+        change = f"{headline['change_percent']:+g}% " if headline else ""
+        print(f"{(record.get('date') or '')[:10]:10}  {record['kind']:15}  {change}"
+              f"{record.get('subject', '')[:90]}  <{record.get('message_id') or '(no Message-ID)'}>")
+    return 0
