@@ -34,7 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _is_openwall(url: str) -> bool:
-    return urlsplit(url).hostname == "lists.openwall.net"
+    parts = urlsplit(url)
+    return parts.hostname == "lists.openwall.net" or (
+        parts.hostname in ("www.openwall.com", "openwall.com") and parts.path.startswith("/lists/"))
 
 
 def build_source(reference: str, policy: HttpPolicy, *, list_name: str | None = None) -> Source:
@@ -44,9 +46,12 @@ def build_source(reference: str, policy: HttpPolicy, *, list_name: str | None = 
     from triagebot.ingest.http import RequestsClient
 
     if reference.startswith(("http://", "https://")) and _is_openwall(reference):
-        from triagebot.ingest.openwall import OpenwallSource
+        from triagebot.ingest.openwall import OpenwallPageSource, OpenwallSource, parse_openwall_url
 
-        return OpenwallSource(reference, RequestsClient(policy), policy)
+        address = parse_openwall_url(reference)
+        if address.page_url is not None:
+            return OpenwallPageSource(reference, RequestsClient(policy), policy, list_name=list_name)
+        return OpenwallSource(address.list_url, RequestsClient(policy), policy, list_name=list_name)
     thread_url = thread_mbox_url(reference)
     if thread_url:
         return LoreThreadSource(thread_url, RequestsClient(policy), policy, list_name=list_name)
