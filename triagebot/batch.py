@@ -56,16 +56,22 @@ def _parse_chunk(bounds: tuple[int, int]) -> list[Outcome]:
     return [_parse_one(*messages[index], render) for index in range(*bounds)]  # type: ignore[index,misc]
 
 
-def parse_messages(messages: Sequence[tuple[str, str, bytes]], render: Render, jobs: int) -> Iterator[Outcome]:
-    """Parse (name, source kind, raw) messages and render each; outcomes come in input order."""
+def parse_messages(messages: Sequence[tuple[str, str, bytes]], render: Render, jobs: int, *,
+                   warm_readers: bool = False) -> Iterator[Outcome]:
+    """Parse (name, source kind, raw) messages and render each; outcomes come in input order.
+
+    `warm_readers` loads spaCy here before the workers fork, for callers that start workers
+    many times (an import in chunks): they inherit it instead of each loading it again. One
+    pool is better off letting its workers load it side by side.
+    """
     if jobs <= 1 or len(messages) < PARALLEL_FROM or "fork" not in multiprocessing.get_all_start_methods():
         for name, kind, raw in messages:
             yield _parse_one(name, kind, raw, render)
         return
     _BATCH.update(messages=messages, render=render)
-    # spaCy loads once here and every worker inherits it, rather than each loading it again.
-    stance.pipeline()
-    objections.matcher()
+    if warm_readers:
+        stance.pipeline()
+        objections.matcher()
     try:
         bounds = [(start, min(start + CHUNK, len(messages))) for start in range(0, len(messages), CHUNK)]
         with multiprocessing.get_context("fork").Pool(jobs) as pool:

@@ -49,7 +49,7 @@ def store_batch(store: Store, source_key: str, batch: Batch, *, jobs: int, clock
     received_at = clock()
     incoming: list[IncomingMessage] = []
     aliases: list[tuple[str, str, bool]] = []  # (key, message id, message has a real Message-ID)
-    for fetched, outcome in zip(batch.messages, parse_messages(named, report_to_json, jobs)):
+    for fetched, outcome in zip(batch.messages, parse_messages(named, report_to_json, jobs, warm_readers=True)):
         if outcome.error is not None:
             result.events.append(f"{outcome.name}: skipped: {outcome.error}")
             continue
