@@ -163,3 +163,48 @@ def test_trailers_and_regzbot_commands() -> None:
         ("regzbot ^introduced", "v6.7..v6.8-rc1"),
         ("regzbot dup-of", "https://lore.kernel.org/r/abc@example.org/"),
     ]
+
+
+# Counter-measurements in corpus replies, checked against the hand labels' numbers and commands:
+# (file, [(measurement name or None for prose, value)], [commands the writer ran, verbatim]).
+COUNTER_MEASUREMENTS = [
+    ("reply_xfs-fsync-heavy-reply.eml",
+     [("Amean 1 base", 97.93), ("Amean 1 new", 135.67), ("Amean 1 change", -38.54), ("Amean 8 new", 591.03)], []),
+    ("reply_xfs-mgtime-fio-reply.eml", [(None, 500000.0)], []),
+    ("reply_xfs-nvme-seqread-reply.eml",
+     [("fio.read_iops", 363000.0), ("fio.read_bw", 88.5), ("fio.clat_avg", 174.46), ("fio.clat_stdev", 28.86),
+      ("fio.read_iops", 168000.0), ("fio.read_bw", 41.0), ("fio.clat_avg", 374.99)],
+     ["df -mh /mnt", "fio --name=test --rw=read --bs=256k --filename=/dev/md127 --direct=1 --numjobs=1 "
+                     "--iodepth=64 --exitall --group_reporting --ioengine=libaio --runtime=30 --time_based"]),
+    ("reply_xfs-randio-many-tasks-reply.eml",
+     [(None, 40000.0), (None, 50000.0), (None, 100000.0), (None, 1607000.0), ("fio.write_iops", 206000.0),
+      ("fio.write_bw", 805.0), ("fio.write_iops", 1593000.0)], ["pgrep kworker |wc -l"]),
+    # the one labeled command not read: `iostat -dxm 5`, written inline in a sentence, not run at a prompt
+    ("reply_xfs-nvme-seqread-reply-chinner.eml", [], []),
+]
+
+
+def test_counter_measurements_match_the_labels() -> None:
+    require_corpus()
+    labeled = {label["file"]: label for label in corpus_labels() if label["numbers"] or label["commands"]}
+    assert sorted(labeled) == sorted(case[0] for case in COUNTER_MEASUREMENTS)
+    for name, values, commands in COUNTER_MEASUREMENTS:
+        record = parse_message((CORPUS / name).read_bytes(), Source("eml"))
+        found = [(item.name, item.value) for item in record.measurements]
+        for value in values:
+            assert value in found, (name, value)
+        own_commands = [item.command for item in record.reproducers if not item.quoted]
+        assert own_commands == commands, name
+        for command in commands:
+            assert command in labeled[name]["commands"]  # verbatim as the labeler copied it
+
+
+def test_measurements_from_pasted_fio_output() -> None:
+    from triagebot.parse.measurements import read_measurements
+
+    text = ("  write: IOPS=51.8k, BW=202MiB/s (212MB/s)(11.9GiB/60001msec)\n"
+            "    clat (usec): min=12, max=8123, avg=151.20, stdev=40.10\n")
+    assert [(item.name, item.value, item.unit) for item in read_measurements(text)] == [
+        ("fio.write_iops", 51800.0, "IOPS"), ("fio.write_bw", 202.0, "MiB/s"),
+        ("fio.clat_min", 12.0, "usec"), ("fio.clat_max", 8123.0, "usec"),
+        ("fio.clat_avg", 151.2, "usec"), ("fio.clat_stdev", 40.1, "usec")]

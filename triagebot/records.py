@@ -115,6 +115,16 @@ class Attachment:
 
 
 @dataclass(frozen=True)
+class Measurement:
+    """A value the writer measured, from pasted benchmark output or prose ("IOPS=363k")."""
+
+    text: str  # the line or phrase it came from
+    name: str | None  # "fio.read_iops", "Amean 1 base", … ; None for a number in prose
+    value: float
+    unit: str
+
+
+@dataclass(frozen=True)
 class Objection:
     """A technical objection in a reply that matters to triage, with the sentence stating it."""
 
@@ -195,6 +205,7 @@ class Report:
     stance_evidence: str | None = None  # the writer's sentence that decided `stance`
     objections: tuple[Objection, ...] = ()
     trailers: tuple[Trailer, ...] = ()
+    measurements: tuple[Measurement, ...] = ()  # the writer's own counter-measurements
 
 
 _PAIR_FIELDS = {"parameters", "kernel_config", "thread_links"}
@@ -292,4 +303,5 @@ def report_from_json(data: dict[str, Any]) -> Report:
         stance_evidence=data.get("stance_evidence"),
         objections=tuple(Objection(**item) for item in data.get("objections", [])),
         trailers=tuple(Trailer(**item) for item in data.get("trailers", [])),
+        measurements=tuple(Measurement(**item) for item in data.get("measurements", [])),
     )

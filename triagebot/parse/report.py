@@ -9,6 +9,7 @@ from triagebot.parse import prose
 from triagebot.parse.classify import classify, is_patch_review, is_plain_patch
 from triagebot.parse.commits import find_commits
 from triagebot.parse.message import DecodedAttachment, decode_message, header_names
+from triagebot.parse.measurements import read_measurements
 from triagebot.parse.metrics import parse_tables
 from triagebot.parse.objections import read_objections, read_trailers
 from triagebot.parse.quoting import split_quotes
@@ -333,6 +334,7 @@ def _prose_fields(own: str, subject: str, kind: str) -> dict:
         "stance_evidence": stance.evidence,
         "objections": objections,
         "trailers": read_trailers(own),
+        "measurements": read_measurements(own) if kind == "reply" else (),
         "prose_numbers": tuple(prose.numbers(own)),
     }
 

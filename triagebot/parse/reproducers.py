@@ -29,6 +29,9 @@ _PROMPT = re.compile(r"^\s*(?:[$#%]\s+|\w+@[\w.-]+[:~\w/]*[$#]\s*|\[[^\]\n]{1,60
                      r"(?:sudo\s+|time\s+)*")
 _PROGRAM = re.compile(r"^(?:\./|/usr/(?:local/)?bin/|/usr/sbin/|\S*/)?([\w.-]+)(?=\s|$)")
 _MAX_COMMAND = 20_000
+# An explicit shell prompt: "$ ", "[root@host ~]# ", "user@host:~/dir$ " (a bare "# " is a comment).
+_SHELL_PROMPT = re.compile(r"^\s*(?:\$\s+|\[[\w.-]+@[^\]\n]{1,60}\][$#]\s*|[\w.-]+@[\w.-]+:[~\w/.-]*[$#]\s+)")
+_ANY_PROGRAM = re.compile(r"^(?:\./|/)?[a-z][\w./-]*(?:\s|$)")
 
 
 def _join_continuations(lines: list[str], start: int) -> tuple[str, int]:
@@ -89,6 +92,10 @@ def find_commands(text: str, *, quoted: bool = False) -> list[Reproducer]:
         prompt = _PROMPT.match(line)
         rest = line[prompt.end():] if prompt else line
         kind = _program_kind(rest.strip()) if rest.strip() else None
+        if kind is None and prompt and _SHELL_PROMPT.match(line) and _ANY_PROGRAM.match(rest):
+            # A line the writer shows at a shell prompt ("$ pgrep kworker | wc -l") is a command
+            # they ran, whatever the program: kept as text, never run.
+            kind = "command"
         if kind is None:
             index += 1
             continue
