@@ -44,6 +44,21 @@ def classify(subject: str, sender: str, own_text: str) -> str:
     return "other"
 
 
+_REPORT_THREAD = re.compile(
+    r"\bregress(?:ion|ed|ions)?\b|\bimprovement\b|\bperf(?:ormance)?\b|\bslow(?:er|down|s)?\b|\bdrops?\b|"
+    r"\bbisected\b|\bthroughput\b|\blatency\b|\bIOPS\b|\[syzbot\]|\bBug \d+\]|\bhang|\bdeadlock|\bcrash|"
+    r"\bWARNING\b|\bBUG\b|^\[[\w.-]+:[\w.-]+\]", re.IGNORECASE)
+
+
+def is_report_thread(subject: str) -> bool:
+    """A reply whose thread is about a report: a regression, a slowdown, a bot's finding.
+
+    Stance, objections and measurements are read only in such threads; elsewhere (patch
+    reviews, feature discussion) "I can confirm" and "please send v2" are routine.
+    """
+    return bool(_REPORT_THREAD.search(_REPLY_PREFIXES.sub("", subject, count=1)))
+
+
 def is_patch_review(subject: str) -> bool:
     """A reply in a `[PATCH …]` thread: what it quotes is a patch or its review, not a report."""
     if not _REPLY_SUBJECT.match(subject):

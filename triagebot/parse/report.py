@@ -6,7 +6,7 @@ import re
 from triagebot.errors import MessageError
 from triagebot.parse import lkp as lkp_parser
 from triagebot.parse import prose
-from triagebot.parse.classify import classify, is_patch_review, is_plain_patch
+from triagebot.parse.classify import classify, is_patch_review, is_plain_patch, is_report_thread
 from triagebot.parse.commits import find_commits
 from triagebot.parse.message import DecodedAttachment, decode_message, header_names
 from triagebot.parse.measurements import read_measurements
@@ -319,9 +319,11 @@ def _prose_fields(own: str, subject: str, kind: str) -> dict:
     if testcase is None:
         named = _BENCHMARKS.search(own[:20000]) or _BENCHMARKS.search(subject)
         testcase = named.group(1) if named else None
-    stance = read_stance(own, in_reply=kind == "reply") if kind in ("reply", "human-report") else Stance("none", None)
-    # Objections matter in a report's thread; in a patch review "please send v2" is routine.
-    objections = read_objections(own) if kind == "reply" and not is_patch_review(subject) else ()
+    # What a reply says of reproducing, objecting and measuring matters in a report's thread.
+    in_report_thread = kind == "reply" and is_report_thread(subject)
+    stance = (read_stance(own, in_reply=kind == "reply") if kind == "human-report" or in_report_thread
+              else Stance("none", None))
+    objections = read_objections(own) if in_report_thread else ()
     commits = find_commits(own, subject=subject if kind == "human-report" else "")
     return {
         "commits": tuple(commits),
@@ -334,7 +336,7 @@ def _prose_fields(own: str, subject: str, kind: str) -> dict:
         "stance_evidence": stance.evidence,
         "objections": objections,
         "trailers": read_trailers(own),
-        "measurements": read_measurements(own) if kind == "reply" else (),
+        "measurements": read_measurements(own) if in_report_thread else (),
         "prose_numbers": tuple(prose.numbers(own)),
     }
 
