@@ -113,7 +113,7 @@ def test_show_list_reparse_commands(tmp_path: Path) -> None:
     assert f"{mbox}: 17 new of 17 messages" in result.stdout
     shown = triage("show", "--db", str(database), "<8f3e2c1a-5b7d-4e2f-9a61-0c4d2e7b9f10@example.com>")
     assert shown.returncode == 0, shown.stderr
-    assert "culprit:  6e1983a3eb3cc196a203ad2782a5a971d4f16dd3" in shown.stdout
+    assert "culprit:   6e1983a3eb3cc196a203ad2782a5a971d4f16dd3" in shown.stdout
     assert "thread of 3 messages" in shown.stdout and "reproduced:" in shown.stdout
     as_json = triage("show", "--db", str(database), "--json", "8f3e2c1a-5b7d-4e2f-9a61-0c4d2e7b9f10@example.com")
     record = json.loads(as_json.stdout)

@@ -12,6 +12,15 @@ def _format_number(value: float) -> str:
     return f"{value:g}"
 
 
+def _row_priority(report: Report, row) -> tuple[int, float]:
+    """Headline metric first, then the benchmark's own metrics, then the rest; bigger change first."""
+    headline = report.headline.metric if report.headline else None
+    prefix = headline.split(".", 1)[0] if headline else (report.testcase or "")
+    own = bool(prefix) and row.name.startswith(prefix + ".")
+    rank = 0 if row.name == headline else 1 if own else 2 if not row.name.startswith("perf-profile.") else 3
+    return rank, -abs(row.change) if row.change_unit == "percent" else 0.0
+
+
 def render_report(report: Report, *, all_rows: bool = False) -> str:
     lines = [f"{report.kind}  {report.message_id or '(no Message-ID)'}",
              f"  subject:  {report.subject}",
@@ -23,7 +32,7 @@ def render_report(report: Report, *, all_rows: bool = False) -> str:
     for commit in report.commits:
         subject = f' ("{commit.subject}")' if commit.subject else ""
         where = f"  [{commit.tree} {commit.branch}]" if commit.tree else ""
-        lines.append(f"  {commit.role + ':':10}{commit.sha}{subject}{where}")
+        lines.append(f"  {commit.role + ':':11}{commit.sha}{subject}{where}")
     if report.testcase:
         lines.append(f"  testcase: {report.testcase}")
     if report.parameters:
@@ -41,9 +50,10 @@ def render_report(report: Report, *, all_rows: bool = False) -> str:
         lines.append(f"  raises:   [{objection.kind}] \"{objection.evidence}\"")
     if report.metrics:
         rows = report.metrics
-        shown = rows if all_rows else sorted(
-            rows, key=lambda row: -abs(row.change) if row.change_unit == "percent" else 0)[:TOP_METRIC_ROWS]
-        lines.append(f"  metrics ({len(rows)} rows{'' if all_rows or len(rows) <= TOP_METRIC_ROWS else f', top {TOP_METRIC_ROWS} by change'}):")
+        shown = rows if all_rows else sorted(rows, key=lambda row: _row_priority(report, row))[:TOP_METRIC_ROWS]
+        note = "" if all_rows or len(rows) <= TOP_METRIC_ROWS else \
+            f", top {TOP_METRIC_ROWS}: the headline, then the testcase's own metrics, by change; --all for every row"
+        lines.append(f"  metrics ({len(rows)} rows{note}):")
         for row in shown:
             unit = "%" if row.change_unit == "percent" else ""
             base_sd = f" ±{row.base_stddev_percent:g}%" if row.base_stddev_percent is not None else ""
