@@ -43,9 +43,9 @@ def default_jobs() -> int:
     return max(1, min(cores, 8))
 
 
-def _parse_one(name: str, kind: str, raw: bytes, render: Render) -> Outcome:
+def _parse_one(name: str, kind: str, raw: bytes, url: str | None, render: Render) -> Outcome:
     try:
-        return Outcome(name, render(parse_message(raw, Source(kind, None))), None)
+        return Outcome(name, render(parse_message(raw, Source(kind, url))), None)
     except MessageError as error:
         return Outcome(name, None, str(error))
 
@@ -56,17 +56,17 @@ def _parse_chunk(bounds: tuple[int, int]) -> list[Outcome]:
     return [_parse_one(*messages[index], render) for index in range(*bounds)]  # type: ignore[index,misc]
 
 
-def parse_messages(messages: Sequence[tuple[str, str, bytes]], render: Render, jobs: int, *,
+def parse_messages(messages: Sequence[tuple[str, str, bytes, str | None]], render: Render, jobs: int, *,
                    warm_readers: bool = False) -> Iterator[Outcome]:
-    """Parse (name, source kind, raw) messages and render each; outcomes come in input order.
+    """Parse (name, source kind, raw, source URL) messages, render each; outcomes in input order.
 
     `warm_readers` loads spaCy here before the workers fork, for callers that start workers
     many times (an import in chunks): they inherit it instead of each loading it again. One
     pool is better off letting its workers load it side by side.
     """
     if jobs <= 1 or len(messages) < PARALLEL_FROM or "fork" not in multiprocessing.get_all_start_methods():
-        for name, kind, raw in messages:
-            yield _parse_one(name, kind, raw, render)
+        for name, kind, raw, url in messages:
+            yield _parse_one(name, kind, raw, url, render)
         return
     _BATCH.update(messages=messages, render=render)
     if warm_readers:

@@ -24,7 +24,7 @@ def _parse_command(args: argparse.Namespace) -> int:
     records: list = []
     for path in args.paths:
         try:
-            messages = list(read_messages(path))
+            messages = [(name, kind, raw, None) for name, kind, raw in read_messages(path)]
         except InputError as error:
             print(f"triage parse: {error}", file=sys.stderr)
             failures += 1

@@ -44,7 +44,7 @@ def store_batch(store: Store, source_key: str, batch: Batch, *, jobs: int, clock
                 result: IngestResult) -> None:
     """Parse one batch and store it with its cursor in one transaction."""
     result.events.extend(batch.events)
-    named = [(fetched.source_url or f"{source_key}#{index}", fetched.source_kind, fetched.raw)
+    named = [(fetched.source_url or f"{source_key}#{index}", fetched.source_kind, fetched.raw, fetched.source_url)
              for index, fetched in enumerate(batch.messages)]
     received_at = clock()
     incoming: list[IncomingMessage] = []
