@@ -1,0 +1,607 @@
+"""Reproduce stage: a stored report becomes a validated plan from a template, or a refusal.
+
+Pure: a Report, the loaded templates and the shape of the host in, a Plan or a Refusal out.
+Where a plan comes from, in order of preference:
+- an LKP report's attached job.yaml (`source="job.yaml"`), else its testcase and parameters
+  (`source="lkp-testcase"`), mapped onto the template that lists the testcase under [lkp];
+- a human command line among the report's reproducers (`source="human-command"`), read option
+  by option against the template's allowlist (triagebot.reproduce.commandline).
+Sizes, thread counts and durations are fitted to the host and every change is said in `scaled`;
+paths are moved into the host's scratch dir. The argv keeps `{scratch}` for the runner to fill
+unless a scratch dir is given.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, fields
+from typing import Any
+
+from triagebot.records import Report
+from triagebot.reproduce.commandline import CommandRefused, parse_command
+from triagebot.reproduce.templates import (
+    SCRATCH, MetricSpec, ParamSpec, Template, Templates, format_duration, format_size,
+    parse_duration, parse_size, placeholders,
+)
+
+PLAN_SCHEMA = 1
+SOURCES = ("human-command", "lkp-testcase", "job.yaml")
+# Reproducer kinds whose command a template may run.
+COMMAND_KINDS = ("fio", "sysbench", "fs_mark", "stress-ng", "hackbench", "perf-bench")
+# LKP parameters that tune the test machine rather than the benchmark: never mapped, said in notes.
+MACHINE_SETTINGS = ("cpufreq_governor", "ucode", "kconfig", "compiler", "rootfs", "bp_memmap")
+_GIB = 1 << 30
+_INT = re.compile(r"^\d{1,12}$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+-]{0,63}$")
+_FILE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+_LEADING_VARIABLE = re.compile(r"^\$(\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)(/|$)")
+_PERCENT = re.compile(r"^(\d+(?:\.\d+)?)%$")
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+@dataclass(frozen=True)
+class HostShape:
+    """What the planner needs to know of the host: the defaults are a small lab VM."""
+
+    threads: int = 2
+    memory_gb: int = 24
+    scratch_gb: int = 20
+
+
+@dataclass(frozen=True)
+class Plan:
+    template: str
+    argv: tuple[str, ...]           # the measured command; "{scratch}" left for the runner
+    metric: str                     # a metric the template's parser yields
+    better: str                     # higher / lower
+    parser: str
+    timeout_seconds: int
+    source: str                     # human-command / lkp-testcase / job.yaml
+    message_id: str | None
+    report_metric: str | None = None            # the report's name for the metric (fio.write_iops)
+    reported_change_percent: float | None = None  # signed, as the report states it
+    scaled: tuple[str, ...] = ()    # what was fitted to the host, and why
+    notes: tuple[str, ...] = ()     # other differences from the report: dropped options, paths
+    setup_argv: tuple[str, ...] = ()    # run once before the samples (sysbench fileio prepare)
+    cleanup_argv: tuple[str, ...] = ()  # run once after them
+    parameters: tuple[tuple[str, str], ...] = ()  # the template parameters as planned
+    output_metric: str = ""         # the metric's name in parse_output's result (fio.write_iops)
+    collect: tuple[str, ...] = ()   # files the runner keeps for the parser ("{scratch}/…")
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"schema": PLAN_SCHEMA, "kind": "plan"}
+        for item in fields(self):
+            value = getattr(self, item.name)
+            data[item.name] = dict(value) if item.name == "parameters" else (
+                list(value) if isinstance(value, tuple) else value)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Plan:
+        if data.get("schema") != PLAN_SCHEMA or data.get("kind") != "plan":
+            raise ValueError(f"not a schema-{PLAN_SCHEMA} plan: {data.get('schema')!r} {data.get('kind')!r}")
+        values: dict[str, Any] = {}
+        for item in fields(cls):
+            if item.name not in data:
+                continue
+            value = data[item.name]
+            if item.name == "parameters":
+                value = tuple(value.items())
+            elif isinstance(value, list):
+                value = tuple(value)
+            values[item.name] = value
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    reason: str                     # one sentence: what is refused or missing
+    missing: tuple[str, ...] = ()   # what would make a plan possible
+    source: str | None = None
+    message_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"schema": PLAN_SCHEMA, "kind": "refusal", "reason": self.reason,
+                "missing": list(self.missing), "source": self.source, "message_id": self.message_id}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Refusal:
+        if data.get("schema") != PLAN_SCHEMA or data.get("kind") != "refusal":
+            raise ValueError("not a refusal")
+        return cls(data["reason"], tuple(data.get("missing", [])), data.get("source"), data.get("message_id"))
+
+
+PlanResult = Plan | Refusal
+
+
+def plan_from_json(data: dict[str, Any]) -> PlanResult:
+    return Plan.from_json(data) if data.get("kind") == "plan" else Refusal.from_json(data)
+
+
+# --- entry points -------------------------------------------------------------------------------
+
+def plan_report(report: Report, templates: Templates, scratch_dir: str = SCRATCH,
+                host: HostShape | None = None) -> PlanResult:
+    """The plan for one report, or the refusal saying what is missing."""
+    host = host or HostShape()
+    message_id = report.message_id
+    if report.kind.startswith("lkp-") or (report.testcase and report.parameters):
+        result = _plan_lkp(report, templates, scratch_dir, host)
+        if isinstance(result, Plan) or not _commands(report):
+            return result
+    commands = _commands(report)
+    if not commands:
+        if report.testcase:
+            return Refusal(f"the report names {report.testcase} but carries no command line a template runs",
+                           (f"a {report.testcase} command line",), "human-command", message_id)
+        return Refusal("the report names no testcase and carries no command line",
+                       ("a testcase or a benchmark command line",), None, message_id)
+    first: Refusal | None = None
+    for command in commands:
+        result = plan_command(command, templates, scratch_dir, host, report=report)
+        if isinstance(result, Plan):
+            return result
+        first = first or result
+    assert first is not None
+    if len(commands) > 1:
+        return Refusal(f"{first.reason} (and {len(commands) - 1} more command line(s) refused)",
+                       first.missing, "human-command", message_id)
+    return first
+
+
+def plan_command(command: str, templates: Templates, scratch_dir: str = SCRATCH,
+                 host: HostShape | None = None, report: Report | None = None) -> PlanResult:
+    """The plan for one pasted command line (`triage plan --command`), or its refusal."""
+    host = host or HostShape()
+    message_id = report.message_id if report else None
+    try:
+        parsed = parse_command(command, templates)
+        template = parsed.template
+        notes = list(parsed.notes)
+        scaled: list[str] = []
+        raw: dict[str, tuple[str | None, str]] = {}
+        for option in parsed.options:
+            for name, value in option.sets:
+                raw[name] = (value, f"{template.program} option {option.option}")
+            raw[option.param] = (option.value, f"{template.program} option {option.option}")
+        values = {name: _convert(template.param(name), value, label, scratch_dir, notes)
+                  for name, (value, label) in raw.items()}
+        order = [option.param for option in parsed.options]
+        return _finish(template, values, order, {name: label for name, (_, label) in raw.items()},
+                       "human-command", report, message_id, scratch_dir, host, scaled, notes)
+    except CommandRefused as refused:
+        return Refusal(refused.reason, refused.missing, "human-command", message_id)
+
+
+def _commands(report: Report) -> list[str]:
+    """The report's runnable command lines: the writer's own first, then quoted ones."""
+    found = [item for item in report.reproducers if item.kind in COMMAND_KINDS and item.command]
+    found.sort(key=lambda item: item.quoted)
+    return [item.command for item in found if item.command]
+
+
+# --- LKP ----------------------------------------------------------------------------------------
+
+def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: HostShape) -> PlanResult:
+    message_id = report.message_id
+    job = next((item for item in report.reproducers if item.kind == "lkp-job" and item.content), None)
+    source, testcase, parameters = "lkp-testcase", report.testcase, dict(report.parameters)
+    if job is not None and job.content:
+        document = read_job(job.content)
+        if document.get("testcase"):
+            source = "job.yaml"
+            testcase = str(document["testcase"])
+            parameters = flatten_job(document)
+    if not testcase:
+        return Refusal("the LKP report names no testcase", ("the testcase",), source, message_id)
+    template = templates.for_testcase(testcase)
+    if template is None:
+        return Refusal(f"testcase {testcase} has no template", (f"a template for testcase {testcase}",),
+                       source, message_id)
+    notes: list[str] = []
+    scaled: list[str] = []
+    mapped = {item.key for item in template.lkp_params}
+    environment = [f"{key}={parameters[key]}" for key in template.lkp_environment if key in parameters]
+    for key in ("mount_option", "md"):
+        if key in parameters and key not in template.lkp_environment:
+            environment.append(f"{key}={parameters[key]}")
+    if environment:
+        notes.append(f"the report ran on {' '.join(environment)}; the plan runs on the host's scratch filesystem")
+    settings = [f"{key}={parameters[key]}" for key in MACHINE_SETTINGS if key in parameters]
+    if settings:
+        notes.append(f"machine settings not applied by the plan: {' '.join(settings)}")
+    if source == "lkp-testcase":
+        skipped = set(template.lkp_environment) | set(MACHINE_SETTINGS) | {"mount_option", "md"}
+        for key, value in parameters.items():
+            if key not in mapped and key not in skipped:
+                notes.append(f"LKP parameter {key}={value} has no counterpart in the {template.name} "
+                             f"template: left out")
+    try:
+        values: dict[str, Any] = {}
+        labels: dict[str, str] = {}
+        divided = []
+        for item in template.lkp_params:
+            if item.key not in parameters or parameters[item.key] in (None, ""):
+                continue
+            raw = str(parameters[item.key])
+            label = f"LKP parameter {item.key}"
+            labels[item.param] = label
+            if item.divide_by:
+                divided.append((item, raw, label))
+                continue
+            raw = dict(item.mapping).get(raw, raw)
+            if item.strip_suffix and raw.endswith(item.strip_suffix):
+                raw = raw[: -len(item.strip_suffix)]
+            spec = template.param(item.param)
+            percent = _PERCENT.match(raw)
+            if item.kind == "threads" and percent:
+                share = float(percent.group(1))
+                count = max(1, math.floor(share / 100 * host.threads + 0.5))
+                scaled.append(f"{spec.name} {count} from {item.key} {raw} ({raw} of the host's {host.threads} threads)")
+                values[spec.name] = count
+                continue
+            values[spec.name] = _convert(spec, raw, label, scratch_dir, notes)
+        # Totals divided by other parameters: those are fitted to the host first.
+        _defaults(template, values)
+        _scale(template, values, host, scaled, only=("threads", "cap"))
+        for item, raw, label in divided:
+            spec = template.param(item.param)
+            total = parse_size(raw)
+            if total is None:
+                raise CommandRefused(f"{label}={raw} is not a size")
+            divisor = math.prod(_magnitude(template.param(name), values.get(name)) for name in item.divide_by)
+            share = total // max(1, divisor)
+            if spec.type == "size" and share >= 1 << 20:
+                share -= share % (1 << 20)
+            if share < 1:
+                raise CommandRefused(f"{label}={raw} leaves nothing for each of {', '.join(item.divide_by)}")
+            values[spec.name] = share
+            notes.append(f"{spec.name} {_render(spec, share)} is {item.key} {raw} divided by "
+                         f"{' × '.join(item.divide_by)}")
+        return _finish(template, values, None, labels, source, report, message_id, scratch_dir, host,
+                       scaled, notes)
+    except CommandRefused as refused:
+        return Refusal(refused.reason, refused.missing, source, message_id)
+
+
+# --- shared: values, scaling, argv, metric ------------------------------------------------------
+
+def _convert(spec: ParamSpec, raw: str | None, label: str, scratch_dir: str, notes: list[str]) -> Any:
+    """One raw value in the parameter's type; raises CommandRefused naming the option."""
+    shown = label if raw is None else f"{label}={raw}"
+    if spec.type == "bool":
+        if raw is None or raw.lower() in _TRUE:
+            return True
+        if raw.lower() in _FALSE:
+            return False
+        raise CommandRefused(f"{shown}: a flag takes no value but 0 or 1")
+    if raw is None:
+        raise CommandRefused(f"{label} needs a value", (f"a value for {label}",))
+    if "$" in raw and spec.type != "path":
+        raise CommandRefused(f"{shown} holds a shell variable the report gives no value for: refused",
+                             (f"the value of {raw}",))
+    if spec.type == "int":
+        if not _INT.match(raw):
+            raise CommandRefused(f"{shown} is not a whole number")
+        return int(raw)
+    if spec.type == "enum":
+        if raw not in spec.choices:
+            raise CommandRefused(f"{shown} is not one of the choices ({', '.join(spec.choices[:12])}"
+                                 f"{', …' if len(spec.choices) > 12 else ''})")
+        return raw
+    if spec.type == "size":
+        size = parse_size(raw)
+        if size is None:
+            raise CommandRefused(f"{shown} is not a size")
+        return size
+    if spec.type == "duration":
+        seconds = parse_duration(raw)
+        if seconds is None:
+            raise CommandRefused(f"{shown} is not a duration")
+        return seconds
+    if spec.type == "name":
+        if not _NAME.match(raw):
+            raise CommandRefused(f"{shown} is not a plain name (letters, digits, . _ : + -)")
+        if raw in spec.reserved:
+            raise CommandRefused(f"{shown} is reserved: it defines no job of its own, so the command "
+                                 f"runs nothing as written", (f"a job name other than {raw}",))
+        return raw
+    return _scratch_path(spec, raw, label, scratch_dir, notes)
+
+
+def _scratch_path(spec: ParamSpec, raw: str, label: str, scratch_dir: str, notes: list[str]) -> str:
+    """A path from a pasted command moved into the host's scratch dir, or refused."""
+    if raw.startswith("/dev/") or raw == "/dev":
+        raise CommandRefused(f"{label}={raw} is a raw device, not the host's scratch space: refused",
+                             ("a file or directory on the host's scratch space",))
+    rest = raw
+    variable = _LEADING_VARIABLE.match(rest)
+    if variable:
+        # `${MNT}/file`: the writer's own mount point, which on the host is the scratch dir.
+        rest = rest[variable.end():]
+    if "$" in rest or "{" in rest or "}" in rest:
+        raise CommandRefused(f"{label}={raw} holds a shell variable the report gives no value for: refused",
+                             (f"the value of {raw}",))
+    if spec.kind == "dir":
+        target = scratch_dir
+    else:
+        name = rest.rstrip("/").rsplit("/", 1)[-1]
+        if not _FILE_NAME.match(name):
+            raise CommandRefused(f"{label}={raw} does not end in a plain file name")
+        target = f"{scratch_dir}/{name}"
+    notes.append(f"{label}: {raw} → {target} (the host's scratch dir)")
+    return target
+
+
+def _defaults(template: Template, values: dict[str, Any]) -> None:
+    for spec in template.params:
+        if spec.name not in values and spec.default is not None:
+            values[spec.name] = spec.default
+
+
+def _magnitude(spec: ParamSpec, value: Any) -> int:
+    """A value as a multiplier of a footprint: a count, or bytes."""
+    if value is None or isinstance(value, bool):
+        return 1
+    return max(1, int(value))
+
+
+def _scale(template: Template, values: dict[str, Any], host: HostShape, scaled: list[str],
+           only: tuple[str, ...] = ("threads", "cap", "scratch", "memory")) -> None:
+    """Fit values to the host (in place), saying what changed and why."""
+    for spec in template.params:
+        value = values.get(spec.name)
+        if value is None or spec.scale not in only or isinstance(value, bool):
+            continue
+        new = value
+        why = ""
+        if spec.scale == "threads":
+            ceiling = host.threads * spec.per_thread
+            if value > ceiling:
+                new = ceiling
+                each = f", {spec.per_thread} per thread" if spec.per_thread > 1 else ""
+                why = f"the host has {host.threads} threads{each}"
+        elif spec.scale == "cap":
+            if spec.cap is not None and value > spec.cap:
+                new = spec.cap
+                why = "the lab's limit for one sample; the runner repeats samples"
+        else:
+            room = host.scratch_gb if spec.scale == "scratch" else host.memory_gb
+            fraction = template.scratch_fraction if spec.scale == "scratch" else template.memory_fraction
+            budget = int(room * _GIB * fraction)
+            multiplier = math.prod(_magnitude(template.param(name), values.get(name)) for name in spec.times)
+            if value * multiplier > budget:
+                new = budget // multiplier
+                if spec.type == "size" and new >= 1 << 20:
+                    new -= new % (1 << 20)
+                if new < 1:
+                    raise CommandRefused(f"{spec.name} cannot fit the host's {spec.scale} "
+                                         f"({format_size(budget)} for {multiplier} of them)")
+                place = "scratch space" if spec.scale == "scratch" else "memory"
+                per = f" × {' × '.join(spec.times)}" if spec.times else ""
+                why = (f"{spec.name}{per} would need {format_size(value * multiplier)}; the plan may use "
+                       f"{format_size(budget)} of the host's {room} GB {place}")
+        if spec.maximum is not None and new > spec.maximum:
+            new = spec.maximum
+            why = why or f"the template's maximum for {spec.name}"
+        if new != value:
+            scaled.append(f"{spec.name} {_render(spec, value)} → {_render(spec, new)} ({why})")
+            values[spec.name] = int(new) if spec.type in ("int", "size") else new
+
+
+def _check(template: Template, values: dict[str, Any], labels: dict[str, str]) -> None:
+    for spec in template.params:
+        value = values.get(spec.name)
+        if value is None or isinstance(value, bool):
+            continue
+        label = labels.get(spec.name, spec.name)
+        if spec.minimum is not None and value < spec.minimum:
+            raise CommandRefused(f"{label}: {_render(spec, value)} is below the template's minimum "
+                                 f"{_render(spec, spec.minimum)}")
+        if spec.maximum is not None and value > spec.maximum:
+            raise CommandRefused(f"{label}: {_render(spec, value)} is above the template's maximum "
+                                 f"{_render(spec, spec.maximum)}")
+
+
+def _render(spec: ParamSpec, value: Any) -> str:
+    if spec.type == "size":
+        return format_size(int(value), spec.format or "suffix")
+    if spec.type == "duration":
+        return format_duration(float(value), spec.format or "seconds")
+    if spec.type == "bool":
+        return "1" if value else "0"
+    return str(int(value)) if spec.type == "int" else str(value)
+
+
+def _option_words(template: Template, values: dict[str, Any], order: list[str]) -> list[str]:
+    words: list[str] = []
+    for name in order:
+        spec = template.param(name)
+        value = values.get(name)
+        if spec.flag is None or value is None or value is False:
+            continue
+        flag = spec.flag
+        for other in placeholders(flag):
+            flag = flag.replace("{" + other + "}", str(values.get(other, "")))
+        if spec.type == "bool":
+            words.append(flag)
+        elif template.value_style == "equals":
+            words.append(f"{flag}={_render(spec, value)}")
+        else:
+            words.extend([flag, _render(spec, value)])
+    return words
+
+
+def _expand(argv: tuple[str, ...], options: list[str], rendered: dict[str, str], scratch_dir: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for word in argv:
+        if word == "{options}":
+            out.extend(options)
+            continue
+        names = placeholders(word)
+        if any(name not in ("scratch", "options") and name not in rendered for name in names):
+            continue                # an element for a parameter the plan leaves unset
+        for name in names:
+            word = word.replace("{" + name + "}", scratch_dir if name == "scratch" else rendered[name])
+        out.append(word)
+    return tuple(out)
+
+
+def _finish(template: Template, values: dict[str, Any], order: list[str] | None, labels: dict[str, str],
+            source: str, report: Report | None, message_id: str | None, scratch_dir: str, host: HostShape,
+            scaled: list[str], notes: list[str]) -> Plan:
+    _defaults(template, values)
+    for spec in template.params:
+        for other in placeholders(spec.flag or ""):
+            if other not in values:
+                example = (spec.flag or "").replace("{" + other + "}", template.param(other).choices[0])
+                raise CommandRefused(f"the {template.name} command names no {other} (such as {example} N)",
+                                     (f"a {other} for {template.name}",))
+    # Counts and durations first: a footprint is reckoned with the thread counts the host gets.
+    _scale(template, values, host, scaled, only=("threads", "cap"))
+    _scale(template, values, host, scaled, only=("scratch", "memory"))
+    _check(template, values, labels)
+    for spec in template.params:
+        if spec.type == "path" and isinstance(values.get(spec.name), str):
+            values[spec.name] = values[spec.name].replace(SCRATCH, scratch_dir)
+    given = list(order) if order is not None else []
+    ordered = given + [spec.name for spec in template.params if spec.name not in given]
+    options = _option_words(template, values, ordered)
+    rendered = {name: _render(template.param(name), value) for name, value in values.items()}
+    argv = _expand(template.argv, options, rendered, scratch_dir)
+    metric, report_metric, change, better = _metric(template, rendered, report, notes)
+    durations = [values[spec.name] for spec in template.params
+                 if spec.type == "duration" and values.get(spec.name) is not None]
+    timeout = template.timeout_seconds
+    if durations:
+        timeout = min(timeout, int(sum(durations) * 2) + 300)
+    return Plan(
+        template=template.name, argv=argv, metric=metric.name, better=better, parser=template.parser,
+        timeout_seconds=timeout, source=source, message_id=message_id, report_metric=report_metric,
+        reported_change_percent=change, scaled=tuple(scaled), notes=tuple(notes),
+        setup_argv=_expand(template.setup_argv, options, rendered, scratch_dir) if template.setup_argv else (),
+        cleanup_argv=_expand(template.cleanup_argv, options, rendered, scratch_dir) if template.cleanup_argv else (),
+        parameters=tuple(sorted(rendered.items())),
+        output_metric=_fill(metric.output, {**rendered, "report_metric": report_metric or ""}),
+        collect=tuple(item.replace(SCRATCH, scratch_dir) for item in template.collect),
+    )
+
+
+def _fill(text: str, values: dict[str, str]) -> str:
+    for name in placeholders(text):
+        text = text.replace("{" + name + "}", values.get(name, ""))
+    return text
+
+
+def _metric(template: Template, rendered: dict[str, str], report: Report | None,
+            notes: list[str]) -> tuple[MetricSpec, str | None, float | None, str]:
+    """The metric to compare, the report's name for it, its reported change and better direction."""
+    headline = report.headline if report else None
+    rows = report.metrics if report else ()
+
+    def change_of(name: str) -> float | None:
+        row = next((row for row in rows if row.name == name and row.change_unit == "percent"), None)
+        if row is not None:
+            return row.change           # signed, where a headline may not be
+        if headline is not None and headline.metric == name:
+            return headline.change_percent
+        return None
+
+    if headline is not None:
+        spec = template.lkp_metric_for(headline.metric, rendered)
+        if spec is not None:
+            return spec, headline.metric, change_of(headline.metric), spec.better
+    spec = template.metric(template.primary_metric)
+    for rule in template.primary_when:
+        if rendered.get(rule.param) in rule.values:
+            spec = template.metric(rule.metric)
+    if headline is not None:
+        notes.append(f"the headline metric {headline.metric} is not one {template.name} yields: "
+                     f"comparing {spec.name} instead")
+    for row in rows:
+        if row.change_unit == "percent" and template.lkp_metric_for(row.name, rendered) is spec:
+            return spec, row.name, row.change, spec.better
+    return spec, None, None, spec.better
+
+
+# --- job.yaml -----------------------------------------------------------------------------------
+# LKP job files use a small YAML subset: `key: value`, nested mappings by indentation, `- item`
+# lists, quoted scalars, `#` comment lines (`:#!` in some mail archives) and `---` documents.
+# PyYAML is not a dependency, so this reads that subset; anything else in a line is kept as text.
+
+def read_job(text: str) -> dict[str, Any]:
+    """The first document of an LKP job file that names a testcase (else the first one)."""
+    documents: list[dict[str, Any]] = []
+    lines: list[str] = []
+    for line in text.splitlines() + ["---"]:
+        if line.strip() == "---" or line.startswith("--- "):
+            if lines:
+                documents.append(_read_mapping(lines))
+                lines = []
+            continue
+        lines.append(line)
+    return next((document for document in documents if document.get("testcase")),
+                documents[0] if documents else {})
+
+
+def _read_mapping(lines: list[str]) -> dict[str, Any]:
+    root: dict[str, Any] = {}
+    # (indent of the keys inside, the container, the key whose value is being filled)
+    stack: list[tuple[int, dict[str, Any]]] = [(-1, root)]
+    last: tuple[int, dict[str, Any], str] | None = None
+    for raw in lines:
+        stripped = raw.strip()
+        if not stripped or stripped.startswith(("#", ":#!")):
+            continue
+        indent = len(raw) - len(raw.lstrip(" "))
+        if stripped.startswith("- ") or stripped == "-":
+            # A list item belongs to the last key at this indent or less.
+            if last is not None and indent >= last[0]:
+                _, container, key = last
+                if not isinstance(container.get(key), list):
+                    container[key] = []
+                container[key].append(_scalar(stripped[1:].strip()))
+            continue
+        key, colon, value = stripped.partition(":")
+        if not colon or (value and not value.startswith(" ")):
+            continue                # not a mapping line this reader knows
+        key = _scalar(key.strip())
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        container = stack[-1][1] if stack else root
+        value = value.strip()
+        if value:
+            container[key] = _scalar(value)
+        else:
+            container[key] = {}
+            stack.append((indent, container[key]))
+        last = (indent, container, key)
+    return _prune(root)
+
+
+def _prune(mapping: dict[str, Any]) -> dict[str, Any]:
+    """Empty mappings (keys with no value and nothing nested) become None, as YAML reads them."""
+    return {key: (_prune(value) or None) if isinstance(value, dict) else value for key, value in mapping.items()}
+
+
+def _scalar(text: str) -> str:
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        return text[1:-1]
+    return text
+
+
+def flatten_job(document: dict[str, Any]) -> dict[str, str]:
+    """Scalar parameters of a job: top-level ones, then those nested under a key (`fs: {fs: ext4}`,
+    `fio-setup-basic: {rw: write}`), the nested ones winning."""
+    flat: dict[str, str] = {}
+    nested: dict[str, str] = {}
+    for key, value in document.items():
+        if isinstance(value, dict):
+            for inner, item in value.items():
+                if isinstance(item, str):
+                    nested[inner] = item
+        elif isinstance(value, str):
+            flat[key] = value
+    flat.update(nested)
+    return flat

@@ -1,0 +1,109 @@
+"""Reproduce stage: `triage plan MESSAGE-ID` / `triage plan --command '…'` — the plan or the refusal.
+
+Prints the argv the runner would start (never run here), the metric and its better direction,
+what was scaled to the host and why, or the refusal's reason. `--json` prints the plan's or the
+refusal's JSON object. Exit 0 for a plan, 1 for a refusal or an unknown id, 2 for usage errors.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+
+from triagebot.config import rules_dir
+from triagebot.errors import TriageError
+from triagebot.records import report_from_json
+from triagebot.reproduce.plan import HostShape, Plan, PlanResult, plan_command, plan_report
+from triagebot.reproduce.templates import load_templates
+
+_DEFAULT_HOST = HostShape()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("message_id", nargs="?", metavar="MESSAGE-ID", help="a stored report, with or without <>")
+    parser.add_argument("--command", metavar="COMMAND", help="plan a bare command line instead of a stored report")
+    parser.add_argument("--db", help="database file (default: TRIAGE_DB, then ~/.local/share/triagebot/triage.db)")
+    parser.add_argument("--rules", help="rules directory (default: TRIAGE_RULES, then the packaged rules/)")
+    parser.add_argument("--json", action="store_true", help="print the plan or the refusal as JSON")
+    parser.add_argument("--threads", type=int, default=_DEFAULT_HOST.threads,
+                        help=f"host threads to fit the plan to (default {_DEFAULT_HOST.threads})")
+    parser.add_argument("--memory-gb", type=int, default=_DEFAULT_HOST.memory_gb,
+                        help=f"host memory in GB (default {_DEFAULT_HOST.memory_gb})")
+    parser.add_argument("--scratch-gb", type=int, default=_DEFAULT_HOST.scratch_gb,
+                        help=f"host scratch space in GB (default {_DEFAULT_HOST.scratch_gb})")
+
+
+def run(args: argparse.Namespace) -> int:
+    if (args.message_id is None) == (args.command is None):
+        print("triage plan: give a MESSAGE-ID or --command, not both", file=sys.stderr)
+        return 2
+    if min(args.threads, args.memory_gb, args.scratch_gb) < 1:
+        print("triage plan: --threads, --memory-gb and --scratch-gb must be at least 1", file=sys.stderr)
+        return 2
+    host = HostShape(args.threads, args.memory_gb, args.scratch_gb)
+    try:
+        templates = load_templates(rules_dir(args.rules))
+    except TriageError as error:
+        print(f"triage plan: {error}", file=sys.stderr)
+        return 1
+    if args.command is not None:
+        result = plan_command(args.command, templates, host=host)
+    else:
+        report = _stored_report(args)
+        if report is None:
+            return 1
+        result = plan_report(report, templates, host=host)
+    if args.json:
+        print(json.dumps(result.to_json(), ensure_ascii=False))
+    else:
+        print(render_result(result))
+    return 0 if isinstance(result, Plan) else 1
+
+
+def _stored_report(args: argparse.Namespace):
+    from triagebot.store.protocol import normalize_message_id
+    from triagebot.store.sqlite import SqliteStore, resolve_db_path
+
+    database = resolve_db_path(args.db)
+    try:
+        message_id = normalize_message_id(args.message_id)
+    except ValueError:
+        print(f"triage plan: {args.message_id!r}: not a Message-ID", file=sys.stderr)
+        return None
+    if not database.exists():
+        print(f"triage plan: {message_id}: no such message ({database} does not exist yet)", file=sys.stderr)
+        return None
+    with SqliteStore(database) as store:
+        record = store.get_record(message_id)
+    if record is None:
+        print(f"triage plan: {message_id}: no such message in {database}", file=sys.stderr)
+        return None
+    try:
+        return report_from_json(record)
+    except (ValueError, KeyError, TypeError) as error:
+        print(f"triage plan: {message_id}: the stored record cannot be read: {error}", file=sys.stderr)
+        return None
+
+
+def render_result(result: PlanResult) -> str:
+    """The plan or refusal as a few lines for a terminal."""
+    if not isinstance(result, Plan):
+        lines = [f"refused: {result.reason}"]
+        lines += [f"  missing: {item}" for item in result.missing]
+        return "\n".join(lines)
+    change = "" if result.reported_change_percent is None else f", reported {result.reported_change_percent:+g}%"
+    named = f" ({result.report_metric}{change})" if result.report_metric else ""
+    lines = [f"plan: {result.template} from {result.source}"
+             + (f" of {result.message_id}" if result.message_id else ""),
+             f"  argv:    {shlex.join(result.argv)}"]
+    if result.setup_argv:
+        lines.append(f"  setup:   {shlex.join(result.setup_argv)}")
+    if result.cleanup_argv:
+        lines.append(f"  cleanup: {shlex.join(result.cleanup_argv)}")
+    lines.append(f"  metric:  {result.metric}, {result.better} is better{named}; parser {result.parser} "
+                 f"({result.output_metric})")
+    lines.append(f"  timeout: {result.timeout_seconds}s")
+    lines += [f"  scaled:  {item}" for item in result.scaled]
+    lines += [f"  note:    {item}" for item in result.notes]
+    return "\n".join(lines)
