@@ -60,6 +60,8 @@ _STAGE_COMMANDS = {
     "show": ("triagebot.store.show_command", "show one stored report with its thread"),
     "list": ("triagebot.store.list_command", "list stored records, filtered"),
     "reparse": ("triagebot.store.reparse_command", "parse the kept raw messages again with this parser"),
+    "rerun": ("triagebot.reproduce.rerun_command", "rerun a stored report on the lab, base against suspect, and decide"),
+    "hosts": ("triagebot.reproduce.hosts_command", "list the lab's hosts; --match scores them against a report"),
     "plan": ("triagebot.reproduce.plan_command", "plan a rerun of a stored report or a pasted command, or say why not"),
     "decide": ("triagebot.verdict.command", "decide confirm / no-repro / inconclusive from numbers given by hand"),
 }

@@ -3,7 +3,15 @@
     TriageError                 anything triagebot reports to the user as one line
     ├── InputError              an input (file, stdin, URL) that cannot be read as a message
     ├── RulesError              a rules/ data file that fails validation (names file and line)
-    └── MessageError            bytes that are no message at all (empty, binary), before naming the input
+    ├── MessageError            bytes that are no message at all (empty, binary), before naming the input
+    ├── SourceError             ingest: a source cannot be read now (triagebot.ingest.protocol)
+    ├── StoreError              store: the database cannot do it (triagebot.store.protocol)
+    │   ├── SchemaTooNewError   written by a newer triagebot
+    │   └── StoreBusyError      another writer held it past the busy timeout
+    ├── ExecutorError           reproduce: a host cannot run a command (…executors.protocol)
+    │   └── ConnectionLost      the host stopped answering (a reboot): reconnect() may help
+    ├── OutputError             reproduce: a benchmark's output lacks its metrics (…outputs)
+    └── RunError                reproduce: a rerun cannot go on (…runner)
 """
 
 

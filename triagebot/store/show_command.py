@@ -24,6 +24,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all", action="store_true", help="every metric row, not the top ones")
 
 
+_BLOCKS = "▁▂▃▄▅▆▇█"
+
+
+def sample_plot(values: list[float], low: float, high: float) -> str:
+    """One character a sample, its height between the run's lowest and highest value."""
+    span = high - low
+    return "".join(_BLOCKS[min(7, int((value - low) / span * 8))] if span > 0 else _BLOCKS[3] for value in values)
+
+
+def render_run(run: dict) -> str:
+    """The last rerun: its verdict, and each side's samples as a small plot in run order."""
+    lines = [f"  rerun:    on {run['host']}, {run['base_commit']} (base) against {run['suspect_commit']} (suspect), "
+             f"{run['status']}"]
+    verdict = run.get("verdict")
+    if verdict:
+        lines.append(f"  verdict:  {verdict['outcome']}: {verdict['reason']}")
+    elif run.get("error"):
+        lines.append(f"  error:    {run['error']}")
+    samples = run.get("samples", [])
+    values = [sample["value"] for sample in samples]
+    if values:
+        low, high = min(values), max(values)
+        for role in ("base", "suspect"):
+            side = [sample["value"] for sample in samples if sample["role"] == role]
+            if side:
+                middle = sorted(side)[len(side) // 2]
+                lines.append(f"  {role + ':':9} {sample_plot(side, low, high)}  median {middle:.6g} over "
+                             f"{len(side)} runs ({low:.6g} .. {high:.6g})")
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
     database = resolve_db_path(args.db)
     try:
@@ -44,8 +75,11 @@ def run(args: argparse.Namespace) -> int:
             return 0
         thread_records = [report_from_json(item) for item in
                           (store.get_record(key) for key in store.thread_of(message_id)) if item]
+        latest_run = store.latest_run(message_id)
     report = report_from_json(record)
     print(render_report(report, all_rows=args.all))
+    if latest_run is not None:
+        print(render_run(latest_run))
     if len(thread_records) > 1:
         by_key = reports_by_key(thread_records)
         for thread in build_threads(thread_records):

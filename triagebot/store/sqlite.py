@@ -466,6 +466,32 @@ class SqliteStore:
                                               (normalize_message_id(message_id),))
         return cursor.rowcount > 0
 
+    def save_run(self, message_id: str, plan_json: dict[str, Any], run_json: dict[str, Any]) -> int:
+        """Store a finished rerun: its plan, the run with every sample, and its verdict, together."""
+        message_id = normalize_message_id(message_id)
+        with self.transaction():
+            now = utc_text(self._clock())
+            plan_id = self._connection.execute(
+                "INSERT INTO plans (message_id, created_at, plan_json) VALUES (?, ?, ?)",
+                (message_id, now, json.dumps(plan_json, separators=(",", ":")))).lastrowid
+            run_id = self._connection.execute(
+                "INSERT INTO runs (plan_id, status, started_at, finished_at, run_json) VALUES (?, ?, ?, ?, ?)",
+                (plan_id, run_json.get("status", "done"), run_json.get("started_at"), run_json.get("finished_at"),
+                 json.dumps(run_json, separators=(",", ":")))).lastrowid
+            verdict = run_json.get("verdict")
+            if verdict is not None:
+                self._connection.execute(
+                    "INSERT INTO verdicts (message_id, plan_id, verdict, decided_at, verdict_json) VALUES (?, ?, ?, ?, ?)",
+                    (message_id, plan_id, verdict.get("outcome"), now, json.dumps(verdict, separators=(",", ":"))))
+        return int(run_id)
+
+    def latest_run(self, message_id: str) -> dict[str, Any] | None:
+        """The last stored rerun of a report (run JSON with its samples and verdict), or None."""
+        row = self._connection.execute(
+            "SELECT r.run_json FROM runs r JOIN plans p ON p.plan_id = r.plan_id WHERE p.message_id = ?"
+            " ORDER BY r.run_id DESC LIMIT 1", (normalize_message_id(message_id),)).fetchone()
+        return json.loads(row[0]) if row else None
+
     def get_cursor(self, source_key: str) -> str | None:
         row = self._connection.execute("SELECT value FROM cursors WHERE source_key = ?",
                                        (source_key,)).fetchone()

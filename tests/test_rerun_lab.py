@@ -1,0 +1,95 @@
+"""triage rerun end to end on a test lab on this machine: real sysbench, a real competing load.
+
+The lab's switch hook records the "running kernel" and, for the slow commit, starts a real
+`stress-ng --cpu` load (tests/support/lab.py), so samples on that commit really are slower.
+The regressing pair must be confirmed; the A/A pair must never be.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, PROJECT
+
+LAB_REPORT = FIXTURES / "lab" / "sysbench-cpu-regression.eml"  # our own report, for the test lab
+MESSAGE_ID = "20240415071244.lab1@tberg-ws"
+SLOW = "c0ffee1234ab"
+
+pytestmark = pytest.mark.skipif(not (shutil.which("sysbench") and shutil.which("stress-ng")),
+                                reason="the lab needs sysbench and stress-ng (apt-get install sysbench stress-ng)")
+
+
+def triage(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "triagebot.cli", *args], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=900)
+
+
+@pytest.fixture
+def lab(tmp_path: Path):
+    rules = tmp_path / "rules"
+    shutil.copytree(PROJECT / "rules" / "reproducers", rules / "reproducers")
+    state = tmp_path / "lab-state"
+    state.mkdir()
+    (state / "slow").write_text(SLOW)
+    hook = [sys.executable, str(PROJECT / "tests" / "support" / "lab.py")]
+    (rules / "hosts.toml").write_text(f'''
+[[host]]
+name = "lab-local"
+reach = "local"
+cpu_model = "test lab"
+threads = 2
+sockets = 1
+memory_gb = 24
+disk = "ssd"
+scratch_dir = "{tmp_path / 'scratch'}"
+switch_kernel = {json.dumps(hook + ["switch", "{commit}", str(state)])}
+running_kernel = {json.dumps(hook + ["running", str(state)])}
+''')
+    database = tmp_path / "lab.db"
+    assert triage("ingest", "--db", str(database), str(LAB_REPORT)).returncode == 0
+    yield rules, database
+    subprocess.run([*hook, "stop", str(state)], check=False)
+
+
+def test_regressing_pair_is_confirmed(lab) -> None:
+    rules, database = lab
+    result = triage("rerun", MESSAGE_ID, "--db", str(database), "--rules", str(rules), "--base", "v6.8",
+                    "--budget", "10", "--json")
+    assert result.returncode == 0, result.stderr
+    run = json.loads(result.stdout)
+    assert run["verdict"]["outcome"] == "confirmed", run["verdict"]["reason"]
+    samples = run["samples"]
+    # interleaved A B A B, each on the commit asked for, as the running-kernel hook said
+    assert [sample["role"] for sample in samples[:4]] == ["base", "suspect", "base", "suspect"]
+    assert all(sample["running_kernel"] == sample["commit"] for sample in samples)
+    base = [sample["value"] for sample in samples if sample["role"] == "base"]
+    suspect = [sample["value"] for sample in samples if sample["role"] == "suspect"]
+    assert max(suspect) < min(base)  # the load really slows the suspect
+    assert all("events per second" in sample["stdout"] for sample in samples)
+    shown = triage("show", "--db", str(database), MESSAGE_ID)
+    assert "confirmed" in shown.stdout
+
+
+@pytest.mark.parametrize("attempt", [1, 2])
+def test_a_a_pair_is_never_confirmed(lab, attempt: int) -> None:
+    rules, database = lab
+    result = triage("rerun", MESSAGE_ID, "--db", str(database), "--rules", str(rules),
+                    "--base", "v6.8", "--suspect", "v6.8", "--budget", "6", "--json")
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stdout)["verdict"]["outcome"]
+    assert outcome in ("not-reproduced", "inconclusive")
+
+
+def test_unknown_report_and_unplannable_report(lab, tmp_path: Path) -> None:
+    rules, database = lab
+    missing = triage("rerun", "nobody@example.invalid", "--db", str(database), "--rules", str(rules))
+    assert missing.returncode == 1 and "no such message" in missing.stderr
+    other = FIXTURES / "mail" / "lkp" / "functional-warning.eml"
+    assert triage("ingest", "--db", str(database), str(other)).returncode == 0
+    refused = triage("rerun", "202404091133.e71c4a20-lkp@intel.com", "--db", str(database), "--rules", str(rules))
+    assert refused.returncode == 1 and "not planned: testcase xfstests has no template" in refused.stderr

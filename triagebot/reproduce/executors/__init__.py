@@ -1,0 +1,1 @@
+"""Reproduce stage: executors, running argv lists on a host (protocol.py, local.py, ssh.py)."""

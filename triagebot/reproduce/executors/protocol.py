@@ -1,0 +1,149 @@
+"""Reproduce stage: the Executor protocol every way of running commands on a host implements.
+
+An executor runs an argv list on one host: never a shell string, never through a shell that
+could read it (SSH quotes every element so the remote shell sees exactly the argv). Each run
+has a timeout that ends the command and every process it started in its process group, and
+optional resource limits. A run's working directory is a scratch directory made by
+`make_scratch()` under the host's scratch root and removed by `remove_scratch()`.
+
+The command's environment is small and fixed, so runs compare: LC_ALL=C and LANG=C (tool output
+parses the same everywhere) plus the `env` given; a local run gets PATH, HOME and TMPDIR (the
+run's cwd) and nothing else of triagebot's environment (no tokens leak into benchmarks); an
+SSH run gets what sshd gives a login plus the same variables.
+
+`reconnect()` waits, with bounded backoff, until the host answers again after the drop a
+kernel switch (kexec or reboot) implies. A host that cannot be reached raises ConnectionLost;
+any other failure of the executor itself (not of the command) raises ExecutorError. A command
+that fails is no error: it is a Completed with its return code.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from triagebot.errors import TriageError
+
+if TYPE_CHECKING:
+    from triagebot.reproduce.hosts import Host
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+FIXED_ENV = {"LC_ALL": "C", "LANG": "C"}
+
+
+class ExecutorError(TriageError):
+    """The executor could not do what was asked (not: the command failed)."""
+
+
+class ConnectionLost(ExecutorError):
+    """The host did not answer (refused, dropped, timed out): `reconnect()` may bring it back."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for one command, each None for "the host's default"."""
+
+    address_space_bytes: int | None = None  # RLIMIT_AS: allocations past it fail
+    processes: int | None = None  # RLIMIT_NPROC: per user, and not enforced for root
+    file_size_bytes: int | None = None  # RLIMIT_FSIZE: a write past it fails (SIGXFSZ)
+    cpu_seconds: int | None = None  # RLIMIT_CPU: the command is killed (SIGXCPU) past it
+
+    def __post_init__(self) -> None:
+        for name in ("address_space_bytes", "processes", "file_size_bytes", "cpu_seconds"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(f"Limits.{name} must be a positive whole number, not {value!r}")
+
+
+@dataclass(frozen=True)
+class Completed:
+    """One finished command. `returncode` is negative (-signal) when a signal ended it locally."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+    seconds: float  # wall time from start to the end of its output
+    timed_out: bool  # the timeout ended it: its output is partial
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+
+class Executor(Protocol):
+    name: str  # the host's name, for messages
+    scratch_root: str
+
+    def run(self, argv: Sequence[str], *, timeout: float, cwd: str | None = None,
+            env: Mapping[str, str] | None = None, limits: Limits | None = None) -> Completed:
+        """Run `argv` (no shell) and wait at most `timeout` seconds; ConnectionLost if unreachable."""
+        ...
+
+    def put_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
+        """Write `data` to the absolute `path` on the host."""
+        ...
+
+    def read_file(self, path: str, max_bytes: int = 64 << 20) -> bytes:
+        """The contents of the absolute `path` on the host (ExecutorError if it cannot be read)."""
+        ...
+
+    def make_scratch(self) -> str:
+        """A fresh empty directory under the scratch root; its absolute path."""
+        ...
+
+    def remove_scratch(self, path: str) -> None:
+        """Remove a directory `make_scratch` made (ExecutorError for any other path)."""
+        ...
+
+    def reconnect(self, timeout: float | None = None) -> float:
+        """Wait until the host answers again (after a kernel switch); the seconds waited."""
+        ...
+
+    def close(self) -> None:
+        """Remove scratch directories still left and drop any shared connection."""
+        ...
+
+
+def check_argv(argv: Sequence[str]) -> tuple[str, ...]:
+    """`argv` as a tuple of strings; ValueError for a string (not a list) or an empty list."""
+    if isinstance(argv, (str, bytes)):
+        raise ValueError(f"argv must be a list of arguments, not a string: {argv!r}")
+    argv = tuple(argv)
+    if not argv or not all(isinstance(item, str) for item in argv):
+        raise ValueError(f"argv must be a non-empty list of strings, not {argv!r}")
+    if any("\0" in item for item in argv):
+        raise ValueError("argv elements may not contain NUL bytes")
+    return argv
+
+
+def check_env(env: Mapping[str, str] | None) -> dict[str, str]:
+    """The fixed variables plus `env`, its names checked (no '=', no shell syntax)."""
+    merged = dict(FIXED_ENV)
+    for name, value in (env or {}).items():
+        if not _ENV_NAME.fullmatch(name) or not isinstance(value, str) or "\0" in value:
+            raise ValueError(f"environment variable {name!r}={value!r} is not a NAME=value pair")
+        merged[name] = value
+    return merged
+
+
+def scratch_child(root: str, path: str) -> bool:
+    """Whether `path` names a directory directly below the scratch root (what make_scratch makes)."""
+    root = root.rstrip("/")
+    if not path.startswith(root + "/"):
+        return False
+    rest = path[len(root) + 1:].rstrip("/")
+    return bool(rest) and "/" not in rest and rest not in (".", "..")
+
+
+def executor_for(host: Host) -> Executor:
+    """The executor that reaches `host`: this machine, or OpenSSH."""
+    if host.reach == "local":
+        from triagebot.reproduce.executors.local import LocalExecutor
+
+        return LocalExecutor(host.scratch_dir, name=host.name)
+    from triagebot.reproduce.executors.ssh import SshExecutor
+
+    assert host.ssh is not None
+    return SshExecutor(host.ssh, host.scratch_dir, name=host.name, reboot_timeout=host.reboot_timeout_s)

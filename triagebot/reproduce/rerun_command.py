@@ -1,0 +1,138 @@
+"""Reproduce stage: `triage rerun MESSAGE-ID` — plan, pick a host, run base and suspect, decide.
+
+The report is planned for the host most like its test machine (or `--host`); the suspect is
+the report's culprit (or `--suspect`), the base its base commit, else the culprit's parent
+`<sha>^` (or `--base`). Samples alternate base and suspect; the run, every sample and the
+verdict are stored together. Exit 0 with a verdict, 1 for a refusal, an unknown id or a run
+that ended in error.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from triagebot.config import rules_dir
+from triagebot.errors import TriageError
+from triagebot.records import Report, report_from_json
+from triagebot.reproduce.executors.local import LocalExecutor
+from triagebot.reproduce.hosts import HostMatch, choose_host, load_hosts, score_host
+from triagebot.reproduce.plan import HostShape, Plan, plan_report
+from triagebot.reproduce.runner import Sample, rerun
+from triagebot.reproduce.templates import load_templates
+from triagebot.verdict.sequential import Plan as RoundsPlan
+from triagebot.store.protocol import normalize_message_id
+from triagebot.store.sqlite import SqliteStore, resolve_db_path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("message_id", metavar="MESSAGE-ID")
+    parser.add_argument("--db", help="database file (default: TRIAGE_DB, then ~/.local/share/triagebot/triage.db)")
+    parser.add_argument("--rules", help="rules directory with hosts.toml and reproducers/")
+    parser.add_argument("--host", help="host name from hosts.toml (default: the closest idle one)")
+    parser.add_argument("--base", help="base commit (default: the report's base, else the culprit's parent)")
+    parser.add_argument("--suspect", help="suspect commit (default: the report's culprit)")
+    parser.add_argument("--budget", type=int, default=20, metavar="N",
+                        help="at most N runs a side (default 20: looks at 6, 10, 15, 20)")
+    parser.add_argument("--json", action="store_true", help="print the stored run as JSON")
+
+
+def commits_of(report: Report) -> tuple[str | None, str | None]:
+    culprit = next((commit.sha for commit in report.commits if commit.role == "culprit"), None)
+    base = next((commit.sha for commit in report.commits if commit.role == "base"), None)
+    return base or (f"{culprit}^" if culprit else None), culprit
+
+
+def rounds_within(budget: int) -> RoundsPlan:
+    """The default rounds cut to at most `budget` runs a side (the looks' alpha is re-split)."""
+    rounds: list[int] = []
+    for size in RoundsPlan().rounds:
+        if sum(rounds) + size > budget:
+            break
+        rounds.append(size)
+    if not rounds:
+        raise TriageError(f"--budget {budget}: at least {RoundsPlan().rounds[0]} runs a side are needed")
+    return RoundsPlan(rounds=tuple(rounds))
+
+
+def _executor(match: HostMatch):
+    host = match.host
+    if host.reach == "ssh":
+        from triagebot.reproduce.executors.ssh import SshExecutor
+
+        return SshExecutor(host.ssh, host.scratch_dir, name=host.name)
+    return LocalExecutor(host.scratch_dir, name=host.name)
+
+
+def _progress(sample: Sample) -> None:
+    print(f"  sample {sample.index:>3}  {sample.role:7} {sample.commit:14} {sample.value:>14.6g}  "
+          f"({sample.seconds:.1f} s)", file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    rules = rules_dir(args.rules)
+    message_id = normalize_message_id(args.message_id)
+    database = resolve_db_path(args.db)
+    with SqliteStore(database) as store:
+        record = store.get_record(message_id)
+        if record is None:
+            print(f"triage rerun: {message_id}: no such message in {database}", file=sys.stderr)
+            return 1
+        report = report_from_json(record)
+        hosts = load_hosts(rules)
+        if args.host:
+            chosen = [host for host in hosts if host.name == args.host]
+            if not chosen:
+                raise TriageError(f"no host {args.host!r} in {rules / 'hosts.toml'}")
+            match = score_host(chosen[0], report.test_machine)
+        else:
+            match = choose_host(hosts, report.test_machine)
+        host = match.host
+        scratch_gb = 20  # a remote host's free space is not known before connecting
+        if host.reach == "local":
+            Path(host.scratch_dir).mkdir(parents=True, exist_ok=True)
+            scratch_gb = shutil.disk_usage(host.scratch_dir).free // 2**30
+        plan = plan_report(report, load_templates(rules),
+                           host=HostShape(threads=host.threads, memory_gb=host.memory_gb, scratch_gb=max(1, scratch_gb)))
+        if not isinstance(plan, Plan):
+            print(f"triage rerun: {message_id}: not planned: {plan.reason}", file=sys.stderr)
+            return 1
+        default_base, default_suspect = commits_of(report)
+        base, suspect = args.base or default_base, args.suspect or default_suspect
+        if not base or not suspect:
+            print(f"triage rerun: {message_id}: the report names no culprit commit; give --base and --suspect",
+                  file=sys.stderr)
+            return 1
+        print(f"rerun of {message_id} on {host.name} (match {match.score:.2f}"
+              f"{'; differs: ' + '; '.join(match.differences) if match.differences else ''})", file=sys.stderr)
+        print(f"  plan: {' '.join(plan.argv)}  -> {plan.output_metric}, {plan.better} is better", file=sys.stderr)
+        with _executor(match) as executor:
+            result = rerun(plan, host, executor, base, suspect, on_sample=_progress, rounds=rounds_within(args.budget))
+        run_json = result.to_json() | {"host_match": {"score": match.score, "differences": list(match.differences)}}
+        store.save_run(message_id, plan.to_json(), run_json)
+    if args.json:
+        print(json.dumps(run_json, ensure_ascii=False))
+    elif result.status == "done":
+        print(render_verdict(run_json))
+    for event in result.events:
+        print(f"triage rerun: {event}", file=sys.stderr)
+    if result.status != "done":
+        print(f"triage rerun: {message_id}: run ended in error: {result.error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def render_verdict(run_json: dict) -> str:
+    """The verdict line, with how comparable the host was to the report's machine."""
+    verdict = run_json["verdict"]
+    lines = [f"{verdict['outcome']}: {verdict['reason']}",
+             f"  host:     {run_json['host']} (match {run_json['host_match']['score']:.2f} to the report's machine)"]
+    if run_json["host_match"]["differences"]:
+        lines.append("  differs:  " + "; ".join(run_json["host_match"]["differences"]))
+    if not verdict.get("host_can_switch_kernel", True):
+        lines.append("  note:     this host cannot switch kernels: base and suspect ran on the same kernel (an A/A run)")
+    elif verdict["outcome"] == "not-reproduced" and run_json["host_match"]["score"] < 0.5:
+        lines.append("  note:     not reproduced on a very different machine: weak evidence against the report")
+    return "\n".join(lines)

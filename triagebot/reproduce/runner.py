@@ -1,0 +1,194 @@
+"""Reproduce stage: run a plan on a host, base and suspect interleaved, and decide.
+
+Samples alternate A B A B ...: before each one the host's switch hook boots that sample's
+commit (when the host can switch kernels) and the running-kernel hook is checked; the plan's
+argv runs in a fresh scratch directory with `{scratch}` filled in; its output and the files the
+plan collects are kept with the parsed metric. A failed sample is retried a bounded number of
+times, then the run ends as an error with the reason. Rounds of samples go to the adaptive
+verdict until it decides or the budget is spent.
+
+Nothing here builds a command from message text: argv comes from a validated plan, hooks from
+the operator's hosts.toml.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+
+from triagebot.errors import TriageError
+from triagebot.reproduce.executors.protocol import ConnectionLost, Executor, Limits
+from triagebot.reproduce.hosts import Host
+from triagebot.reproduce.outputs import OutputError, parse_output
+from triagebot.reproduce.plan import Plan
+from triagebot.verdict.floors import load_floors
+from triagebot.verdict.sequential import Plan as RoundsPlan
+from triagebot.verdict.sequential import decide_adaptively
+
+SCRATCH = "{scratch}"
+MAX_KEPT_OUTPUT = 256 * 1024  # bytes of each sample's stdout kept in the store
+HOOK_TIMEOUT_SECONDS = 600.0
+
+
+class RunError(TriageError):
+    """A run that cannot go on: a hook failed, the kernel is not the one asked for, samples fail."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    role: str  # base / suspect
+    commit: str
+    index: int  # order in the run, from 0
+    value: float
+    seconds: float
+    running_kernel: str
+    attempts: int
+    stdout: str  # up to MAX_KEPT_OUTPUT, as text
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class RunRecord:
+    host: str
+    base_commit: str
+    suspect_commit: str
+    plan: dict
+    started_at: str
+    samples: list[Sample] = field(default_factory=list)
+    status: str = "running"  # running / done / error
+    error: str | None = None
+    finished_at: str | None = None
+    verdict: dict | None = None
+    events: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        return data
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _fill(argv: tuple[str, ...], scratch: str) -> list[str]:
+    return [part.replace(SCRATCH, scratch) for part in argv]
+
+
+class Runner:
+    """Takes samples of one plan on one host through its executor."""
+
+    def __init__(self, plan: Plan, host: Host, executor: Executor, *, retries: int = 2,
+                 limits: Limits | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.plan = plan
+        self.host = host
+        self.executor = executor
+        self.retries = retries
+        self.limits = limits
+        self.sleep = sleep
+        self._current: str | None = None
+
+    def _hook(self, argv: tuple[str, ...], what: str) -> str:
+        try:
+            completed = self.executor.run(argv, timeout=HOOK_TIMEOUT_SECONDS)
+        except ConnectionLost:
+            self.executor.reconnect(self.host.reboot_timeout_s)  # a kernel switch may reboot
+            completed = self.executor.run(argv, timeout=HOOK_TIMEOUT_SECONDS)
+        if not completed.ok:
+            detail = completed.stderr.decode("utf-8", "replace").strip()[-300:]
+            raise RunError(f"host {self.host.name}: {what} hook {list(argv)} failed "
+                           f"(exit {completed.returncode}{', timed out' if completed.timed_out else ''}): {detail}")
+        return completed.stdout.decode("utf-8", "replace").strip()
+
+    def _boot(self, commit: str) -> str:
+        """Switch to `commit` where the host can, and return what the running-kernel hook says."""
+        if self.host.can_switch_kernel and self._current != commit:
+            try:
+                argv = self.host.switch_kernel_argv(commit)
+            except ValueError as error:
+                raise RunError(str(error)) from error
+            try:
+                self._hook(argv, "switch_kernel")
+            except ConnectionLost:
+                self.executor.reconnect(self.host.reboot_timeout_s)
+            self._current = commit
+        running = self._hook(self.host.running_kernel, "running_kernel")
+        if self.host.can_switch_kernel and commit not in running:
+            raise RunError(f"host {self.host.name}: asked for {commit}, but the running kernel is {running!r}")
+        return running
+
+    def _one(self) -> tuple[float, float, str, dict[str, float]]:
+        scratch = self.executor.make_scratch()
+        try:
+            for argv in (self.plan.setup_argv,):
+                if argv:
+                    setup = self.executor.run(_fill(argv, scratch), timeout=self.plan.timeout_seconds, cwd=scratch)
+                    if not setup.ok:
+                        raise OutputError(f"setup {list(argv)} failed (exit {setup.returncode})")
+            completed = self.executor.run(_fill(self.plan.argv, scratch), timeout=self.plan.timeout_seconds,
+                                          cwd=scratch, limits=self.limits)
+            if not completed.ok:
+                detail = completed.stderr.decode("utf-8", "replace").strip()[-300:]
+                raise OutputError(f"exit {completed.returncode}{' (timed out)' if completed.timed_out else ''}: {detail}")
+            files = {name: self.executor.read_file(name.replace(SCRATCH, scratch)) for name in self.plan.collect}
+            files = {name.replace(SCRATCH, scratch): data for name, data in files.items()} | files
+            metrics = parse_output(self.plan.parser, completed.stdout, files)
+            if self.plan.output_metric not in metrics:
+                raise OutputError(f"the output has no {self.plan.output_metric} (it has {', '.join(sorted(metrics))})")
+            if self.plan.cleanup_argv:
+                self.executor.run(_fill(self.plan.cleanup_argv, scratch), timeout=self.plan.timeout_seconds,
+                                  cwd=scratch)
+            return metrics[self.plan.output_metric], completed.seconds, \
+                completed.stdout[:MAX_KEPT_OUTPUT].decode("utf-8", "replace"), metrics
+        finally:
+            self.executor.remove_scratch(scratch)
+
+    def sample(self, role: str, commit: str, index: int, record: RunRecord) -> Sample:
+        problems = []
+        for attempt in range(1, self.retries + 2):
+            running = self._boot(commit)
+            try:
+                value, seconds, stdout, metrics = self._one()
+            except (OutputError, ConnectionLost) as error:
+                problems.append(str(error))
+                record.events.append(f"sample {index} ({role} {commit}) attempt {attempt} failed: {error}")
+                if isinstance(error, ConnectionLost):
+                    self.executor.reconnect(self.host.reboot_timeout_s)
+                continue
+            return Sample(role, commit, index, value, seconds, running, attempt, stdout, metrics)
+        raise RunError(f"sample {index} ({role} {commit}) failed {len(problems)} times; last: {problems[-1]}")
+
+
+def rerun(plan: Plan, host: Host, executor: Executor, base_commit: str, suspect_commit: str, *,
+          rounds: RoundsPlan = RoundsPlan(), floor_percent: float | None = None,
+          on_sample: Callable[[Sample], None] | None = None, retries: int = 2) -> RunRecord:
+    """Interleaved base/suspect samples in adaptive rounds, ending with the verdict (or an error)."""
+    record = RunRecord(host=host.name, base_commit=base_commit, suspect_commit=suspect_commit,
+                       plan=plan.to_json(), started_at=_now())
+    runner = Runner(plan, host, executor, retries=retries)
+    floor = floor_percent if floor_percent is not None else load_floors().floor_for(plan.report_metric or plan.metric)
+    if not host.can_switch_kernel:
+        record.events.append(f"host {host.name} cannot switch kernels: base and suspect both run on the "
+                             "running kernel (an A/A run; no evidence about the commit)")
+
+    def run_round(size: int) -> tuple[list[float], list[float]]:
+        base, suspect = [], []
+        for _ in range(size):
+            for role, commit, values in (("base", base_commit, base), ("suspect", suspect_commit, suspect)):
+                sample = runner.sample(role, commit, len(record.samples), record)
+                record.samples.append(sample)
+                values.append(sample.value)
+                if on_sample is not None:
+                    on_sample(sample)
+        return base, suspect
+
+    try:
+        adaptive = decide_adaptively(run_round, plan.better, plan.reported_change_percent, floor, rounds)
+    except RunError as error:
+        record.status, record.error = "error", str(error)
+    else:
+        record.status = "done"
+        record.verdict = adaptive.verdict.to_json() | {"looks": len(adaptive.looks),
+                                                       "host_can_switch_kernel": host.can_switch_kernel}
+    record.finished_at = _now()
+    return record
