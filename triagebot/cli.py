@@ -63,6 +63,7 @@ _STAGE_COMMANDS = {
     "rerun": ("triagebot.reproduce.rerun_command", "rerun a stored report on the lab, base against suspect, and decide"),
     "hosts": ("triagebot.reproduce.hosts_command", "list the lab's hosts; --match scores them against a report"),
     "plan": ("triagebot.reproduce.plan_command", "plan a rerun of a stored report or a pasted command, or say why not"),
+    "verdict": ("triagebot.verdict.verdict_command", "recompute a report's verdict from its stored samples"),
     "decide": ("triagebot.verdict.command", "decide confirm / no-repro / inconclusive from numbers given by hand"),
 }
 

@@ -5,6 +5,8 @@ when COMMIT is the lab's slow commit (the one named in STATE_DIR/slow) it also s
 competing load (`stress-ng --cpu N`) in a session of its own, so benchmarks on that "kernel"
 really are slower; switching to any other commit stops the load.
 `python3 -m tests.support.lab running STATE_DIR` prints the commit last switched to.
+The load runs in a session of its own, so with the scheduler's autogroups it takes about the
+share of the CPUs a second group gets: a benchmark using every core loses about half.
 `python3 -m tests.support.lab stop STATE_DIR` stops any load (test clean-up).
 """
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 
@@ -39,6 +42,7 @@ def main(argv: list[str]) -> int:
                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                     start_new_session=True)
             (state / "load.pid").write_text(str(load.pid))
+            time.sleep(1.0)  # let its workers start, as a booted kernel is settled before samples
         (state / "running").write_text(commit)
         return 0
     if command == "running":
