@@ -99,3 +99,46 @@ def test_unknown_report_and_unplannable_report(lab, tmp_path: Path) -> None:
     assert triage("ingest", "--db", str(database), str(other)).returncode == 0
     refused = triage("rerun", "202404091133.e71c4a20-lkp@intel.com", "--db", str(database), "--rules", str(rules))
     assert refused.returncode == 1 and "not planned: testcase xfstests has no template" in refused.stderr
+
+
+class TracingExecutor:
+    """A LocalExecutor that records every argv it is asked to start."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.started: list[tuple[str, ...]] = []
+
+    def run(self, argv, **options):
+        self.started.append(tuple(argv))
+        return self.inner.run(argv, **options)
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+
+def test_only_the_plan_and_the_hosts_hooks_are_ever_started(tmp_path: Path) -> None:
+    from triagebot.reproduce.executors.local import LocalExecutor
+    from triagebot.reproduce.hosts import Host
+    from triagebot.reproduce.plan import Plan, plan_command
+    from triagebot.reproduce.runner import rerun
+    from triagebot.reproduce.templates import load_templates
+    from triagebot.verdict.sequential import Plan as RoundsPlan
+
+    state = tmp_path / "state"
+    hook = (sys.executable, str(PROJECT / "tests" / "support" / "lab.py"))
+    host = Host(name="lab", reach="local", cpu_model="test lab", threads=2, sockets=1, memory_gb=24, disk="ssd",
+                scratch_dir=str(tmp_path / "scratch"), switch_kernel=(*hook, "switch", "{commit}", str(state)),
+                running_kernel=(*hook, "running", str(state)))
+    templates = load_templates(PROJECT / "rules")
+    plan = plan_command("sysbench cpu --threads=1 --time=1 run", templates)
+    assert isinstance(plan, Plan)
+    executor = TracingExecutor(LocalExecutor(host.scratch_dir))
+    record = rerun(plan, host, executor, "v6.8", "v6.9", rounds=RoundsPlan(rounds=(6,)))
+    assert record.status == "done"
+    programs = {argv[0] for argv in executor.started}
+    assert programs == {sys.executable, "sysbench"}
+    hooks = {argv for argv in executor.started if argv[0] == sys.executable}
+    assert {argv[2] for argv in hooks} == {"switch", "running"} and all(argv[1] == hook[1] for argv in hooks)
+    measured = [argv for argv in executor.started if argv[0] == "sysbench"]
+    assert len(measured) == len(record.samples) == 12
+    assert all(argv == plan.argv for argv in measured)  # exactly the template's argv, nothing added
