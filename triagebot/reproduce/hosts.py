@@ -37,7 +37,9 @@ REACH_KINDS = ("local", "ssh")
 COMMIT_PLACEHOLDER = "{commit}"
 # A commit or ref as it may be substituted into a hook: a sha or a tag/branch name. Never a
 # leading '-', so it cannot be read as an option by the hook.
-_COMMIT = re.compile(r"[0-9A-Za-z][0-9A-Za-z._/+-]{0,127}")
+# A sha or ref name, optionally with git's parent suffix ("abc123^", "v6.8~2"): the base of a
+# human report is often only "the culprit's parent". Passed as one argv word, never to a shell.
+_COMMIT = re.compile(r"[0-9A-Za-z][0-9A-Za-z._/+-]{0,127}(?:\^|~\d{1,4})?")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 
