@@ -51,10 +51,12 @@ def load_floors(path: Path | None = None) -> MetricFloors:
     Raises RulesError naming the file, the entry and its line on any bad value.
     """
     if path is None:
-        if not RULES_PATH.exists():
+        from triagebot.config import rules_dir  # TRIAGE_RULES, then the rules/ beside the package
+
+        path = rules_dir() / "metric_floors.toml"
+        if not path.exists():
             # Installed without the rules/ tree: the documented default still applies.
             return MetricFloors()
-        path = RULES_PATH
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeError) as error:

@@ -1,0 +1,27 @@
+# triagebot's daemon: the same install steps as the README's first command.
+#   docker build -t triagebot .
+#   docker run -d --name triagebot -v triage-data:/data -v $PWD/rules:/rules:ro triagebot
+# Rules (sources.toml, hosts.toml, reproducers/, metric_floors.toml) come from the /rules
+# volume; the SQLite store lives on the /data volume. A Slack token, once the notifier lands,
+# comes from the environment (SLACK_BOT_TOKEN), never from the image.
+FROM python:3.11-slim-bookworm
+
+ENV DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONUNBUFFERED=1
+# The benchmarks a local lab host runs, and the SSH client for remote lab hosts.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends fio sysbench stress-ng openssh-client \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /opt/triagebot
+COPY pyproject.toml README.md ./
+COPY triagebot ./triagebot
+COPY rules ./rules
+RUN python3 -m pip install --no-cache-dir .
+
+RUN useradd --system --create-home --home-dir /home/triage triage \
+ && mkdir -p /data /rules && cp -r rules/. /rules/ && chown -R triage /data
+USER triage
+ENV TRIAGE_DB=/data/triage.db TRIAGE_RULES=/rules
+VOLUME ["/data"]
+ENTRYPOINT ["triage"]
+CMD ["daemon"]
