@@ -2,7 +2,9 @@
 
 Prints the argv the runner would start (never run here), the metric and its better direction,
 what was scaled to the host and why, or the refusal's reason. `--json` prints the plan's or the
-refusal's JSON object. Exit 0 for a plan, 1 for a refusal or an unknown id, 2 for usage errors.
+refusal's JSON object. A report that links LKP materials but carries no job.yaml has the
+linked directory's job.yaml fetched (kept in the store) and planned from; `--no-fetch` plans
+from the stored report alone. Exit 0 for a plan, 1 for a refusal or an unknown id, 2 for usage errors.
 """
 from __future__ import annotations
 
@@ -26,6 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", help="database file (default: TRIAGE_DB, then ~/.local/share/triagebot/triage.db)")
     parser.add_argument("--rules", help="rules directory (default: TRIAGE_RULES, then the packaged rules/)")
     parser.add_argument("--json", action="store_true", help="print the plan or the refusal as JSON")
+    parser.add_argument("--no-fetch", action="store_true",
+                        help="do not fetch the report's LKP materials (job.yaml, reproduce, config): plan from the mail")
     parser.add_argument("--threads", type=int, default=_DEFAULT_HOST.threads,
                         help=f"host threads to fit the plan to (default {_DEFAULT_HOST.threads})")
     parser.add_argument("--memory-gb", type=int, default=_DEFAULT_HOST.memory_gb,
@@ -53,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
         report = _stored_report(args)
         if report is None:
             return 1
+        if not args.no_fetch:
+            report = _with_materials(args, report)
         result = plan_report(report, templates, host=host)
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False))
@@ -84,6 +90,32 @@ def _stored_report(args: argparse.Namespace):
     except (ValueError, KeyError, TypeError) as error:
         print(f"triage plan: {message_id}: the stored record cannot be read: {error}", file=sys.stderr)
         return None
+
+
+def _with_materials(args: argparse.Namespace, report):
+    """The report with its LKP materials' job.yaml (fetched, or from the store); notes to stderr."""
+    from triagebot.config import load_settings
+    from triagebot.reproduce.materials import needs_materials, with_materials
+
+    if not needs_materials(report):
+        return report
+    from triagebot.ingest.http import RequestsClient
+    from triagebot.store.sqlite import SqliteStore, resolve_db_path
+
+    try:
+        policy = load_settings(rules_dir(args.rules)).http
+    except TriageError as error:
+        print(f"triage plan: materials not fetched: {error}", file=sys.stderr)
+        return report
+    client = RequestsClient(policy)
+    try:
+        with SqliteStore(resolve_db_path(args.db)) as store:
+            report, notes = with_materials(report, store, client, policy)
+    finally:
+        client.close()
+    for note in notes:
+        print(f"triage plan: {note}", file=sys.stderr)
+    return report
 
 
 def render_result(result: PlanResult) -> str:

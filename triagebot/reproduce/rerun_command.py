@@ -37,6 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget", type=int, default=20, metavar="N",
                         help="at most N runs a side (default 20: looks at 6, 10, 15, 20)")
     parser.add_argument("--json", action="store_true", help="print the stored run as JSON")
+    parser.add_argument("--no-fetch", action="store_true",
+                        help="do not fetch the report's LKP materials (job.yaml, reproduce, config): plan from the mail")
 
 
 def commits_of(report: Report) -> tuple[str | None, str | None]:
@@ -71,6 +73,26 @@ def _progress(sample: Sample) -> None:
           f"({sample.seconds:.1f} s)", file=sys.stderr)
 
 
+def _with_materials(report: Report, store: SqliteStore, rules: Path) -> Report:
+    """The report with its LKP materials' job.yaml (fetched, or from the store); notes to stderr."""
+    from triagebot.reproduce.materials import needs_materials, with_materials
+
+    if not needs_materials(report):
+        return report
+    from triagebot.config import load_settings
+    from triagebot.ingest.http import RequestsClient
+
+    policy = load_settings(rules).http
+    client = RequestsClient(policy)
+    try:
+        report, notes = with_materials(report, store, client, policy)
+    finally:
+        client.close()
+    for note in notes:
+        print(f"triage rerun: {note}", file=sys.stderr)
+    return report
+
+
 def run(args: argparse.Namespace) -> int:
     rules = rules_dir(args.rules)
     message_id = normalize_message_id(args.message_id)
@@ -94,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
         if host.reach == "local":
             Path(host.scratch_dir).mkdir(parents=True, exist_ok=True)
             scratch_gb = shutil.disk_usage(host.scratch_dir).free // 2**30
+        if not args.no_fetch:
+            report = _with_materials(report, store, rules)
         plan = plan_report(report, load_templates(rules),
                            host=HostShape(threads=host.threads, memory_gb=host.memory_gb, scratch_gb=max(1, scratch_gb)))
         if not isinstance(plan, Plan):

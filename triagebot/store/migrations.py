@@ -115,10 +115,24 @@ _ALIASES = (
     "CREATE INDEX aliases_message ON aliases (message_id)",
 )
 
+_MATERIALS = (
+    # Files fetched from an LKP report's materials directory (job.yaml, reproduce, the kernel
+    # config, the directory listing under the name "/"), kept so the network is asked once.
+    # `url` is the directory's URL ending in "/"; `body` is the last column (see messages).
+    """CREATE TABLE materials (
+        url         TEXT NOT NULL,
+        name        TEXT NOT NULL,
+        fetched_at  TEXT NOT NULL,
+        body        BLOB NOT NULL,
+        PRIMARY KEY (url, name)
+    )""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "messages, records, threads, cursors; reserved plans/runs/verdicts/notifications",
               _INITIAL),
     Migration(2, "aliases: fallback keys of messages for archive pages without Message-ID", _ALIASES),
+    Migration(3, "materials: cached files of LKP materials directories", _MATERIALS),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -504,3 +504,19 @@ class SqliteStore:
                 " ON CONFLICT (source_key) DO UPDATE SET value = excluded.value,"
                 " updated_at = excluded.updated_at",
                 (source_key, value, utc_text(self._clock())))
+
+    # -- fetched materials ------------------------------------------------------------------
+    def get_material(self, url: str, name: str) -> bytes | None:
+        """A file of a materials directory as it was fetched, or None when not kept."""
+        row = self._connection.execute("SELECT body FROM materials WHERE url = ? AND name = ?",
+                                       (url, name)).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def put_material(self, url: str, name: str, body: bytes) -> None:
+        """Keep a fetched file of a materials directory (a second fetch replaces the first)."""
+        with self.transaction():
+            self._connection.execute(
+                "INSERT INTO materials (url, name, fetched_at, body) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (url, name) DO UPDATE SET fetched_at = excluded.fetched_at,"
+                " body = excluded.body",
+                (url, name, utc_text(self._clock()), sqlite3.Binary(bytes(body))))
