@@ -11,7 +11,8 @@
     ├── ExecutorError           reproduce: a host cannot run a command (…executors.protocol)
     │   └── ConnectionLost      the host stopped answering (a reboot): reconnect() may help
     ├── OutputError             reproduce: a benchmark's output lacks its metrics (…outputs)
-    └── RunError                reproduce: a rerun cannot go on (…runner)
+    ├── RunError                reproduce: a rerun cannot go on (…runner)
+    └── NotifyError             notify: Slack said no (method, channel, code; …notify.slack)
 """
 
 

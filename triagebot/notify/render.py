@@ -1,0 +1,376 @@
+"""Notify stage: Slack payloads (Block Kit + plain-text fallback) from stored JSON records.
+
+Pure functions: report JSON (records.report_to_json), plan JSON (Plan/Refusal.to_json), run
+JSON (RunRecord.to_json) and verdict JSON (Verdict.to_json, or a run's ``verdict``) in, a
+payload ``{"text": str, "blocks": [...]}`` out, already fitted to Slack's limits (fit()), so
+what is sent is what Slack accepts. The terminal notifier prints the same payloads as text.
+
+Messages of one report: the parent (headline, culprit, testcase, machine, lore link, state),
+updated in place as the state moves; thread replies for the plan or the refusal, for run
+progress (started, halfway: never per sample), for the verdict with its reason; the plot.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+from urllib.parse import quote
+
+Payload = dict[str, Any]
+Json = dict[str, Any]
+
+# Slack's documented limits (Block Kit reference, chat.postMessage).
+MAX_BLOCKS = 50
+MAX_SECTION_TEXT = 3000
+MAX_FIELD_TEXT = 2000
+MAX_FIELDS = 10
+MAX_HEADER_TEXT = 150
+MAX_CONTEXT_ELEMENTS = 10
+MAX_CONTEXT_TEXT = 2000  # per element; Slack documents none lower, 2000 keeps a line readable
+MAX_MESSAGE_TEXT = 40000
+TRUNCATED = "… (truncated)"
+
+MAX_METRIC_ROWS = 12  # rows of the report's comparison table in the parent (headline first)
+LORE_BASE = "https://lore.kernel.org/all/"  # lore resolves any Message-ID under /all/
+
+STATES = ("new", "planned", "running", "confirmed", "not-reproduced", "inconclusive", "error",
+          "refused")
+STATE_EMOJI = {
+    "new": ":new:",
+    "planned": ":clipboard:",
+    "running": ":hourglass_flowing_sand:",
+    "confirmed": ":red_circle:",
+    "not-reproduced": ":white_check_mark:",
+    "inconclusive": ":grey_question:",
+    "error": ":warning:",
+    "refused": ":no_entry_sign:",
+}
+STATE_MEANING = {
+    "new": "received, not yet planned",
+    "planned": "a rerun is planned, waiting for a lab host",
+    "running": "base and suspect samples are being taken",
+    "confirmed": "the rerun shows the reported change",
+    "not-reproduced": "the rerun rules the reported change out",
+    "inconclusive": "the budget of runs was spent without a decision",
+    "error": "the rerun failed; see the thread",
+    "refused": "no safe rerun could be planned from the report; see the thread",
+}
+
+
+# --- state and links ----------------------------------------------------------------------------
+
+def triage_state(plan: Json | None = None, run: Json | None = None,
+                 verdict: Json | None = None) -> str:
+    """The state a report is in, from what is stored about it."""
+    verdict = verdict or (run or {}).get("verdict")
+    if verdict:
+        return str(verdict["outcome"])
+    if run:
+        return "error" if run.get("status") == "error" else "running"
+    if plan:
+        return "refused" if plan.get("kind") == "refusal" else "planned"
+    return "new"
+
+
+def lore_url(message_id: str | None, base: str = LORE_BASE) -> str | None:
+    if not message_id:
+        return None
+    # "/" inside a Message-ID must not end the path segment; "@", "+", "=" are kept as lore shows them.
+    return f"{base}{quote(message_id.strip('<>'), safe='@+=-._~!$&*,;:')}/"
+
+
+def commit_url(tree: str | None, sha: str) -> str | None:
+    """A link to the commit in its tree, for the web front ends kernel trees live on."""
+    if not tree or not tree.startswith(("http://", "https://")):
+        return None
+    tree = tree.rstrip("/")
+    if "github.com/" in tree or "gitlab" in tree:
+        return f"{tree.removesuffix('.git')}/commit/{sha}"
+    if "/cgit/" in tree or "git.kernel.org" in tree:
+        return f"{tree}/commit/?id={sha}"
+    return None
+
+
+# --- text helpers -------------------------------------------------------------------------------
+
+def escape(text: str) -> str:
+    """Slack's three control characters, as its mrkdwn wants them escaped."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def link(url: str | None, label: str) -> str:
+    if not url:
+        return escape(label)
+    return f"<{url}|{escape(label).replace('|', '¦')}>"
+
+
+def percent(value: float | None, digits: int = 1) -> str:
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    return f"{value:+.{digits}f}%"
+
+
+def number(value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    return f"{value:.6g}"
+
+
+def truncate(text: str, limit: int) -> str:
+    """At most ``limit`` characters, ending with the marker when cut; a cut code block is closed."""
+    if len(text) <= limit:
+        return text
+    keep = limit - len(TRUNCATED) - 1
+    closing = ""
+    if text[:keep].count("```") % 2:
+        closing = "\n```"
+        keep -= len(closing)
+    return text[:keep].rstrip() + "\n" + TRUNCATED + closing
+
+
+def _mrkdwn(text: str) -> Json:
+    return {"type": "mrkdwn", "text": text}
+
+
+def _section(text: str, fields: list[str] | None = None) -> Json:
+    block: Json = {"type": "section", "text": _mrkdwn(text)}
+    if fields:
+        block["fields"] = [_mrkdwn(item) for item in fields]
+    return block
+
+
+def _context(*texts: str) -> Json:
+    return {"type": "context", "elements": [_mrkdwn(text) for text in texts if text]}
+
+
+def _header(text: str) -> Json:
+    return {"type": "header", "text": {"type": "plain_text", "text": text, "emoji": True}}
+
+
+def fit(payload: Payload) -> Payload:
+    """The payload cut to Slack's limits: each text to its maximum, blocks to 50, text to 40000."""
+    blocks = []
+    for block in payload.get("blocks") or []:
+        block = dict(block)
+        kind = block.get("type")
+        if kind == "header":
+            block["text"] = {**block["text"], "text": truncate(block["text"]["text"], MAX_HEADER_TEXT)}
+        elif kind == "section":
+            if "text" in block:
+                block["text"] = {**block["text"],
+                                 "text": truncate(block["text"]["text"], MAX_SECTION_TEXT)}
+            if "fields" in block:
+                block["fields"] = [{**item, "text": truncate(item["text"], MAX_FIELD_TEXT)}
+                                   for item in block["fields"][:MAX_FIELDS]]
+        elif kind == "context":
+            block["elements"] = [
+                {**item, "text": truncate(item["text"], MAX_CONTEXT_TEXT)} if "text" in item else item
+                for item in block["elements"][:MAX_CONTEXT_ELEMENTS]]
+        blocks.append(block)
+    if len(blocks) > MAX_BLOCKS:
+        omitted = len(blocks) - (MAX_BLOCKS - 1)
+        blocks = blocks[:MAX_BLOCKS - 1] + [_context(f"{TRUNCATED}: {omitted} more blocks not shown")]
+    fitted: Payload = {**payload, "text": truncate(payload.get("text") or "", MAX_MESSAGE_TEXT)}
+    if blocks:
+        fitted["blocks"] = blocks
+    return fitted
+
+
+# --- the parent message -------------------------------------------------------------------------
+
+def _culprit(report: Json) -> Json | None:
+    commits = report.get("commits") or []
+    for commit in commits:
+        if commit.get("role") == "culprit":
+            return commit
+    return None
+
+
+def _headline_text(report: Json) -> str:
+    headline = report.get("headline")
+    if headline:
+        return (f"{headline['metric']} {percent(headline.get('change_percent'))} "
+                f"{headline.get('direction', '')}").strip()
+    return report.get("subject") or "(no subject)"
+
+
+def _metric_table(report: Json) -> str | None:
+    rows = list(report.get("metrics") or [])
+    if not rows:
+        return None
+    headline = (report.get("headline") or {}).get("metric")
+    rows.sort(key=lambda row: row["name"] != headline)  # stable: the headline first, then as reported
+    shown = rows[:MAX_METRIC_ROWS]
+    width = min(48, max(len(row["name"]) for row in shown))
+    lines = [f"{'metric':<{width}}  {'base':>12}  {'change':>8}  {'head':>12}"]
+    for row in shown:
+        change = (percent(row["change"]) if row.get("change_unit") == "percent"
+                  else f"{row['change']:+.6g}")
+        lines.append(f"{row['name'][:width]:<{width}}  {number(row['base']):>12}  {change:>8}  "
+                     f"{number(row['head']):>12}")
+    more = len(rows) - len(shown)
+    if more:
+        lines.append(f"… and {more} more rows in the report")
+    return "```\n" + escape("\n".join(lines)) + "\n```"
+
+
+def parent_message(report: Json, state: str, *, plan: Json | None = None, run: Json | None = None,
+                   verdict: Json | None = None, lore_base: str = LORE_BASE) -> Payload:
+    """The one top-level message per report, re-rendered (chat.update) as the state moves."""
+    if state not in STATES:
+        raise ValueError(f"unknown triage state {state!r} (one of {', '.join(STATES)})")
+    verdict = verdict or (run or {}).get("verdict")
+    headline = _headline_text(report)
+    lore = lore_url(report.get("message_id"), lore_base)
+    culprit = _culprit(report)
+    machine = report.get("test_machine") or {}
+    culprit_text = "unknown"
+    if culprit:
+        label = culprit["sha"][:12] + (f" {culprit['subject']}" if culprit.get("subject") else "")
+        culprit_text = link(commit_url(culprit.get("tree"), culprit["sha"]), label)
+        if culprit.get("tree"):
+            culprit_text += f"\n{escape(culprit['tree'])}" + (
+                f" {escape(culprit['branch'])}" if culprit.get("branch") else "")
+    fields = [
+        f"*Culprit*\n{culprit_text}",
+        f"*Testcase*\n{escape(report.get('testcase') or 'unknown')}",
+        f"*Test machine*\n{escape(machine.get('description') or 'unknown')}"
+        + (f" ({escape(machine['tbox_group'])})" if machine.get("tbox_group") else ""),
+        f"*State*\n{STATE_EMOJI[state]} *{state}*: {STATE_MEANING[state]}",
+    ]
+    subject = escape(report.get("subject") or "(no subject)")
+    summary = link(lore, report.get("subject") or "(no subject)") if lore else subject
+    blocks: list[Json] = [
+        _header(f"{STATE_EMOJI[state]} {headline}"),
+        _section(f"{summary}\nfrom {escape(report.get('from') or 'unknown')}"
+                 + (f", {escape(report['date'])}" if report.get("date") else ""), fields),
+    ]
+    table = _metric_table(report)
+    if table:
+        blocks.append(_section(table))
+    notes = []
+    if plan and plan.get("kind") == "plan":
+        notes.append(f"plan: `{escape(plan.get('template', '?'))}` measuring "
+                     f"{escape(plan.get('metric', '?'))}")
+    if run:
+        notes.append(f"run on {escape(run.get('host', '?'))}: {len(run.get('samples') or [])} samples")
+    if verdict:
+        notes.append(f"verdict: *{verdict['outcome']}* ({percent(verdict.get('measured_change_percent'))} "
+                     f"measured)")
+    if lore:
+        notes.append(f"<{lore}|lore>")
+    blocks.append(_context(" · ".join(notes) if notes else f"state: {state}"))
+    text = f"[{state}] {headline}"
+    if culprit:
+        text += f" in {culprit['sha'][:12]}"
+        if culprit.get("subject"):
+            text += f" ({culprit['subject']})"
+    if lore:
+        text += f" {lore}"
+    return fit({"text": text, "blocks": blocks})
+
+
+# --- thread replies -----------------------------------------------------------------------------
+
+def plan_reply(plan: Json) -> Payload:
+    """The plan, or why there is none (a refusal)."""
+    if plan.get("kind") == "refusal":
+        missing = plan.get("missing") or []
+        text = f"No rerun planned: {plan['reason']}"
+        body = f"{STATE_EMOJI['refused']} *No rerun planned*: {escape(plan['reason'])}"
+        if missing:
+            body += "\nWould need: " + "; ".join(escape(item) for item in missing)
+            text += " Would need: " + "; ".join(missing)
+        return fit({"text": text, "blocks": [_section(body)]})
+    argv = " ".join(plan.get("argv") or [])
+    better = plan.get("better", "?")
+    lines = [f"{STATE_EMOJI['planned']} *Plan*: template `{escape(plan.get('template', '?'))}` "
+             f"({escape(plan.get('source') or '?')}), measuring *{escape(plan.get('metric', '?'))}* "
+             f"({better} is better)"]
+    if plan.get("reported_change_percent") is not None:
+        lines.append(f"Reported change: {percent(plan['reported_change_percent'])}"
+                     + (f" in {escape(plan['report_metric'])}" if plan.get("report_metric") else ""))
+    if plan.get("timeout_seconds"):
+        lines.append(f"Timeout per sample: {plan['timeout_seconds']} s")
+    for title, items in (("Fitted to the host", plan.get("scaled")), ("Differs from the report", plan.get("notes"))):
+        if items:
+            lines.append(f"{title}:\n" + "\n".join(f"• {escape(item)}" for item in items))
+    blocks = [_section("\n".join(lines)), _section(f"```\n{escape(argv)}\n```")]
+    text = f"Plan: {plan.get('template', '?')} measuring {plan.get('metric', '?')}: {argv}"
+    return fit({"text": text, "blocks": blocks})
+
+
+def progress_moment(samples_done: int, budget_samples: int) -> str | None:
+    """Whether a run reached a moment worth a reply: "started" (first sample), "halfway"."""
+    if samples_done == 1:
+        return "started"
+    if budget_samples >= 4 and samples_done == budget_samples // 2:
+        return "halfway"
+    return None
+
+
+def _median(values: list[float]) -> float | None:
+    values = sorted(value for value in values if value is not None and math.isfinite(value))
+    if not values:
+        return None
+    middle = len(values) // 2
+    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+
+
+def run_progress_reply(run: Json, moment: str, budget_samples: int | None = None) -> Payload:
+    """A run's progress at one moment ("started", "halfway"): host, commits, medians so far."""
+    samples = run.get("samples") or []
+    done = len(samples)
+    of = f" of up to {budget_samples}" if budget_samples else ""
+    head = (f"{STATE_EMOJI['running']} *Run {escape(moment)}* on `{escape(run.get('host', '?'))}`: "
+            f"base `{escape(run.get('base_commit', '?')[:12])}` vs suspect "
+            f"`{escape(run.get('suspect_commit', '?')[:12])}`, {done}{of} samples")
+    text = (f"Run {moment} on {run.get('host', '?')}: base {run.get('base_commit', '?')[:12]} vs "
+            f"suspect {run.get('suspect_commit', '?')[:12]}, {done}{of} samples")
+    base = _median([sample["value"] for sample in samples if sample.get("role") == "base"])
+    suspect = _median([sample["value"] for sample in samples if sample.get("role") == "suspect"])
+    lines = [head]
+    if base is not None and suspect is not None:
+        change = (suspect / base - 1) * 100 if base else None
+        so_far = f"Medians so far: base {number(base)}, suspect {number(suspect)} ({percent(change)})"
+        lines.append(so_far)
+        text += f". {so_far}"
+    for event in (run.get("events") or [])[-3:]:
+        lines.append(f"_{escape(event)}_")
+    return fit({"text": text, "blocks": [_section("\n".join(lines))]})
+
+
+def verdict_reply(verdict: Json | None, run: Json | None = None) -> Payload:
+    """The verdict with its reason and numbers; a run that ended in error says why."""
+    verdict = verdict or (run or {}).get("verdict")
+    if not verdict:
+        error = (run or {}).get("error") or "the run ended without a verdict"
+        return fit({"text": f"Run failed: {error}",
+                    "blocks": [_section(f"{STATE_EMOJI['error']} *Run failed*: {escape(error)}")]})
+    outcome = str(verdict["outcome"])
+    emoji = STATE_EMOJI.get(outcome, "")
+    confidence = verdict.get("confidence")
+    interval = (f"[{percent(verdict.get('ci_low'))}, {percent(verdict.get('ci_high'))}]"
+                + (f" at {confidence:.0%}" if isinstance(confidence, (int, float)) else ""))
+    p_value = verdict.get("p_value")
+    fields = [
+        f"*Measured*\n{percent(verdict.get('measured_change_percent'))} {interval}",
+        f"*Reported*\n{percent(verdict.get('reported_change_percent'))}",
+        f"*Runs*\n{verdict.get('runs_base', '?')} base + {verdict.get('runs_suspect', '?')} suspect",
+        f"*p*\n{number(p_value)} (alpha {number(verdict.get('alpha'))})",
+        f"*Floor*\n{number(verdict.get('floor_percent'))}%",
+        f"*Better*\n{escape(str(verdict.get('better', '?')))}",
+    ]
+    blocks = [_section(f"{emoji} *Verdict: {escape(outcome)}*\n{escape(verdict.get('reason') or '')}",
+                       fields)]
+    if verdict.get("host_can_switch_kernel") is False:
+        blocks.append(_context(":warning: the host could not switch kernels: an A/A run, "
+                               "no evidence about the commit"))
+    text = (f"Verdict: {outcome}. {verdict.get('reason') or ''} Measured "
+            f"{percent(verdict.get('measured_change_percent'))} {interval}.")
+    return fit({"text": text, "blocks": blocks})
+
+
+def plot_title(report: Json, run: Json) -> str:
+    metric = (run.get("plan") or {}).get("metric") or (report.get("headline") or {}).get("metric") or "metric"
+    return (f"{metric}: base {run.get('base_commit', '?')[:12]} vs suspect "
+            f"{run.get('suspect_commit', '?')[:12]} on {run.get('host', '?')}")
