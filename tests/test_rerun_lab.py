@@ -142,3 +142,13 @@ def test_only_the_plan_and_the_hosts_hooks_are_ever_started(tmp_path: Path) -> N
     measured = [argv for argv in executor.started if argv[0] == "sysbench"]
     assert len(measured) == len(record.samples) == 12
     assert all(argv == plan.argv for argv in measured)  # exactly the template's argv, nothing added
+
+
+def test_one_rerun_per_host_at_a_time(lab, tmp_path: Path) -> None:
+    import fcntl
+
+    rules, database = lab
+    with open(database.with_name(f"{database.name}.host-lab-local.lock"), "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another rerun holds the host
+        busy = triage("rerun", MESSAGE_ID, "--db", str(database), "--rules", str(rules), "--base", "v6.8")
+    assert busy.returncode == 1 and "host lab-local is busy with another rerun" in busy.stderr

@@ -9,6 +9,8 @@ that ended in error.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import shutil
 import sys
@@ -45,6 +47,21 @@ def commits_of(report: Report) -> tuple[str | None, str | None]:
     culprit = next((commit.sha for commit in report.commits if commit.role == "culprit"), None)
     base = next((commit.sha for commit in report.commits if commit.role == "base"), None)
     return base or (f"{culprit}^" if culprit else None), culprit
+
+
+@contextlib.contextmanager
+def host_lock(database: Path, host_name: str):
+    """One rerun per host at a time, across processes: an exclusive lock beside the database."""
+    path = database.with_name(f"{database.name}.host-{host_name}.lock")
+    with open(path, "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise TriageError(f"host {host_name} is busy with another rerun (lock {path})") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def rounds_within(budget: int) -> RoundsPlan:
@@ -132,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"rerun of {message_id} on {host.name} (match {match.score:.2f}"
               f"{'; differs: ' + '; '.join(match.differences) if match.differences else ''})", file=sys.stderr)
         print(f"  plan: {' '.join(plan.argv)}  -> {plan.output_metric}, {plan.better} is better", file=sys.stderr)
-        with _executor(match) as executor:
+        with host_lock(database, host.name), _executor(match) as executor:
             result = rerun(plan, host, executor, base, suspect, on_sample=_progress, rounds=rounds_within(args.budget))
         run_json = result.to_json() | {"host_match": {"score": match.score, "differences": list(match.differences)}}
         store.save_run(message_id, plan.to_json(), run_json)
