@@ -1,7 +1,6 @@
 """triage daemon --once against a real public-inbox server and the test lab: no command typed."""
 from __future__ import annotations
 
-import json
 import shutil
 import sqlite3
 import subprocess
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, PROJECT
+from tests.support.lab import write_lab_rules
 from tests.support.public_inbox import make_message, require_public_inbox, start_public_inbox
 
 pytestmark = pytest.mark.skipif(not (shutil.which("sysbench") and shutil.which("stress-ng")),
@@ -18,25 +18,7 @@ pytestmark = pytest.mark.skipif(not (shutil.which("sysbench") and shutil.which("
 
 
 def lab_rules(tmp_path: Path, list_url: str) -> Path:
-    rules = tmp_path / "rules"
-    shutil.copytree(PROJECT / "rules" / "reproducers", rules / "reproducers")
-    state = tmp_path / "lab-state"
-    state.mkdir()
-    (state / "slow").write_text("c0ffee1234ab")
-    hook = [sys.executable, str(PROJECT / "tests" / "support" / "lab.py")]
-    (rules / "hosts.toml").write_text(f'''
-[[host]]
-name = "lab-local"
-reach = "local"
-cpu_model = "test lab"
-threads = 2
-sockets = 1
-memory_gb = 24
-disk = "ssd"
-scratch_dir = "{tmp_path / 'scratch'}"
-switch_kernel = {json.dumps(hook + ["switch", "{commit}", str(state)])}
-running_kernel = {json.dumps(hook + ["running", str(state)])}
-''')
+    rules, _ = write_lab_rules(tmp_path, PROJECT)
     (rules / "sources.toml").write_text(f'''
 [http]
 user_agent = "triagebot-test (daemon tests)"

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, PROJECT
+from tests.support.lab import write_lab_rules
 
 LAB_REPORT = FIXTURES / "lab" / "sysbench-cpu-regression.eml"  # our own report, for the test lab
 MESSAGE_ID = "20240415071244.lab1@tberg-ws"
@@ -31,25 +32,8 @@ def triage(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def lab(tmp_path: Path):
-    rules = tmp_path / "rules"
-    shutil.copytree(PROJECT / "rules" / "reproducers", rules / "reproducers")
-    state = tmp_path / "lab-state"
-    state.mkdir()
-    (state / "slow").write_text(SLOW)
+    rules, state = write_lab_rules(tmp_path, PROJECT)
     hook = [sys.executable, str(PROJECT / "tests" / "support" / "lab.py")]
-    (rules / "hosts.toml").write_text(f'''
-[[host]]
-name = "lab-local"
-reach = "local"
-cpu_model = "test lab"
-threads = 2
-sockets = 1
-memory_gb = 24
-disk = "ssd"
-scratch_dir = "{tmp_path / 'scratch'}"
-switch_kernel = {json.dumps(hook + ["switch", "{commit}", str(state)])}
-running_kernel = {json.dumps(hook + ["running", str(state)])}
-''')
     database = tmp_path / "lab.db"
     assert triage("ingest", "--db", str(database), str(LAB_REPORT)).returncode == 0
     yield rules, database

@@ -19,6 +19,35 @@ import time
 from pathlib import Path
 
 
+SLOW_COMMIT = "c0ffee1234ab"  # the lab's regressing commit: its "kernel" runs under a load
+HOOK = (sys.executable, str(Path(__file__).resolve()))
+
+
+def write_lab_rules(root: Path, project: Path) -> tuple[Path, Path]:
+    """A rules directory (the project's templates, one lab host) and the lab's state directory."""
+    import json
+    import shutil
+
+    rules, state = root / "rules", root / "lab-state"
+    shutil.copytree(project / "rules" / "reproducers", rules / "reproducers")
+    state.mkdir(parents=True)
+    (state / "slow").write_text(SLOW_COMMIT)
+    (rules / "hosts.toml").write_text(f"""
+[[host]]
+name = "lab-local"
+reach = "local"
+cpu_model = "test lab"
+threads = 2
+sockets = 1
+memory_gb = 24
+disk = "ssd"
+scratch_dir = "{root / 'scratch'}"
+switch_kernel = {json.dumps([*HOOK, "switch", "{commit}", str(state)])}
+running_kernel = {json.dumps([*HOOK, "running", str(state)])}
+""")
+    return rules, state
+
+
 def _stop(state: Path) -> None:
     pid_file = state / "load.pid"
     if pid_file.exists():
