@@ -87,3 +87,29 @@ def test_server_down_keeps_the_cursor_and_recovery_loses_nothing(tmp_path) -> No
         server.start()
         assert ingest_once(source, store, jobs=1).new_ids == ["down-2@example.org"]
         assert store.count_messages() == 2
+
+
+def test_one_thread_by_message_url_or_id(tmp_path) -> None:
+    from tests.test_ingest_lore import POLICY, served_raw
+    from triagebot.ingest.http import RequestsClient
+    from triagebot.ingest.lore_thread import LoreThreadSource, message_base_url
+
+    require_public_inbox()
+    report = make_message("[REPORT] ext4 regression", "slower\n", msgid="thread-root@example.org", date=DAY)
+    reply = make_message("Re: [REPORT] ext4 regression", "I could not reproduce this on my box.\n",
+                         msgid="thread-reply@example.org", in_reply_to="thread-root@example.org",
+                         date=DAY + timedelta(hours=1))
+    other = make_message("unrelated", "x\n", msgid="other@example.org", date=DAY + timedelta(hours=2))
+    assert message_base_url("<thread-reply@example.org>") == "https://lore.kernel.org/all/thread-reply@example.org/"
+    assert message_base_url("https://lore.kernel.org/oe-lkp/") is None
+    with start_public_inbox(tmp_path / "lore", "linux-ext4", [report, reply, other]) as server, \
+            SqliteStore(tmp_path / "t.db") as store:
+        url = message_base_url(server.raw_url("thread-reply@example.org"))
+        source = LoreThreadSource(url, RequestsClient(POLICY, trust_environment=False), POLICY, sleep=Waits())
+        assert sorted(ingest_once(source, store, jobs=1).new_ids) == ["thread-reply@example.org",
+                                                                       "thread-root@example.org"]
+        assert store.get_raw("thread-root@example.org") == served_raw(server, "thread-root@example.org")
+        gone = LoreThreadSource(message_base_url(server.message_url("nobody@example.org")),
+                                RequestsClient(POLICY, trust_environment=False), POLICY, sleep=Waits())
+        with pytest.raises(SourceError, match="no such message on the server"):
+            ingest_once(gone, store, jobs=1)

@@ -17,7 +17,7 @@ from triagebot.batch import default_jobs
 from triagebot.config import load_settings, rules_dir
 from triagebot.errors import InputError, TriageError
 from triagebot.ingest.files import FileSource
-from triagebot.ingest.lore_thread import LoreThreadSource, thread_mbox_url
+from triagebot.ingest.lore_thread import LoreThreadSource, message_base_url
 from triagebot.ingest.protocol import HttpPolicy, Source
 from triagebot.ingest.runner import IngestResult, ingest_once
 from triagebot.store.sqlite import SqliteStore, resolve_db_path
@@ -52,9 +52,9 @@ def build_source(reference: str, policy: HttpPolicy, *, list_name: str | None = 
         if address.page_url is not None:
             return OpenwallPageSource(reference, RequestsClient(policy), policy, list_name=list_name)
         return OpenwallSource(address.list_url, RequestsClient(policy), policy, list_name=list_name)
-    thread_url = thread_mbox_url(reference)
-    if thread_url:
-        return LoreThreadSource(thread_url, RequestsClient(policy), policy, list_name=list_name)
+    message_url = message_base_url(reference)
+    if message_url:
+        return LoreThreadSource(message_url, RequestsClient(policy), policy, list_name=list_name)
     if reference.startswith(("http://", "https://")):
         from triagebot.ingest.lore import LoreSource
 

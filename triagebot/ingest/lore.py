@@ -253,6 +253,20 @@ class LoreSource:
                       "(HTTP 404 for t.mbox.gz and raw)")
         return None
 
+    def thread_batch(self, message_url: str) -> Batch:
+        """The whole thread of the message at `message_url` (…/<list>/<msgid>/), by itself.
+
+        For `triage ingest <message URL or Message-ID>`: the same fetching, unpacking and
+        fallbacks as a poll, without the feed or a cursor.
+        """
+        events: list[str] = []
+        thread = self._fetch_thread(message_url, message_url, events)
+        if thread is None:
+            raise SourceError(f"{message_url}: no such message on the server (HTTP 404 for t.mbox.gz and raw)")
+        messages: dict[str, FetchedMessage] = {}
+        self._keep(thread, messages, set())
+        return Batch(messages=tuple(messages.values()), cursor=None, events=tuple(events))
+
     def _keep(self, thread: list[bytes], messages: dict[str, FetchedMessage],
               fetched: set[str]) -> list[tuple[str | None, bytes]]:
         """Add a thread's messages to the batch; (Message-ID, raw) of each, in order."""
