@@ -136,3 +136,22 @@ def test_one_rerun_per_host_at_a_time(lab, tmp_path: Path) -> None:
         fcntl.flock(held, fcntl.LOCK_EX)  # another rerun holds the host
         busy = triage("rerun", MESSAGE_ID, "--db", str(database), "--rules", str(rules), "--base", "v6.8")
     assert busy.returncode == 1 and "host lab-local is busy with another rerun" in busy.stderr
+
+
+def test_a_plan_that_collects_a_result_file(tmp_path: Path) -> None:
+    """stress-ng writes its metrics to a YAML file in scratch: the runner reads it for the parser."""
+    from triagebot.reproduce.executors.local import LocalExecutor
+    from triagebot.reproduce.hosts import Host
+    from triagebot.reproduce.plan import Plan, plan_command
+    from triagebot.reproduce.runner import rerun
+    from triagebot.reproduce.templates import load_templates
+    from triagebot.verdict.sequential import Plan as RoundsPlan
+
+    host = Host(name="plain", reach="local", cpu_model="test", threads=2, sockets=1, memory_gb=24, disk="ssd",
+                scratch_dir=str(tmp_path / "scratch"))  # cannot switch kernels: an A/A run
+    plan = plan_command("stress-ng --cpu 1 --timeout 1s", load_templates(PROJECT / "rules"))
+    assert isinstance(plan, Plan) and plan.collect
+    record = rerun(plan, host, LocalExecutor(host.scratch_dir), "v6.8", "v6.8", rounds=RoundsPlan(rounds=(6,)))
+    assert record.status == "done", record.error
+    assert len(record.samples) == 12 and all(sample.value > 0 for sample in record.samples)
+    assert record.verdict["outcome"] != "confirmed"

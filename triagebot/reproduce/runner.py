@@ -88,11 +88,16 @@ class Runner:
         self.sleep = sleep
         self._current: str | None = None
 
-    def _hook(self, argv: tuple[str, ...], what: str) -> str:
+    def _hook(self, argv: tuple[str, ...], what: str, *, again_after_drop: bool) -> str | None:
+        """Run a host hook; its stdout. A dropped connection is waited out; then the hook runs
+        again if `again_after_drop`, else None says the hook's fate is unknown (the drop may
+        have been its reboot, or it may never have started)."""
         try:
             completed = self.executor.run(argv, timeout=HOOK_TIMEOUT_SECONDS)
         except ConnectionLost:
-            self.executor.reconnect(self.host.reboot_timeout_s)  # a kernel switch may reboot
+            self.executor.reconnect(self.host.reboot_timeout_s)
+            if not again_after_drop:
+                return None
             completed = self.executor.run(argv, timeout=HOOK_TIMEOUT_SECONDS)
         if not completed.ok:
             detail = completed.stderr.decode("utf-8", "replace").strip()[-300:]
@@ -100,19 +105,26 @@ class Runner:
                            f"(exit {completed.returncode}{', timed out' if completed.timed_out else ''}): {detail}")
         return completed.stdout.decode("utf-8", "replace").strip()
 
+    def _running(self) -> str:
+        return self._hook(self.host.running_kernel, "running_kernel", again_after_drop=True) or ""
+
     def _boot(self, commit: str) -> str:
         """Switch to `commit` where the host can, and return what the running-kernel hook says."""
+        running = None
         if self.host.can_switch_kernel and self._current != commit:
             try:
                 argv = self.host.switch_kernel_argv(commit)
             except ValueError as error:
                 raise RunError(str(error)) from error
-            try:
-                self._hook(argv, "switch_kernel")
-            except ConnectionLost:
-                self.executor.reconnect(self.host.reboot_timeout_s)
+            if self._hook(argv, "switch_kernel", again_after_drop=False) is None:
+                # The connection dropped: a reboot into `commit`, or a switch that never ran.
+                # Only a host not running `commit` is switched again (no second reboot).
+                running = self._running()
+                if commit not in running:
+                    self._hook(argv, "switch_kernel", again_after_drop=False)
+                    running = None
             self._current = commit
-        running = self._hook(self.host.running_kernel, "running_kernel")
+        running = running if running is not None else self._running()
         if self.host.can_switch_kernel and commit not in running:
             raise RunError(f"host {self.host.name}: asked for {commit}, but the running kernel is {running!r}")
         return running
@@ -120,18 +132,19 @@ class Runner:
     def _one(self) -> tuple[float, float, str, dict[str, float]]:
         scratch = self.executor.make_scratch()
         try:
-            for argv in (self.plan.setup_argv,):
-                if argv:
-                    setup = self.executor.run(_fill(argv, scratch), timeout=self.plan.timeout_seconds, cwd=scratch)
-                    if not setup.ok:
-                        raise OutputError(f"setup {list(argv)} failed (exit {setup.returncode})")
+            if self.plan.setup_argv:
+                setup = self.executor.run(_fill(self.plan.setup_argv, scratch), timeout=self.plan.timeout_seconds,
+                                          cwd=scratch)
+                if not setup.ok:
+                    raise OutputError(f"setup {list(self.plan.setup_argv)} failed (exit {setup.returncode})")
             completed = self.executor.run(_fill(self.plan.argv, scratch), timeout=self.plan.timeout_seconds,
                                           cwd=scratch, limits=self.limits)
             if not completed.ok:
                 detail = completed.stderr.decode("utf-8", "replace").strip()[-300:]
                 raise OutputError(f"exit {completed.returncode}{' (timed out)' if completed.timed_out else ''}: {detail}")
-            files = {name: self.executor.read_file(name.replace(SCRATCH, scratch)) for name in self.plan.collect}
-            files = {name.replace(SCRATCH, scratch): data for name, data in files.items()} | files
+            # one key a file: parsers choose "the one collected file" with their suffix
+            paths = [name.replace(SCRATCH, scratch) for name in self.plan.collect]
+            files = {path: self.executor.read_file(path) for path in paths}
             metrics = parse_output(self.plan.parser, completed.stdout, files)
             if self.plan.output_metric not in metrics:
                 raise OutputError(f"the output has no {self.plan.output_metric} (it has {', '.join(sorted(metrics))})")
