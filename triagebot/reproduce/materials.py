@@ -24,6 +24,7 @@ import shlex
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
 from triagebot.ingest.http import fetch
@@ -423,3 +424,22 @@ def with_materials(report: Report, store, client: HttpClient, policy: HttpPolicy
     job = Reproducer(kind="lkp-job", url=materials.job_url, content=materials.job_yaml)
     notes.append(f"planning from {materials.job_url}")
     return dataclasses.replace(report, reproducers=(*report.reproducers, job)), notes
+
+
+def with_materials_from_rules(report: Report, store, rules: Path) -> tuple[Report, list[str]]:
+    """`with_materials` over a requests client with the HTTP manners of rules/sources.toml.
+
+    No request (and no rules read) when the report needs no materials; a bad sources.toml is a
+    RulesError for the caller to report.
+    """
+    if not needs_materials(report):
+        return report, []
+    from triagebot.config import load_settings
+    from triagebot.ingest.http import RequestsClient
+
+    policy = load_settings(rules).http
+    client = RequestsClient(policy)
+    try:
+        return with_materials(report, store, client, policy)
+    finally:
+        client.close()

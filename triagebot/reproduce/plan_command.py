@@ -14,7 +14,7 @@ import shlex
 import sys
 
 from triagebot.config import rules_dir
-from triagebot.errors import TriageError
+from triagebot.errors import RulesError, TriageError
 from triagebot.records import report_from_json
 from triagebot.reproduce.plan import HostShape, Plan, PlanResult, plan_command, plan_report
 from triagebot.reproduce.templates import load_templates
@@ -94,25 +94,17 @@ def _stored_report(args: argparse.Namespace):
 
 def _with_materials(args: argparse.Namespace, report):
     """The report with its LKP materials' job.yaml (fetched, or from the store); notes to stderr."""
-    from triagebot.config import load_settings
-    from triagebot.reproduce.materials import needs_materials, with_materials
+    from triagebot.reproduce.materials import needs_materials, with_materials_from_rules
+    from triagebot.store.sqlite import SqliteStore, resolve_db_path
 
     if not needs_materials(report):
         return report
-    from triagebot.ingest.http import RequestsClient
-    from triagebot.store.sqlite import SqliteStore, resolve_db_path
-
-    try:
-        policy = load_settings(rules_dir(args.rules)).http
-    except TriageError as error:
-        print(f"triage plan: materials not fetched: {error}", file=sys.stderr)
-        return report
-    client = RequestsClient(policy)
     try:
         with SqliteStore(resolve_db_path(args.db)) as store:
-            report, notes = with_materials(report, store, client, policy)
-    finally:
-        client.close()
+            report, notes = with_materials_from_rules(report, store, rules_dir(args.rules))
+    except RulesError as error:  # a bad sources.toml: plan from the mail alone
+        print(f"triage plan: materials not fetched: {error}", file=sys.stderr)
+        return report
     for note in notes:
         print(f"triage plan: {note}", file=sys.stderr)
     return report

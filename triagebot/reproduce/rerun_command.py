@@ -19,14 +19,16 @@ from pathlib import Path
 from triagebot.config import rules_dir
 from triagebot.errors import TriageError
 from triagebot.records import Report, report_from_json
-from triagebot.reproduce.executors.local import LocalExecutor
-from triagebot.reproduce.hosts import HostMatch, choose_host, load_hosts, score_host
+from triagebot.reproduce.executors.protocol import executor_for
+from triagebot.reproduce.hosts import choose_host, load_hosts, score_host
+from triagebot.reproduce.materials import with_materials_from_rules
 from triagebot.reproduce.plan import HostShape, Plan, plan_report
 from triagebot.reproduce.runner import Sample, rerun
 from triagebot.reproduce.templates import load_templates
-from triagebot.verdict.sequential import Plan as RoundsPlan
 from triagebot.store.protocol import normalize_message_id
 from triagebot.store.sqlite import SqliteStore, resolve_db_path
+from triagebot.verdict import sequential
+from triagebot.verdict.sequential import Plan as RoundsPlan
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -66,23 +68,10 @@ def host_lock(database: Path, host_name: str):
 
 def rounds_within(budget: int) -> RoundsPlan:
     """The default rounds cut to at most `budget` runs a side (the looks' alpha is re-split)."""
-    rounds: list[int] = []
-    for size in RoundsPlan().rounds:
-        if sum(rounds) + size > budget:
-            break
-        rounds.append(size)
+    rounds = sequential.rounds_within(budget)
     if not rounds:
         raise TriageError(f"--budget {budget}: at least {RoundsPlan().rounds[0]} runs a side are needed")
-    return RoundsPlan(rounds=tuple(rounds))
-
-
-def _executor(match: HostMatch):
-    host = match.host
-    if host.reach == "ssh":
-        from triagebot.reproduce.executors.ssh import SshExecutor
-
-        return SshExecutor(host.ssh, host.scratch_dir, name=host.name)
-    return LocalExecutor(host.scratch_dir, name=host.name)
+    return RoundsPlan(rounds=rounds)
 
 
 def _progress(sample: Sample) -> None:
@@ -92,19 +81,7 @@ def _progress(sample: Sample) -> None:
 
 def _with_materials(report: Report, store: SqliteStore, rules: Path) -> Report:
     """The report with its LKP materials' job.yaml (fetched, or from the store); notes to stderr."""
-    from triagebot.reproduce.materials import needs_materials, with_materials
-
-    if not needs_materials(report):
-        return report
-    from triagebot.config import load_settings
-    from triagebot.ingest.http import RequestsClient
-
-    policy = load_settings(rules).http
-    client = RequestsClient(policy)
-    try:
-        report, notes = with_materials(report, store, client, policy)
-    finally:
-        client.close()
+    report, notes = with_materials_from_rules(report, store, rules)
     for note in notes:
         print(f"triage rerun: {note}", file=sys.stderr)
     return report
@@ -149,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"rerun of {message_id} on {host.name} (match {match.score:.2f}"
               f"{'; differs: ' + '; '.join(match.differences) if match.differences else ''})", file=sys.stderr)
         print(f"  plan: {' '.join(plan.argv)}  -> {plan.output_metric}, {plan.better} is better", file=sys.stderr)
-        with host_lock(database, host.name), _executor(match) as executor:
+        with host_lock(database, host.name), executor_for(host) as executor:
             result = rerun(plan, host, executor, base, suspect, on_sample=_progress, rounds=rounds_within(args.budget))
         run_json = result.to_json() | {"host_match": {"score": match.score, "differences": list(match.differences)}}
         store.save_run(message_id, plan.to_json(), run_json)

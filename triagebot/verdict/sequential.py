@@ -97,6 +97,16 @@ class AdaptiveVerdict:
     looks: tuple[Verdict, ...]
 
 
+def rounds_within(budget: int, plan: Plan = Plan()) -> tuple[int, ...]:
+    """The plan's rounds, cut to at most `budget` runs a side (empty when even the first is over)."""
+    rounds: list[int] = []
+    for size in plan.rounds:
+        if sum(rounds) + size > budget:
+            break
+        rounds.append(size)
+    return tuple(rounds)
+
+
 def decide_adaptively(run_round: RunRound, better: str, reported_change_percent: float | None,
                       floor_percent: float, plan: Plan = Plan()) -> AdaptiveVerdict:
     """Run rounds through ``run_round(n) -> (n base runs, n suspect runs)`` until a verdict.

@@ -14,7 +14,7 @@ from triagebot.store.protocol import normalize_message_id
 from triagebot.store.sqlite import SqliteStore, resolve_db_path
 from triagebot.verdict.floors import load_floors
 from triagebot.verdict.sequential import Plan as RoundsPlan
-from triagebot.verdict.sequential import decide_adaptively
+from triagebot.verdict.sequential import decide_adaptively, rounds_within
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,11 +28,7 @@ def recompute(run: dict) -> dict:
     base = [sample["value"] for sample in run["samples"] if sample["role"] == "base"]
     suspect = [sample["value"] for sample in run["samples"] if sample["role"] == "suspect"]
     plan = run["plan"]
-    rounds: list[int] = []
-    for size in RoundsPlan().rounds:
-        if sum(rounds) + size > min(len(base), len(suspect)):
-            break
-        rounds.append(size)
+    rounds = rounds_within(min(len(base), len(suspect)))
     taken = {"base": 0, "suspect": 0}
 
     def replay(size: int) -> tuple[list[float], list[float]]:
@@ -42,7 +38,7 @@ def recompute(run: dict) -> dict:
 
     floor = load_floors().floor_for(plan.get("report_metric") or plan.get("metric"))
     adaptive = decide_adaptively(replay, plan["better"], plan.get("reported_change_percent"), floor,
-                                 RoundsPlan(rounds=tuple(rounds or (len(base),))))
+                                 RoundsPlan(rounds=rounds or (len(base),)))
     return adaptive.verdict.to_json() | {"looks": len(adaptive.looks)}
 
 
