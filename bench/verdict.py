@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from triagebot.verdict.decide import Outcome, decide
+from triagebot.verdict.decide import decide
 from triagebot.verdict.floors import DEFAULT_FLOOR_PERCENT
 from triagebot.verdict.sequential import Plan, decide_adaptively
 

@@ -11,7 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
 from tests.conftest import FIXTURES, SHARED, require_corpus
 from triagebot.ingest.files import FileSource

@@ -7,7 +7,7 @@ import pytest
 
 from tests.conftest import CORPUS, require_corpus
 from tests.support.public_inbox import load_eml_dir, make_message, require_public_inbox, start_public_inbox
-from tests.test_ingest_lore import DAY, Fault, FaultyProxy, Waits, faulty, make_source  # noqa: F401
+from tests.test_ingest_lore import DAY, Fault, Waits, faulty, make_source  # noqa: F401 (faulty: a fixture)
 from triagebot.ingest.protocol import SourceError
 from triagebot.ingest.runner import ingest_once
 from triagebot.store.sqlite import SqliteStore

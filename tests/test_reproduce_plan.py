@@ -4,14 +4,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import PROJECT, require_corpus
 from triagebot.errors import RulesError
 from triagebot.parse.report import parse_message
-from triagebot.records import Headline, Report, Reproducer, Source
+from triagebot.records import Headline, Report, Source
 from triagebot.reproduce.plan import (
     HostShape, Plan, Refusal, flatten_job, plan_command, plan_from_json, plan_report, read_job,
 )

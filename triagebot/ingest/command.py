@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 from urllib.parse import urlsplit
 
 from triagebot.batch import default_jobs
