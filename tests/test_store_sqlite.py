@@ -463,7 +463,7 @@ def test_connection_settings(store: SqliteStore, db_path: Path) -> None:
 # -- schema and migrations --------------------------------------------------------------------
 
 EXPECTED_TABLES = {"messages", "records", "threads", "thread_nodes", "thread_edges", "cursors",
-                   "plans", "runs", "verdicts", "notifications"}
+                   "plans", "runs", "verdicts", "aliases", "materials", "triage", "outbox"}
 
 
 def tables(path: Path) -> set[str]:
@@ -484,6 +484,7 @@ def test_migrations_build_the_schema_from_an_empty_file(tmp_path: Path) -> None:
         assert put(store, "first@x")
     assert user_version(empty) == LATEST_VERSION
     assert EXPECTED_TABLES <= tables(empty)
+    assert "notifications" not in tables(empty)  # reserved in migration 1, never written, dropped in 4
     # A path whose directory does not exist yet (the XDG default on a fresh machine).
     nested = tmp_path / "not" / "yet" / "triage.db"
     SqliteStore(nested).close()

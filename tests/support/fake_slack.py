@@ -17,6 +17,13 @@ a ``token`` body field, as Slack accepts both):
 * ``conversations.history``        -> ``{"ok", "messages" (newest first, top level only),
   "has_more", "response_metadata"}``
 * ``conversations.replies``        -> ``{"ok", "messages" (parent first, then replies), …}``
+* ``conversations.list``           -> ``{"ok", "channels": [{"id", "name", "is_channel", …}], …}``
+
+As on Slack, ``chat.postMessage`` keeps a ``metadata`` object (``event_type``,
+``event_payload``), which history and replies return only with ``include_all_metadata``; and
+history and replies take a channel ID only (a ``#name`` answers ``channel_not_found``).
+``server.after_call = f`` calls ``f(call)`` once each answer has been written (tests use it to
+kill a client right after Slack did something for it).
 
 Errors are Slack's: HTTP 200 with ``{"ok": false, "error": CODE}`` — ``not_authed`` (no token),
 ``invalid_auth`` (wrong token), ``channel_not_found``, ``message_not_found``, ``thread_not_found``, ``no_text``,
@@ -112,6 +119,7 @@ class FakeSlack:
             self.state.messages[channel_id] = []
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.after_call: Any = None  # f(call), run after each answer is written
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -238,6 +246,9 @@ class _Handler(BaseHTTPRequestHandler):
             except SlackError as error:
                 answer = {"ok": False, "error": error.code, **error.extra}
             self._record_and_send(call, 200, answer)
+        hook = getattr(self, "fake").after_call
+        if hook is not None:
+            hook(call)
 
     def _check_token(self, headers: dict[str, str], params: dict[str, Any]) -> None:
         authorization = headers.get("authorization", "")
@@ -305,11 +316,13 @@ def _params(body: bytes, content_type: str, query: str) -> dict[str, Any]:
 # --- methods (called with the state lock held) ------------------------------------------------
 
 
-def _channel_id(state: _State, channel: Any) -> str:
+def _channel_id(state: _State, channel: Any, *, id_only: bool = False) -> str:
     if not channel or not isinstance(channel, str):
         raise SlackError("channel_not_found")
     if channel in state.channels:
         return channel
+    if id_only:
+        raise SlackError("channel_not_found")
     name = channel.removeprefix("#")
     for channel_id, channel_name in state.channels.items():
         if channel_name == name:
@@ -397,6 +410,13 @@ def _post_message(state: _State, params: dict[str, Any]) -> dict[str, Any]:
     channel_id = _channel_id(state, params.get("channel"))
     text, blocks = _message_content(params)
     message = _append(state, channel_id, params.get("thread_ts") or None, text, blocks)
+    metadata = params.get("metadata")
+    if metadata:
+        metadata = _json_field(metadata, "metadata")
+        if (not isinstance(metadata, dict) or not isinstance(metadata.get("event_type"), str)
+                or not isinstance(metadata.get("event_payload"), dict)):
+            raise SlackError("invalid_metadata_format")
+        message["metadata"] = metadata
     return {"channel": channel_id, "ts": message["ts"], "message": message}
 
 
@@ -483,27 +503,45 @@ def _mimetype(data: bytes) -> str:
     return "image/png" if data.startswith(b"\x89PNG\r\n\x1a\n") else "application/octet-stream"
 
 
+def _with_metadata(messages: list[dict[str, Any]], params: dict[str, Any]) -> list[dict[str, Any]]:
+    if str(params.get("include_all_metadata", "")).lower() in ("1", "true"):
+        return [dict(message) for message in messages]
+    return [{key: value for key, value in message.items() if key != "metadata"} for message in messages]
+
+
 def _history(state: _State, params: dict[str, Any]) -> dict[str, Any]:
-    channel_id = _channel_id(state, params.get("channel"))
+    channel_id = _channel_id(state, params.get("channel"), id_only=True)
     limit = int(params.get("limit") or 100)
     offset = int(params.get("cursor") or 0)
     top = [message for message in reversed(state.messages[channel_id])
            if message.get("thread_ts", message["ts"]) == message["ts"]]
-    page = top[offset:offset + limit]
+    page = _with_metadata(top[offset:offset + limit], params)
     more = offset + limit < len(top)
     return {"messages": page, "has_more": more, "pin_count": 0,
             "response_metadata": {"next_cursor": str(offset + limit) if more else ""}}
 
 
 def _replies(state: _State, params: dict[str, Any]) -> dict[str, Any]:
-    channel_id = _channel_id(state, params.get("channel"))
+    channel_id = _channel_id(state, params.get("channel"), id_only=True)
     ts = params.get("ts")
     if not ts:
         raise SlackError("invalid_arguments")
     parent = _find(state, channel_id, ts, "thread_not_found")
     thread = [parent] + [message for message in state.messages[channel_id]
                          if message.get("thread_ts") == ts and message["ts"] != ts]
-    return {"messages": thread, "has_more": False, "response_metadata": {"next_cursor": ""}}
+    return {"messages": _with_metadata(thread, params), "has_more": False,
+            "response_metadata": {"next_cursor": ""}}
+
+
+def _list(state: _State, params: dict[str, Any]) -> dict[str, Any]:
+    limit = int(params.get("limit") or 100)
+    offset = int(params.get("cursor") or 0)
+    channels = [{"id": channel_id, "name": name, "is_channel": True, "is_private": False,
+                 "is_archived": False, "is_member": True, "name_normalized": name}
+                for channel_id, name in state.channels.items()]
+    page = channels[offset:offset + limit]
+    more = offset + limit < len(channels)
+    return {"channels": page, "response_metadata": {"next_cursor": str(offset + limit) if more else ""}}
 
 
 _METHODS = {
@@ -514,4 +552,5 @@ _METHODS = {
     "files.completeUploadExternal": _complete_upload,
     "conversations.history": _history,
     "conversations.replies": _replies,
+    "conversations.list": _list,
 }

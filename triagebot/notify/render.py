@@ -12,6 +12,7 @@ progress (started, halfway: never per sample), for the verdict with its reason; 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 from urllib.parse import quote
 
@@ -91,6 +92,15 @@ def commit_url(tree: str | None, sha: str) -> str | None:
 
 
 # --- text helpers -------------------------------------------------------------------------------
+
+_COMMIT = re.compile(r"([0-9a-f]{12})[0-9a-f]*(.*)", re.DOTALL)
+
+
+def short_commit(commit: str) -> str:
+    """A commit as 12 hex digits, keeping what follows them: "c0ffee1234ab^" stays whole."""
+    match = _COMMIT.fullmatch(commit)
+    return match.group(1) + match.group(2) if match else commit
+
 
 def escape(text: str) -> str:
     """Slack's three control characters, as its mrkdwn wants them escaped."""
@@ -322,10 +332,10 @@ def run_progress_reply(run: Json, moment: str, budget_samples: int | None = None
     done = len(samples)
     of = f" of up to {budget_samples}" if budget_samples else ""
     head = (f"{STATE_EMOJI['running']} *Run {escape(moment)}* on `{escape(run.get('host', '?'))}`: "
-            f"base `{escape(run.get('base_commit', '?')[:12])}` vs suspect "
-            f"`{escape(run.get('suspect_commit', '?')[:12])}`, {done}{of} samples")
-    text = (f"Run {moment} on {run.get('host', '?')}: base {run.get('base_commit', '?')[:12]} vs "
-            f"suspect {run.get('suspect_commit', '?')[:12]}, {done}{of} samples")
+            f"base `{escape(short_commit(run.get('base_commit', '?')))}` vs suspect "
+            f"`{escape(short_commit(run.get('suspect_commit', '?')))}`, {done}{of} samples")
+    text = (f"Run {moment} on {run.get('host', '?')}: base {short_commit(run.get('base_commit', '?'))} vs "
+            f"suspect {short_commit(run.get('suspect_commit', '?'))}, {done}{of} samples")
     base = _median([sample["value"] for sample in samples if sample.get("role") == "base"])
     suspect = _median([sample["value"] for sample in samples if sample.get("role") == "suspect"])
     lines = [head]
@@ -370,7 +380,12 @@ def verdict_reply(verdict: Json | None, run: Json | None = None) -> Payload:
     return fit({"text": text, "blocks": blocks})
 
 
+def with_section(payload: Payload, text: str) -> Payload:
+    """The payload with one more section of mrkdwn text at its end, still within the limits."""
+    return fit({"text": payload.get("text") or "", "blocks": [*(payload.get("blocks") or []), _section(text)]})
+
+
 def plot_title(report: Json, run: Json) -> str:
     metric = (run.get("plan") or {}).get("metric") or (report.get("headline") or {}).get("metric") or "metric"
-    return (f"{metric}: base {run.get('base_commit', '?')[:12]} vs suspect "
-            f"{run.get('suspect_commit', '?')[:12]} on {run.get('host', '?')}")
+    return (f"{metric}: base {short_commit(run.get('base_commit', '?'))} vs suspect "
+            f"{short_commit(run.get('suspect_commit', '?'))} on {run.get('host', '?')}")

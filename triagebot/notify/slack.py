@@ -6,13 +6,17 @@ Whatever still fails, including every ``ok: false`` answer, raises NotifyError n
 method, the channel and Slack's error code: the caller keeps its outbox row for a later retry
 (``error.retryable``) or for an operator (a wrong channel, a revoked token). Nothing is dropped.
 
+Every post carries its outbox key in Slack message metadata (a plot: in its file name), so
+after a crash :meth:`SlackNotifier.find` can tell whether a post in doubt reached Slack.
+
 Scopes the bot token needs: chat:write (post, update, reply), files:write (the plot),
-channels:history / groups:history (conversations.history for reconciling, public / private
-channels), and the bot invited to each channel it posts to (or chat:write.public for public
-channels it has not joined).
+channels:history / groups:history (conversations.history and .replies, to find posts in doubt
+after a crash, public / private channels), channels:read / groups:read (conversations.list, a
+#name to its channel ID), and the bot invited to each channel it posts to.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -54,16 +58,30 @@ class Posted:
     ts: str
 
 
+METADATA_EVENT = "triagebot_notification"  # the event_type of our posts' metadata
+
+
+def plot_file_name(key: str) -> str:
+    """The file name a plot is uploaded under: it names its outbox row, so it can be found again."""
+    return f"samples-{hashlib.sha256(key.encode()).hexdigest()[:16]}.png"
+
+
 class Notifier(Protocol):
-    """What the daemon's outbox sends through: SlackNotifier, TerminalNotifier."""
+    """What the daemon's outbox sends through: SlackNotifier, TerminalNotifier.
 
-    def post_parent(self, channel: str, payload: dict[str, Any]) -> str: ...
+    ``key`` names the outbox row a call delivers; ``find`` answers whether a post with that key
+    already exists (None when it does not, or when the notifier cannot tell).
+    """
 
-    def post_reply(self, channel: str, thread_ts: str, payload: dict[str, Any]) -> str: ...
+    def post(self, channel: str, payload: dict[str, Any], *, thread_ts: str | None = None,
+             key: str | None = None) -> Posted: ...
 
     def update_parent(self, channel: str, ts: str, payload: dict[str, Any]) -> None: ...
 
-    def upload_plot(self, channel: str, thread_ts: str, png: bytes, title: str) -> str: ...
+    def upload(self, channel: str, thread_ts: str, png: bytes, title: str, key: str) -> Posted: ...
+
+    def find(self, channel: str, key: str, *, thread_ts: str | None = None,
+             file_name: str | None = None) -> Posted | None: ...
 
 
 class SlackNotifier:
@@ -93,6 +111,7 @@ class SlackNotifier:
             token=token, base_url=base_url, timeout=timeout_seconds,
             retry_handlers=[ConnectionErrorRetryHandler(max_retry_count=connection_retries),
                             RateLimitErrorRetryHandler(max_retry_count=rate_limit_retries)])
+        self._channel_ids: dict[str, str] = {}
 
     def _call(self, method: str, target: str | None, function: Any, /, **arguments: Any) -> Any:
         from slack_sdk.errors import SlackApiError, SlackClientError
@@ -125,15 +144,71 @@ class SlackNotifier:
         return dict(self._call("auth.test", None, self.client.auth_test).data)
 
     def post_message(self, channel: str, payload: dict[str, Any],
-                     thread_ts: str | None = None) -> Posted:
+                     thread_ts: str | None = None, key: str | None = None) -> Posted:
         arguments: dict[str, Any] = {"channel": channel, "text": payload.get("text") or "",
                                      "unfurl_links": False, "unfurl_media": False}
         if payload.get("blocks"):
             arguments["blocks"] = payload["blocks"]
         if thread_ts:
             arguments["thread_ts"] = thread_ts
+        if key:
+            arguments["metadata"] = {"event_type": METADATA_EVENT, "event_payload": {"key": key}}
         response = self._call("chat.postMessage", channel, self.client.chat_postMessage, **arguments)
+        self._channel_ids[channel] = response["channel"]
         return Posted(response["channel"], response["ts"])
+
+    def post(self, channel: str, payload: dict[str, Any], *, thread_ts: str | None = None,
+             key: str | None = None) -> Posted:
+        return self.post_message(channel, payload, thread_ts, key)
+
+    def channel_id(self, channel: str) -> str:
+        """The ID of a channel given as an ID or a #name (conversations.list, cached)."""
+        if not channel.startswith("#"):
+            return channel
+        if channel in self._channel_ids:
+            return self._channel_ids[channel]
+        name, cursor = channel[1:], None
+        for _ in range(100):  # pages of 200: 20,000 channels
+            arguments: dict[str, Any] = {"limit": 200, "exclude_archived": True,
+                                         "types": "public_channel,private_channel"}
+            if cursor:
+                arguments["cursor"] = cursor
+            response = self._call("conversations.list", channel, self.client.conversations_list, **arguments)
+            for item in response.get("channels") or []:
+                if item.get("name") == name:
+                    self._channel_ids[channel] = item["id"]
+                    return item["id"]
+            cursor = (response.get("response_metadata") or {}).get("next_cursor")
+            if not cursor:
+                break
+        raise NotifyError("conversations.list", channel, "channel_not_found", "no channel of that name")
+
+    def find(self, channel: str, key: str, *, thread_ts: str | None = None,
+             file_name: str | None = None, pages: int = 5) -> Posted | None:
+        """Our post carrying `key` (or the file `file_name`) in the channel or the thread, if any."""
+        channel_id = self.channel_id(channel)
+        cursor = None
+        for _ in range(pages):
+            arguments: dict[str, Any] = {"channel": channel_id, "limit": 200, "include_all_metadata": True}
+            if cursor:
+                arguments["cursor"] = cursor
+            if thread_ts:
+                response = self._call("conversations.replies", channel_id, self.client.conversations_replies,
+                                      ts=thread_ts, **arguments)
+            else:
+                response = self._call("conversations.history", channel_id, self.client.conversations_history,
+                                      **arguments)
+            for message in response.get("messages") or []:
+                metadata = message.get("metadata") or {}
+                if (metadata.get("event_type") == METADATA_EVENT
+                        and (metadata.get("event_payload") or {}).get("key") == key):
+                    return Posted(channel_id, message["ts"])
+                if file_name and any(item.get("name") == file_name for item in message.get("files") or []):
+                    return Posted(channel_id, message["ts"])
+            cursor = (response.get("response_metadata") or {}).get("next_cursor")
+            if not cursor:
+                break
+        return None
 
     def post_parent(self, channel: str, payload: dict[str, Any]) -> str:
         return self.post_message(channel, payload).ts
@@ -148,13 +223,17 @@ class SlackNotifier:
             arguments["blocks"] = payload["blocks"]
         self._call("chat.update", channel, self.client.chat_update, **arguments)
 
-    def upload_plot(self, channel: str, thread_ts: str, png: bytes, title: str) -> str:
+    def upload_plot(self, channel: str, thread_ts: str, png: bytes, title: str,
+                    file_name: str = "samples.png") -> str:
         """The PNG shared in the thread (files_upload_v2); returns the file ID."""
         response = self._call("files_upload_v2", channel, self.client.files_upload_v2,
                               channel=channel, thread_ts=thread_ts, content=png,
-                              filename="samples.png", title=title,
+                              filename=file_name, title=title,
                               alt_txt=title)
         return response["file"]["id"]
+
+    def upload(self, channel: str, thread_ts: str, png: bytes, title: str, key: str) -> Posted:
+        return Posted(channel, self.upload_plot(channel, thread_ts, png, title, plot_file_name(key)))
 
     def history(self, channel: str, limit: int = 100) -> list[dict[str, Any]]:
         """The channel's latest top-level messages, newest first (reconciling after a crash)."""

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from triagebot.notify.render import STATE_EMOJI
+from triagebot.notify.slack import Posted
 
 _EMOJI = re.compile("|".join(re.escape(code) + " ?" for code in {*STATE_EMOJI.values(), ":warning:"}))
 _LINK = re.compile(r"<([^<>|]+)\|([^<>]*)>|<([^<>|]+)>")
@@ -83,6 +84,20 @@ class TerminalNotifier:
 
     def update_parent(self, channel: str, ts: str, payload: dict[str, Any]) -> None:
         self._print(f"{channel} · updated [{ts}]", payload)
+
+    def post(self, channel: str, payload: dict[str, Any], *, thread_ts: str | None = None,
+             key: str | None = None) -> Posted:
+        if thread_ts:
+            return Posted(channel, self.post_reply(channel, thread_ts, payload))
+        return Posted(channel, self.post_parent(channel, payload))
+
+    def upload(self, channel: str, thread_ts: str, png: bytes, title: str, key: str) -> Posted:
+        return Posted(channel, self.upload_plot(channel, thread_ts, png, title))
+
+    def find(self, channel: str, key: str, *, thread_ts: str | None = None,
+             file_name: str | None = None) -> Posted | None:
+        """A terminal cannot be read back: a notification in doubt after a crash is printed again."""
+        return None
 
     def upload_plot(self, channel: str, thread_ts: str, png: bytes, title: str) -> str:
         ts = self._ts()

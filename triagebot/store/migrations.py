@@ -128,11 +128,51 @@ _MATERIALS = (
     )""",
 )
 
+_TRIAGE_AND_OUTBOX = (
+    # The daemon's progress with each report it took on (one row per report), and what it has
+    # to tell the team: one outbox row per notification, written in the same transaction as the
+    # state change it announces. `notifications` (reserved in migration 1) was never written.
+    "DROP TABLE notifications",
+    """CREATE TABLE triage (
+        message_id  TEXT PRIMARY KEY NOT NULL
+                    REFERENCES messages (message_id) ON DELETE CASCADE,
+        state       TEXT NOT NULL,
+        channel     TEXT NOT NULL,
+        host        TEXT,
+        plan_json   TEXT,
+        note        TEXT,
+        created_at  TEXT NOT NULL,
+        updated_at  TEXT NOT NULL
+    )""",
+    "CREATE INDEX triage_state ON triage (state)",
+    # `kind` is unique per report (parent, plan, progress-started, verdict, plot, update-final,
+    # ...), so enqueueing twice is a no-op. `status`: pending -> sending -> sent, or held (an
+    # operator must act); `sending` survives a crash and is reconciled against Slack on start.
+    """CREATE TABLE outbox (
+        outbox_id        INTEGER PRIMARY KEY,
+        message_id       TEXT NOT NULL REFERENCES messages (message_id) ON DELETE CASCADE,
+        kind             TEXT NOT NULL,
+        channel          TEXT NOT NULL,
+        status           TEXT NOT NULL,
+        attempts         INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at  TEXT,
+        last_error       TEXT,
+        posted_channel   TEXT,
+        posted_ts        TEXT,
+        created_at       TEXT NOT NULL,
+        sent_at          TEXT,
+        payload_json     TEXT NOT NULL,
+        UNIQUE (message_id, kind)
+    )""",
+    "CREATE INDEX outbox_status ON outbox (status)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "messages, records, threads, cursors; reserved plans/runs/verdicts/notifications",
               _INITIAL),
     Migration(2, "aliases: fallback keys of messages for archive pages without Message-ID", _ALIASES),
     Migration(3, "materials: cached files of LKP materials directories", _MATERIALS),
+    Migration(4, "triage and outbox: the daemon's state per report and its notifications", _TRIAGE_AND_OUTBOX),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -33,6 +33,7 @@ from triagebot.store.protocol import (
     normalize_message_id,
 )
 from triagebot.store.threads import choose_root, parent_edges
+from triagebot.store.triage_tables import TriageTables
 
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 DB_ENV_VAR = "TRIAGE_DB"
@@ -101,7 +102,7 @@ def _marks(count: int) -> str:
     return ",".join("?" * count)
 
 
-class SqliteStore:
+class SqliteStore(TriageTables):
     """`Store` on one SQLite file. One instance per thread (sqlite3 connections are not shared).
 
     Use as a context manager, or call `close()`.
