@@ -57,6 +57,7 @@ def _thread_summaries(records: list) -> str:
 # Subcommands that live in their stage's package: name -> (module with add_arguments/run, help).
 _STAGE_COMMANDS = {
     "daemon": ("triagebot.daemon", "watch the sources and triage each new report (--once: one pass)"),
+    "status": ("triagebot.status_command", "what the daemon is doing: the queue, the hosts, the last polls"),
     "ingest": ("triagebot.ingest.command", "fetch messages from files, lore or openwall into the store"),
     "show": ("triagebot.store.show_command", "show one stored report with its thread"),
     "list": ("triagebot.store.list_command", "list stored records, filtered"),

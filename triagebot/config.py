@@ -85,5 +85,5 @@ def load_settings(rules: Path) -> Settings:
             extra = set(entry) - {"url", "poll_minutes"}
             if extra:
                 raise RulesError(f"{path}: {where}: unknown key(s) {', '.join(sorted(extra))}")
-            sources.append(SourceSettings(kind, url, _number(path, where, entry, "poll_minutes", 15.0, 1, 10080)))
+            sources.append(SourceSettings(kind, url, _number(path, where, entry, "poll_minutes", 15.0, 0.1, 10080)))
     return Settings(rules_dir=rules, http=policy, sources=tuple(sources))

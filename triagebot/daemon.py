@@ -1,32 +1,46 @@
-"""The scheduled loop: poll each source on its interval, then triage what arrived.
+"""The scheduled loop: poll each source on its interval, then triage what arrived, and tell the team.
 
-`triage daemon` (or `--once` for one pass) polls the sources of rules/sources.toml when each
-is due, stores what they give, and for every new report (LKP or human) makes its plan and,
-when a lab host can switch kernels, reruns it and stores the verdict. Every step works from
-stored state: a report with a stored run is done, so a restart resumes where it stopped.
-Notices go to the terminal (the Slack notifier follows its issue). SIGTERM and SIGINT stop the
-loop after the step in progress.
+Each pass: deliver what the outbox holds (after a crash: the posts in doubt are looked up on
+Slack first), poll the sources that are due (rules/sources.toml), take on new reports, plan
+them, rerun the planned ones on free lab hosts, deliver again. Every stage is a step over
+stored state (flow.py), so a restart resumes where the last process stopped.
+
+Notifications go to Slack when SLACK_BOT_TOKEN is set (SLACK_API_URL overrides the API's
+address), else to the terminal. SIGTERM and SIGINT stop the loop after the current step or
+sample; a run cut short starts over at the next start. Logs are JSON lines on stderr;
+/healthz and /metrics are served on 127.0.0.1 (`--health-port`).
 """
 from __future__ import annotations
 
 import argparse
+import json
+import logging
+import os
 import signal
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from triagebot import flow, logs
 from triagebot.config import load_settings, rules_dir
 from triagebot.errors import TriageError
+from triagebot.health import DaemonMetrics, HealthServer
 from triagebot.ingest.command import build_source
 from triagebot.ingest.runner import ingest_once
-from triagebot.records import report_from_json
-from triagebot.reproduce.hosts import choose_host, load_hosts
-from triagebot.reproduce.plan import HostShape, Plan, plan_report
-from triagebot.reproduce.templates import load_templates
+from triagebot.logs import event
+from triagebot.notify import outbox, render
+from triagebot.notify.routing import load_routing
+from triagebot.notify.slack import NotifyError, SlackNotifier
+from triagebot.notify.terminal import TerminalNotifier
 from triagebot.store.sqlite import SqliteStore, resolve_db_path
+from triagebot.store.triage_tables import OUTBOX_STATUSES
 
-REPORT_KINDS = ("lkp-regression", "human-report")  # what the daemon reruns: claimed slowdowns
+log = logging.getLogger("triagebot.daemon")
+
+LAST_POLL_KEY = "daemon:last-poll:"  # + source URL, in the cursors table: what `triage status` shows
+DEFAULT_HEALTH_PORT = 9464
 
 
 @dataclass
@@ -37,38 +51,9 @@ class DaemonState:
     stop: bool = False
 
 
-def _notice(stream, text: str) -> None:
-    stream.write(text + "\n")
-    stream.flush()
-
-
-def triage_report(store: SqliteStore, message_id: str, rules, stream, rerun_report: Callable[[str], int]) -> None:
-    """Plan one new report and, when a host can switch kernels, rerun it (the verdict is stored)."""
-    record = store.get_record(message_id)
-    if record is None or record.get("kind") not in REPORT_KINDS or store.latest_run(message_id) is not None:
-        return
-    report = report_from_json(record)
-    _notice(stream, f"new report: {report.subject}  <{message_id}>")
-    hosts = load_hosts(rules)
-    match = choose_host(hosts, report.test_machine)
-    if match is None:
-        _notice(stream, "  no lab host is free: queued for the next pass")
-        return
-    plan = plan_report(report, load_templates(rules), host=HostShape(threads=match.host.threads,
-                                                                       memory_gb=match.host.memory_gb))
-    if not isinstance(plan, Plan):
-        _notice(stream, f"  not planned: {plan.reason}")
-        return
-    _notice(stream, f"  plan: {' '.join(plan.argv)} -> {plan.output_metric}")
-    if not match.host.can_switch_kernel:
-        _notice(stream, f"  not rerun: host {match.host.name} cannot switch kernels (describe a lab in hosts.toml)")
-        return
-    rerun_report(message_id)
-
-
-def run_pass(settings, store: SqliteStore, state: DaemonState, stream, *, now: Callable[[], float] = time.monotonic,
-             rerun_report: Callable[[str], int] | None = None, jobs: int | None = None) -> list[str]:
-    """Poll the sources that are due and triage what they brought; returns the new message ids."""
+def poll_due_sources(settings, store, state: DaemonState, metrics: DaemonMetrics, *,
+                     now: Callable[[], float] = time.monotonic, jobs: int | None = None) -> list[str]:
+    """Poll the sources that are due; returns the new message ids."""
     new_ids: list[str] = []
     for source_settings in settings.sources:
         if state.stop:
@@ -77,19 +62,46 @@ def run_pass(settings, store: SqliteStore, state: DaemonState, stream, *, now: C
         if now() < due:
             continue
         state.last_poll[source_settings.url] = now()
+        metrics.last_poll.labels(source_settings.url).set(time.time())
+        outcome: dict = {"at": store.now_text()}
         try:
             result = ingest_once(build_source(source_settings.url, settings.http), store, jobs=jobs)
         except TriageError as error:
-            _notice(stream, f"poll {source_settings.url}: {error}")
-            continue
-        for event in result.events:
-            _notice(stream, f"poll {source_settings.url}: {event}")
-        new_ids.extend(result.new_ids)
-    for message_id in new_ids:
-        if state.stop:
-            break
-        triage_report(store, message_id, settings.rules_dir, stream, rerun_report or (lambda _: 0))
+            metrics.polls.labels(source_settings.url, "error").inc()
+            event(log, logging.WARNING, "poll failed", event="poll.failed", source=source_settings.url,
+                  error=str(error))
+            outcome |= {"outcome": "error", "error": str(error)}
+        else:
+            metrics.polls.labels(source_settings.url, "ok").inc()
+            metrics.messages.labels(source_settings.url).inc(len(result.new_ids))
+            for line in result.events:
+                event(log, logging.WARNING, "poll event", event="poll.event", source=source_settings.url,
+                      detail=line)
+            event(log, logging.INFO, "polled", event="poll.done", source=source_settings.url,
+                  new=len(result.new_ids))
+            outcome |= {"outcome": "ok", "new": len(result.new_ids), "events": len(result.events)}
+            new_ids.extend(result.new_ids)
+        store.set_cursor(LAST_POLL_KEY + source_settings.url, json.dumps(outcome))
     return new_ids
+
+
+def make_notifier(database: Path, environ=os.environ):
+    """Slack when SLACK_BOT_TOKEN is set (its token checked with auth.test), else the terminal."""
+    if environ.get("SLACK_BOT_TOKEN"):
+        notifier = SlackNotifier(environ["SLACK_BOT_TOKEN"], base_url=environ.get("SLACK_API_URL") or None)
+        try:
+            who = notifier.auth_test()
+        except NotifyError as error:
+            if not error.retryable:
+                raise TriageError(f"SLACK_BOT_TOKEN does not work: {error}") from None
+            event(log, logging.WARNING, "slack unreachable at start: posts wait in the outbox",
+                  event="notify.start", code=error.code)
+        else:
+            event(log, logging.INFO, "posting to slack", event="notify.start", team=who.get("team"),
+                  bot=who.get("user"))
+        return notifier
+    event(log, logging.INFO, "no SLACK_BOT_TOKEN: notifications to the terminal", event="notify.start")
+    return TerminalNotifier(sys.stdout, plot_dir=database.parent / "plots")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -97,34 +109,95 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rules", help="rules directory (default: TRIAGE_RULES, then the packaged rules/)")
     parser.add_argument("--once", action="store_true", help="one pass over every source, then exit")
     parser.add_argument("--tick", type=float, default=30.0, help="seconds between checks for due sources")
+    parser.add_argument("--admit-days", type=float, default=14.0, metavar="DAYS",
+                        help="take on reports dated at most DAYS ago (default 14): a backfill is not triaged")
+    parser.add_argument("--budget", type=int, default=20, metavar="N", help="at most N runs a side (default 20)")
+    parser.add_argument("--health-port", default=str(DEFAULT_HEALTH_PORT), metavar="PORT",
+                        help=f"port on 127.0.0.1 for /healthz and /metrics (default {DEFAULT_HEALTH_PORT}; "
+                             "0: any free port, off: none)")
+    parser.add_argument("--notify-retry-seconds", type=float, default=outbox.DEFAULT_RETRY_SECONDS,
+                        metavar="S", help="first wait after Slack fails (doubled per try, at most 600)")
+
+
+def _health_port(value: str) -> int | None:
+    if value == "off":
+        return None
+    if not value.isdigit() or int(value) > 65535:
+        raise TriageError(f"--health-port {value!r}: a port number from 0 to 65535, or off")
+    return int(value)
 
 
 def run(args: argparse.Namespace) -> int:
+    logs.configure()
     settings = load_settings(rules_dir(args.rules))
     if not settings.sources:
         raise TriageError(f"no sources in {settings.rules_dir / 'sources.toml'}: nothing to watch")
+    routing_path = settings.rules_dir / "routing.toml"
+    routing = load_routing(routing_path if routing_path.exists() else None)
+    port = _health_port(args.health_port)
     state = DaemonState()
 
     def stop(signum, _frame) -> None:
         state.stop = True
-        _notice(sys.stderr, f"triage daemon: {signal.Signals(signum).name}: stopping after the current step")
+        event(log, logging.INFO, "stopping after the current step", event="daemon.stopping",
+              signal=signal.Signals(signum).name)
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     database = resolve_db_path(args.db)
     database.parent.mkdir(parents=True, exist_ok=True)
+    metrics = DaemonMetrics()
+    health = None
+    if port is not None:
+        try:
+            health = HealthServer(metrics, port=port).start()
+        except OSError as error:
+            raise TriageError(f"--health-port {port}: cannot listen on 127.0.0.1:{port}: {error}") from None
+        event(log, logging.INFO, "health and metrics served", event="health.listening",
+              url=f"http://127.0.0.1:{health.port}/healthz", port=health.port)
+    notifier = make_notifier(database)
+    try:
+        with SqliteStore(database) as store:
+            released = store.release_held()
+            if released:
+                event(log, logging.INFO, "held notifications tried again", event="notify.released", rows=released)
 
-    def rerun_report(message_id: str) -> int:
-        from triagebot.cli import main  # the same path a person takes: `triage rerun <id>`
+            def deliver() -> None:
+                result = outbox.deliver(store, notifier, retry_seconds=args.notify_retry_seconds,
+                                        on_sent=lambda row: metrics.notifications.inc())
+                if result.error is not None:
+                    metrics.notify_failures.labels(result.error.code).inc()
 
-        return main(["rerun", message_id, "--db", str(database), "--rules", str(settings.rules_dir)])
-
-    with SqliteStore(database) as store:
-        while not state.stop:
-            run_pass(settings, store, state, sys.stdout, rerun_report=rerun_report)
-            if args.once:
-                break
-            deadline = time.monotonic() + args.tick
-            while not state.stop and time.monotonic() < deadline:
-                time.sleep(min(1.0, args.tick))
+            lab = flow.Lab(rules=settings.rules_dir, database=database, routing=routing, deliver=deliver,
+                           budget=args.budget, stop_requested=lambda: state.stop, heartbeat=metrics.beat)
+            event(log, logging.INFO, "daemon started", event="daemon.started", db=str(database),
+                  rules=str(settings.rules_dir), sources=[source.url for source in settings.sources])
+            while not state.stop:
+                metrics.beat()
+                run_pass(settings, store, state, lab, metrics, admit_days=args.admit_days)
+                if args.once:
+                    break
+                deadline = time.monotonic() + args.tick
+                while not state.stop and time.monotonic() < deadline:
+                    time.sleep(min(1.0, args.tick))
+                    metrics.beat()
+    finally:
+        if health is not None:
+            health.stop()
+    event(log, logging.INFO, "daemon stopped", event="daemon.stopped")
     return 0
+
+
+def run_pass(settings, store, state: DaemonState, lab: flow.Lab, metrics: DaemonMetrics, *,
+             admit_days: float) -> None:
+    """One pass: deliver, poll, admit, plan, run, deliver."""
+    lab.deliver()
+    poll_due_sources(settings, store, state, metrics)
+    if not state.stop:
+        if flow.admit(store, lab, admit_days):
+            lab.deliver()
+        flow.plan_new(store, lab)
+        for message_id in flow.run_planned(store, lab):
+            metrics.runs.labels(store.get_triage(message_id).state).inc()
+        lab.deliver()
+    metrics.set_counts(store.triage_counts(), store.outbox_counts(), render.STATES, OUTBOX_STATUSES)

@@ -1,0 +1,214 @@
+"""The daemon's stages after ingest, each one step over stored state: admit, plan, run.
+
+A report moves new -> planned | refused -> running -> confirmed | not-reproduced |
+inconclusive | error (render.STATES). Each move is one transaction that also writes the outbox
+rows announcing it, so a crash anywhere leaves a state and its notifications together, and a
+restart simply takes every report up again where its state says:
+
+- admit: a stored LKP or human report dated within the admission window and not yet taken on
+  gets a triage row (state new, channel from rules/routing.toml) and its parent message;
+- plan: a new report is planned for the closest lab host (or refused, with why): the plan
+  reply, the parent updated;
+- run: a planned report (or one whose run a crash or a stop cut short: it starts over) is
+  rerun when its host can switch kernels and is free; progress replies at the first sample
+  and halfway to the first look; then the verdict reply, the samples plot and the final parent.
+"""
+from __future__ import annotations
+
+import base64
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from triagebot.errors import TriageError
+from triagebot.logs import event
+from triagebot.notify import render
+from triagebot.notify.plot import run_plot
+from triagebot.notify.routing import Routing
+from triagebot.records import report_from_json
+from triagebot.reproduce.executors.protocol import executor_for
+from triagebot.reproduce.hosts import Host, choose_host, load_hosts
+from triagebot.reproduce.materials import with_materials_from_rules
+from triagebot.reproduce.plan import HostShape, Plan, plan_from_json, plan_report
+from triagebot.reproduce.rerun_command import commits_of, host_lock, rounds_within
+from triagebot.reproduce.runner import Sample, rerun
+from triagebot.reproduce.templates import load_templates
+from triagebot.store.sqlite import utc_text
+
+log = logging.getLogger("triagebot.daemon")
+
+REPORT_KINDS = ("lkp-regression", "human-report")  # what the daemon takes on: claimed slowdowns
+RUN_STATES = ("planned", "running")  # reports waiting for (or cut off in) a run
+
+
+class StopRequested(Exception):
+    """Raised between samples when the daemon was asked to stop: the run starts over next time."""
+
+
+@dataclass
+class Lab:
+    """What the stages need besides the store: rules, where host locks live, how to notify."""
+
+    rules: Path
+    database: Path
+    routing: Routing
+    deliver: Callable[[], object]  # send what the outbox holds (called after each state change)
+    budget: int = 20  # runs a side at most
+    stop_requested: Callable[[], bool] = lambda: False
+    heartbeat: Callable[[], None] = lambda: None
+
+
+def admit(store, lab: Lab, admit_days: float, now: datetime | None = None) -> list[str]:
+    """Take on the reports dated within `admit_days`: a triage row and a parent message each."""
+    since = utc_text((now or datetime.now(timezone.utc)) - timedelta(days=admit_days))
+    admitted = []
+    for message_id in store.reports_to_admit(REPORT_KINDS, since):
+        record = store.get_record(message_id)
+        stored = store.get_message(message_id)
+        channel = lab.routing.channel_for(record, stored.list_name if stored else None)
+        with store.transaction():
+            if store.start_triage(message_id, channel):
+                store.enqueue(message_id, "parent", channel, render.parent_message(record, "new"))
+                admitted.append(message_id)
+        event(log, logging.INFO, "report taken on", event="triage.admitted", message_id=message_id,
+              channel=channel, subject=record.get("subject"))
+    return admitted
+
+
+def _host_named(hosts: tuple[Host, ...], name: str | None) -> Host | None:
+    return next((host for host in hosts if host.name == name), None)
+
+
+def plan_new(store, lab: Lab) -> list[str]:
+    """Plan each new report for its closest host; a refusal says why. Returns the ids planned."""
+    hosts = load_hosts(lab.rules)
+    templates = load_templates(lab.rules)
+    done = []
+    for row in store.triage_in("new"):
+        if lab.stop_requested():
+            break
+        record = store.get_record(row.message_id)
+        report = report_from_json(record)
+        match = choose_host(hosts, report.test_machine)
+        notes: list[str] = []
+        if match is None:
+            plan_json = {"schema": 1, "kind": "refusal", "reason": f"no host in {lab.rules / 'hosts.toml'}",
+                         "missing": ["a lab host"]}
+            host_name = None
+        else:
+            report, notes = with_materials_from_rules(report, store, lab.rules)
+            plan = plan_report(report, templates, host=HostShape(threads=match.host.threads,
+                                                                 memory_gb=match.host.memory_gb))
+            plan_json = plan.to_json()
+            host_name = match.host.name
+            if isinstance(plan, Plan) and not commits_of(report)[1]:
+                plan_json = {"schema": plan_json["schema"], "kind": "refusal",
+                             "reason": "the report names no culprit commit to rerun", "missing": ["a culprit commit"]}
+        state = "planned" if plan_json["kind"] == "plan" else "refused"
+        reply = render.plan_reply(plan_json)
+        if state == "planned" and match is not None:
+            reply = _with_host_line(reply, match, notes)
+        with store.transaction():
+            store.set_triage(row.message_id, state, plan=plan_json, host=host_name or "")
+            store.enqueue(row.message_id, "plan", row.channel, reply)
+            store.enqueue(row.message_id, "update-planned", row.channel,
+                          render.parent_message(record, state, plan=plan_json))
+        event(log, logging.INFO, "report planned" if state == "planned" else "report refused",
+              event=f"triage.{state}", message_id=row.message_id, host=host_name,
+              reason=plan_json.get("reason"))
+        done.append(row.message_id)
+        lab.deliver()
+    return done
+
+
+def _with_host_line(reply: dict, match, notes: list[str]) -> dict:
+    """The plan reply with the host it runs on (and whether that host can run it at all)."""
+    line = f"Host: `{render.escape(match.host.name)}` (match {match.score:.2f} to the report's machine)"
+    if match.differences:
+        line += "; differs: " + "; ".join(render.escape(item) for item in match.differences)
+    if not match.host.can_switch_kernel:
+        line += ("\n:warning: this host cannot switch kernels, so the report is not rerun here: "
+                 "describe a lab host in hosts.toml")
+    for note in notes:
+        line += f"\n_{render.escape(note)}_"
+    return render.with_section(reply, line)
+
+
+def run_planned(store, lab: Lab) -> list[str]:
+    """Rerun each planned report whose host can switch kernels and is free; returns those decided."""
+    hosts = load_hosts(lab.rules)
+    decided = []
+    for row in store.triage_in(*RUN_STATES):
+        if lab.stop_requested():
+            break
+        host = _host_named(hosts, row.host)
+        if host is None or not host.can_switch_kernel or row.plan is None:
+            continue  # not runnable here: stays planned (the plan reply said why)
+        try:
+            with host_lock(lab.database, host.name):
+                outcome = _run_one(store, lab, row, host)
+        except TriageError as error:  # the host is busy with another rerun: try next pass
+            event(log, logging.INFO, "host busy", event="run.queued", message_id=row.message_id,
+                  host=host.name, reason=str(error))
+            continue
+        if outcome is not None:
+            decided.append(row.message_id)
+    return decided
+
+
+def _run_one(store, lab: Lab, row, host: Host) -> str | None:
+    record = store.get_record(row.message_id)
+    report = report_from_json(record)
+    plan = plan_from_json(row.plan)
+    base, suspect = commits_of(report)
+    rounds = rounds_within(lab.budget)
+    first_look = 2 * rounds.rounds[0]
+    store.set_triage(row.message_id, "running")
+    event(log, logging.INFO, "run started", event="run.started", message_id=row.message_id, host=host.name,
+          base=base, suspect=suspect)
+    samples: list[Sample] = []
+
+    def on_sample(sample: Sample) -> None:
+        samples.append(sample)
+        lab.heartbeat()
+        moment = render.progress_moment(len(samples), first_look)
+        if moment is not None:
+            partial = {"host": host.name, "base_commit": base, "suspect_commit": suspect,
+                       "samples": [{"role": item.role, "value": item.value} for item in samples]}
+            with store.transaction():
+                store.enqueue(row.message_id, f"progress-{moment}", row.channel,
+                              render.run_progress_reply(partial, moment, first_look))
+                if moment == "started":
+                    store.enqueue(row.message_id, "update-running", row.channel,
+                                  render.parent_message(record, "running", plan=row.plan, run=partial))
+            lab.deliver()
+        if lab.stop_requested():
+            raise StopRequested()
+
+    try:
+        with executor_for(host) as executor:
+            result = rerun(plan, host, executor, base, suspect, on_sample=on_sample, rounds=rounds)
+    except StopRequested:
+        store.set_triage(row.message_id, "planned", note="stopped during a run: it starts over")
+        event(log, logging.INFO, "run stopped: starts over next time", event="run.stopped",
+              message_id=row.message_id, samples=len(samples))
+        return None
+    run_json = result.to_json()
+    state = (run_json.get("verdict") or {}).get("outcome") or "error"
+    with store.transaction():
+        store.save_run(row.message_id, plan.to_json(), run_json)
+        store.set_triage(row.message_id, state)
+        store.enqueue(row.message_id, "verdict", row.channel, render.verdict_reply(None, run_json))
+        if any(sample["role"] == "base" for sample in run_json["samples"]) and \
+                any(sample["role"] == "suspect" for sample in run_json["samples"]):
+            store.enqueue(row.message_id, "plot", row.channel, {
+                "title": render.plot_title(record, run_json),
+                "png_base64": base64.b64encode(run_plot(run_json)).decode()})
+        store.enqueue(row.message_id, "update-final", row.channel,
+                      render.parent_message(record, state, plan=row.plan, run=run_json))
+    event(log, logging.INFO, "run decided", event="run.decided", message_id=row.message_id, outcome=state,
+          reason=(run_json.get("verdict") or {}).get("reason") or run_json.get("error"))
+    lab.deliver()
+    return state

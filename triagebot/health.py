@@ -1,0 +1,100 @@
+"""The daemon's /healthz and Prometheus /metrics on a local port (prometheus-client).
+
+/healthz answers 200 with a JSON body while the loop is alive (it beat within
+`stale_seconds`: each tick and each sample beats), 503 when it is stuck; the body also counts
+the outbox rows held for an operator. /metrics is the registry in Prometheus' text format.
+The server runs on a thread of its own and reads only these objects, never the database.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+
+class DaemonMetrics:
+    """The counters and gauges the daemon keeps, in a registry of their own."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.polls = Counter("triage_polls", "Source polls, by source and outcome", ["source", "outcome"],
+                             registry=self.registry)
+        self.messages = Counter("triage_messages_stored", "New messages stored, by source", ["source"],
+                                registry=self.registry)
+        self.last_poll = Gauge("triage_last_poll_timestamp_seconds", "When each source was last polled",
+                               ["source"], registry=self.registry)
+        self.reports = Gauge("triage_reports", "Reports taken on, by triage state", ["state"],
+                             registry=self.registry)
+        self.outbox = Gauge("triage_outbox", "Outbox rows, by status", ["status"], registry=self.registry)
+        self.notify_failures = Counter("triage_notify_failures", "Slack calls that failed, by code", ["code"],
+                                       registry=self.registry)
+        self.notifications = Counter("triage_notifications_sent", "Notifications delivered",
+                                     registry=self.registry)
+        self.runs = Counter("triage_runs", "Reruns finished, by outcome", ["outcome"], registry=self.registry)
+        self.heartbeat_at = time.monotonic()
+        self.started_at = time.time()
+        self.held = 0
+
+    def beat(self) -> None:
+        self.heartbeat_at = time.monotonic()
+
+    def set_counts(self, triage_counts: dict[str, int], outbox_counts: dict[str, int],
+                   states: tuple[str, ...], statuses: tuple[str, ...]) -> None:
+        for state in states:
+            self.reports.labels(state).set(triage_counts.get(state, 0))
+        for status in statuses:
+            self.outbox.labels(status).set(outbox_counts.get(status, 0))
+        self.held = outbox_counts.get("held", 0)
+
+
+class HealthServer:
+    """/healthz and /metrics on `host:port` (port 0: any free port; see `.port`)."""
+
+    def __init__(self, metrics: DaemonMetrics, host: str = "127.0.0.1", port: int = 0,
+                 stale_seconds: float = 900.0) -> None:
+        self.metrics = metrics
+        self.stale_seconds = stale_seconds
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args) -> None:  # the daemon's own log says enough
+                pass
+
+            def do_GET(self) -> None:
+                if self.path.split("?")[0] == "/healthz":
+                    status, body, kind = outer.health()
+                elif self.path.split("?")[0] == "/metrics":
+                    status, body, kind = 200, generate_latest(outer.metrics.registry), CONTENT_TYPE_LATEST
+                else:
+                    status, body, kind = 404, b"not found: try /healthz or /metrics\n", "text/plain"
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer((host, port), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self._thread = threading.Thread(target=self.server.serve_forever, name="triage-health", daemon=True)
+
+    def health(self) -> tuple[int, bytes, str]:
+        age = time.monotonic() - self.metrics.heartbeat_at
+        held = self.metrics.held
+        healthy = age <= self.stale_seconds
+        body = {"status": "ok" if healthy else "stuck", "seconds_since_heartbeat": round(age, 1),
+                "stale_after_seconds": self.stale_seconds, "outbox_held": int(held),
+                "uptime_seconds": round(time.time() - self.metrics.started_at, 1)}
+        return (200 if healthy else 503), (json.dumps(body) + "\n").encode(), "application/json"
+
+    def start(self) -> HealthServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,107 @@
+"""`triage status`: what the daemon is doing — the queue, the lab hosts, the last poll of each source.
+
+Read-only: it opens the database beside a running daemon (WAL: neither blocks the other) and
+tries each host's lock without waiting to tell busy from idle.
+"""
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import sys
+from pathlib import Path
+
+from triagebot.config import load_settings, rules_dir
+from triagebot.daemon import LAST_POLL_KEY
+from triagebot.notify.render import STATE_MEANING, STATES
+from triagebot.reproduce.hosts import load_hosts
+from triagebot.store.sqlite import SqliteStore, resolve_db_path
+
+OPEN_STATES = ("new", "planned", "running")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", help="database file (default: TRIAGE_DB, then ~/.local/share/triagebot/triage.db)")
+    parser.add_argument("--rules", help="rules directory (default: TRIAGE_RULES, then the packaged rules/)")
+    parser.add_argument("--json", action="store_true", help="print the status as one JSON object")
+
+
+def host_busy(database: Path, host_name: str) -> bool:
+    """Whether a rerun holds the host's lock now (the lock file of rerun_command.host_lock)."""
+    path = database.with_name(f"{database.name}.host-{host_name}.lock")
+    if not path.exists():
+        return False
+    with open(path) as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return False
+
+
+def gather(store: SqliteStore, database: Path, rules: Path) -> dict:
+    settings = load_settings(rules)
+    queue = [{"message_id": row.message_id, "state": row.state, "host": row.host or None, "channel": row.channel,
+              "since": row.updated_at, "subject": (store.get_record(row.message_id) or {}).get("subject")}
+             for row in store.triage_in(*OPEN_STATES)]
+    hosts = [{"name": host.name, "reach": host.reach, "can_switch_kernel": host.can_switch_kernel,
+              "busy": host_busy(database, host.name)} for host in load_hosts(rules)]
+    polls = []
+    for source in settings.sources:
+        last = store.get_cursor(LAST_POLL_KEY + source.url)
+        polls.append({"source": source.url, "every_minutes": source.poll_minutes,
+                      "last": json.loads(last) if last else None})
+    held = [{"message_id": row.message_id, "kind": row.kind, "channel": row.channel, "error": row.last_error}
+            for row in store.outbox("held")]
+    return {"database": str(database), "reports": store.triage_counts(), "queue": queue, "hosts": hosts,
+            "sources": polls, "outbox": store.outbox_counts(), "held": held}
+
+
+def render(status: dict) -> str:
+    lines = [f"database: {status['database']}", "", "reports:"]
+    counts = status["reports"]
+    if not counts:
+        lines.append("  none taken on yet (the daemon takes on reports dated within --admit-days)")
+    for state in STATES:
+        if counts.get(state):
+            lines.append(f"  {state:15} {counts[state]:>5}  {STATE_MEANING[state]}")
+    lines += ["", "queue:" if status["queue"] else "queue: empty"]
+    for item in status["queue"]:
+        host = f" on {item['host']}" if item["host"] else ""
+        lines.append(f"  {item['state']:8} since {item['since']}{host}  <{item['message_id']}>  {item['subject'] or ''}")
+    lines += ["", "hosts:"]
+    for host in status["hosts"]:
+        note = "" if host["can_switch_kernel"] else " (cannot switch kernels: reports are planned, not rerun)"
+        lines.append(f"  {host['name']:16} {host['reach']:5} {'busy' if host['busy'] else 'idle'}{note}")
+    lines += ["", "sources:"]
+    if not status["sources"]:
+        lines.append("  none (rules/sources.toml lists none)")
+    for source in status["sources"]:
+        last = source["last"]
+        if last is None:
+            seen = "never polled"
+        elif last["outcome"] == "ok":
+            seen = f"last poll {last['at']}: ok, {last['new']} new"
+        else:
+            seen = f"last poll {last['at']}: FAILED: {last['error']}"
+        lines.append(f"  {source['source']} (every {source['every_minutes']:g} min): {seen}")
+    outbox = status["outbox"]
+    lines += ["", "outbox: " + (", ".join(f"{count} {name}" for name, count in sorted(outbox.items())) or "empty")]
+    for row in status["held"]:
+        lines.append(f"  held: {row['kind']} of <{row['message_id']}> to {row['channel']}: {row['error']}")
+    if status["held"]:
+        lines.append("  (fix the token or channel, then restart the daemon: held notifications are tried again)")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    database = resolve_db_path(args.db)
+    if not database.exists():
+        print(f"triage status: {database}: no database yet (start `triage daemon` or `triage ingest`)",
+              file=sys.stderr)
+        return 1
+    with SqliteStore(database) as store:
+        status = gather(store, database, rules_dir(args.rules))
+    print(json.dumps(status, ensure_ascii=False) if args.json else render(status))
+    return 0
