@@ -1,9 +1,12 @@
 # triagebot's daemon: the same install steps as the README's first command.
 #   docker build -t triagebot .
 #   docker run -d --name triagebot -v triage-data:/data -v $PWD/rules:/rules:ro triagebot
-# Rules (sources.toml, hosts.toml, reproducers/, metric_floors.toml) come from the /rules
-# volume; the SQLite store lives on the /data volume. A Slack token, once the notifier lands,
-# comes from the environment (SLACK_BOT_TOKEN), never from the image.
+#   docker run -d --name triagebot -v triage-data:/data -v $PWD/rules:/rules:ro \
+#       -e SLACK_BOT_TOKEN -p 127.0.0.1:9464:9464 triagebot
+# Rules (sources.toml, hosts.toml, routing.toml, reproducers/, metric_floors.toml) come from
+# the /rules volume; the SQLite store (and plots when no Slack token is set) lives on /data.
+# The Slack token comes from the environment (SLACK_BOT_TOKEN), never from the image; without
+# it, notifications go to the container's output (docker logs).
 FROM python:3.11-slim-bookworm
 
 ENV DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONUNBUFFERED=1
@@ -23,5 +26,9 @@ RUN useradd --system --create-home --home-dir /home/triage triage \
 USER triage
 ENV TRIAGE_DB=/data/triage.db TRIAGE_RULES=/rules
 VOLUME ["/data"]
+EXPOSE 9464
+HEALTHCHECK --interval=60s --timeout=5s --start-period=30s \
+  CMD python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:9464/healthz', timeout=4)"
 ENTRYPOINT ["triage"]
-CMD ["daemon"]
+# /healthz and /metrics on every interface of the container, so the published port reaches them.
+CMD ["daemon", "--health-address", "0.0.0.0"]

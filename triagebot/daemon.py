@@ -8,7 +8,7 @@ stored state (flow.py), so a restart resumes where the last process stopped.
 Notifications go to Slack when SLACK_BOT_TOKEN is set (SLACK_API_URL overrides the API's
 address), else to the terminal. SIGTERM and SIGINT stop the loop after the current step or
 sample; a run cut short starts over at the next start. Logs are JSON lines on stderr;
-/healthz and /metrics are served on 127.0.0.1 (`--health-port`).
+/healthz and /metrics are served on 127.0.0.1 (`--health-address`, `--health-port`).
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from triagebot.config import load_settings, rules_dir
 from triagebot.errors import TriageError
 from triagebot.health import DaemonMetrics, HealthServer
 from triagebot.ingest.command import build_source
+from triagebot.ingest.protocol import SourceError
 from triagebot.ingest.runner import ingest_once
 from triagebot.logs import event
 from triagebot.notify import outbox, render
@@ -51,6 +52,17 @@ class DaemonState:
     stop: bool = False
 
 
+def _stoppable_sleep(state: DaemonState) -> Callable[[float], None]:
+    """A retry wait that ends the poll when a stop is asked for, instead of sleeping it out."""
+    def sleep(seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while (remaining := deadline - time.monotonic()) > 0:
+            if state.stop:
+                raise SourceError("stop asked for during a retry wait: this poll is abandoned (nothing is lost)")
+            time.sleep(min(0.2, remaining))
+    return sleep
+
+
 def poll_due_sources(settings, store, state: DaemonState, metrics: DaemonMetrics, *,
                      now: Callable[[], float] = time.monotonic, jobs: int | None = None) -> list[str]:
     """Poll the sources that are due; returns the new message ids."""
@@ -65,7 +77,8 @@ def poll_due_sources(settings, store, state: DaemonState, metrics: DaemonMetrics
         metrics.last_poll.labels(source_settings.url).set(time.time())
         outcome: dict = {"at": store.now_text()}
         try:
-            result = ingest_once(build_source(source_settings.url, settings.http), store, jobs=jobs)
+            source = build_source(source_settings.url, settings.http, sleep=_stoppable_sleep(state))
+            result = ingest_once(source, store, jobs=jobs)
         except TriageError as error:
             metrics.polls.labels(source_settings.url, "error").inc()
             event(log, logging.WARNING, "poll failed", event="poll.failed", source=source_settings.url,
@@ -115,6 +128,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--health-port", default=str(DEFAULT_HEALTH_PORT), metavar="PORT",
                         help=f"port on 127.0.0.1 for /healthz and /metrics (default {DEFAULT_HEALTH_PORT}; "
                              "0: any free port, off: none)")
+    parser.add_argument("--health-address", default="127.0.0.1", metavar="ADDRESS",
+                        help="address /healthz and /metrics listen on (default 127.0.0.1; 0.0.0.0 in a container)")
     parser.add_argument("--notify-retry-seconds", type=float, default=outbox.DEFAULT_RETRY_SECONDS,
                         metavar="S", help="first wait after Slack fails (doubled per try, at most 600)")
 
@@ -150,11 +165,11 @@ def run(args: argparse.Namespace) -> int:
     health = None
     if port is not None:
         try:
-            health = HealthServer(metrics, port=port).start()
+            health = HealthServer(metrics, host=args.health_address, port=port).start()
         except OSError as error:
-            raise TriageError(f"--health-port {port}: cannot listen on 127.0.0.1:{port}: {error}") from None
+            raise TriageError(f"--health-port {port}: cannot listen on {args.health_address}:{port}: {error}") from None
         event(log, logging.INFO, "health and metrics served", event="health.listening",
-              url=f"http://127.0.0.1:{health.port}/healthz", port=health.port)
+              url=f"http://{args.health_address}:{health.port}/healthz", port=health.port)
     notifier = make_notifier(database)
     try:
         with SqliteStore(database) as store:

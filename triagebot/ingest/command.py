@@ -8,8 +8,10 @@ SOURCE, every source in rules/sources.toml is polled once. Exit status 1 if any 
 from __future__ import annotations
 
 import argparse
+import time
 import os
 import sys
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from triagebot.batch import default_jobs
@@ -38,8 +40,11 @@ def _is_openwall(url: str) -> bool:
         parts.hostname in ("www.openwall.com", "openwall.com") and parts.path.startswith("/lists/"))
 
 
-def build_source(reference: str, policy: HttpPolicy, *, list_name: str | None = None) -> Source:
-    """The Source a command-line SOURCE names; InputError when it names none."""
+def build_source(reference: str, policy: HttpPolicy, *, list_name: str | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> Source:
+    """The Source a command-line SOURCE names; InputError when it names none.
+
+    `sleep` is how the source waits between retries (the daemon's wait ends early on a stop)."""
     if os.path.exists(reference):
         return FileSource(reference, list_name=list_name)
     from triagebot.ingest.http import RequestsClient
@@ -49,15 +54,16 @@ def build_source(reference: str, policy: HttpPolicy, *, list_name: str | None = 
 
         address = parse_openwall_url(reference)
         if address.page_url is not None:
-            return OpenwallPageSource(reference, RequestsClient(policy), policy, list_name=list_name)
-        return OpenwallSource(address.list_url, RequestsClient(policy), policy, list_name=list_name)
+            return OpenwallPageSource(reference, RequestsClient(policy), policy, sleep, list_name=list_name)
+        return OpenwallSource(address.list_url, RequestsClient(policy), policy, sleep, list_name=list_name)
     message_url = message_base_url(reference)
     if message_url:
-        return LoreThreadSource(message_url, RequestsClient(policy), policy, list_name=list_name)
+        return LoreThreadSource(message_url, RequestsClient(policy), policy, sleep=sleep, list_name=list_name)
     if reference.startswith(("http://", "https://")):
         from triagebot.ingest.lore import LoreSource
 
-        return LoreSource(reference if reference.endswith("/") else reference + "/", RequestsClient(policy), policy)
+        return LoreSource(reference if reference.endswith("/") else reference + "/", RequestsClient(policy), policy,
+                          sleep=sleep)
     raise InputError(reference, "no such file, and not a URL or a Message-ID")
 
 
