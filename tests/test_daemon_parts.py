@@ -1,0 +1,124 @@
+"""Parts of the daemon on their own: /healthz and /metrics, `triage status`, a refused token, admission."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from datetime import datetime, timezone
+from pathlib import Path
+
+from tests.conftest import FIXTURES, PROJECT
+from tests.support.fake_slack import FakeSlack
+from triagebot import flow
+from triagebot.health import DaemonMetrics, HealthServer
+from triagebot.notify.routing import parse_routing
+from triagebot.records import Source, report_to_json
+from triagebot.parse.report import parse_message
+from triagebot.store.sqlite import SqliteStore
+
+
+def get(url: str) -> tuple[int, str, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return answer.status, answer.headers["Content-Type"], answer.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers["Content-Type"], error.read().decode()
+
+
+def test_healthz_is_503_once_the_loop_stops_beating_and_metrics_are_prometheus_text() -> None:
+    metrics = DaemonMetrics()
+    metrics.polls.labels("https://lore.example/list/", "ok").inc(3)
+    metrics.set_counts({"confirmed": 2, "planned": 1}, {"sent": 9, "held": 1}, ("confirmed", "planned", "new"),
+                       ("pending", "sent", "held"))
+    server = HealthServer(metrics, port=0, stale_seconds=60).start()
+    try:
+        status, kind, body = get(f"http://127.0.0.1:{server.port}/healthz")
+        assert status == 200 and kind == "application/json"
+        assert json.loads(body)["status"] == "ok" and json.loads(body)["outbox_held"] == 1
+        server.stale_seconds = 0.0  # as if the last beat were long ago
+        status, _, body = get(f"http://127.0.0.1:{server.port}/healthz")
+        assert status == 503 and json.loads(body)["status"] == "stuck"
+        status, kind, text = get(f"http://127.0.0.1:{server.port}/metrics")
+        assert status == 200 and kind.startswith("text/plain")
+        assert 'triage_polls_total{outcome="ok",source="https://lore.example/list/"} 3.0' in text
+        assert 'triage_reports{state="confirmed"} 2.0' in text and 'triage_reports{state="new"} 0.0' in text
+        assert 'triage_outbox{status="held"} 1.0' in text
+        assert get(f"http://127.0.0.1:{server.port}/other")[0] == 404
+    finally:
+        server.stop()
+
+
+def triage(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "triagebot.cli", *args], capture_output=True, text=True,
+                          cwd=PROJECT, stdin=subprocess.DEVNULL, timeout=120, env=env)
+
+
+def test_status_of_a_missing_database_says_so(tmp_path: Path) -> None:
+    result = triage("status", "--db", str(tmp_path / "none.db"))
+    assert result.returncode == 1 and "no database yet" in result.stderr and str(tmp_path / "none.db") in result.stderr
+
+
+def test_status_shows_the_queue_held_rows_and_sources_never_polled(tmp_path: Path) -> None:
+    database = tmp_path / "triage.db"
+    raw = (FIXTURES / "lab" / "sysbench-cpu-regression.eml").read_bytes()
+    record = report_to_json(parse_message(raw, Source("eml")))
+    with SqliteStore(database) as store:
+        store.put_message(record["message_id"], raw, "test", None, "2026-12-01T00:00:00+00:00")
+        store.put_record(record["message_id"], record, "test")
+        store.start_triage(record["message_id"], "#perf-triage")
+        store.enqueue(record["message_id"], "parent", "#perf-triage", {"text": "parent"})
+        [row] = store.outbox()
+        store.mark_held(row.outbox_id, "slack chat.postMessage to #perf-triage failed: channel_not_found")
+    result = triage("status", "--db", str(database), "--rules", str(PROJECT / "rules"))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "new                 1  received, not yet planned" in out
+    assert f"  new      since " in out and f"<{record['message_id']}>  [REGRESSION] sysbench cpu" in out
+    assert "https://lore.kernel.org/oe-lkp/ (every 15 min): never polled" in out
+    assert "outbox: 1 held" in out and "held: parent of <" in out and "channel_not_found" in out
+    as_json = json.loads(triage("status", "--db", str(database), "--json").stdout)
+    assert as_json["queue"][0]["state"] == "new" and as_json["held"][0]["kind"] == "parent"
+
+
+def test_a_token_slack_refuses_stops_the_daemon_at_start(tmp_path: Path) -> None:
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "sources.toml").write_text('[[lore]]\nurl = "http://127.0.0.1:9/list/"\n')
+    with FakeSlack(token="xoxb-the-right-one") as slack:
+        result = triage("daemon", "--once", "--db", str(tmp_path / "d.db"), "--rules", str(rules),
+                        "--health-port", "off",
+                        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "SLACK_BOT_TOKEN": "xoxb-revoked",
+                             "SLACK_API_URL": slack.base_url})
+    assert result.returncode == 1
+    assert "triage daemon: SLACK_BOT_TOKEN does not work: slack auth.test failed: invalid_auth" in result.stderr
+
+
+def test_a_bad_health_port_is_refused_by_name(tmp_path: Path) -> None:
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "sources.toml").write_text('[[lore]]\nurl = "http://127.0.0.1:9/list/"\n')
+    result = triage("daemon", "--once", "--db", str(tmp_path / "d.db"), "--rules", str(rules),
+                    "--health-port", "ninety", env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert result.returncode == 1 and "--health-port 'ninety': a port number" in result.stderr
+
+
+def test_only_recent_reports_are_taken_on_and_each_once(tmp_path: Path) -> None:
+    raw = (FIXTURES / "lab" / "sysbench-cpu-regression.eml").read_bytes()  # dated April 2024
+    record = report_to_json(parse_message(raw, Source("eml")))
+    lab = flow.Lab(rules=PROJECT / "rules", database=tmp_path / "t.db",
+                   routing=parse_routing('default_channel = "#perf-triage"\n[[route]]\nchannel = "#sched-perf"\n'
+                                         'subsystem = "sched"\n', "test"), deliver=lambda: None)
+    with SqliteStore(tmp_path / "t.db") as store:
+        store.put_message(record["message_id"], raw, "test", None, "2026-12-01T00:00:00+00:00")
+        store.put_record(record["message_id"], record, "test")
+        in_2026 = datetime(2026, 12, 3, tzinfo=timezone.utc)
+        assert flow.admit(store, lab, admit_days=14, now=in_2026) == []  # a backfilled old report
+        in_2024 = datetime(2024, 4, 20, tzinfo=timezone.utc)
+        assert flow.admit(store, lab, admit_days=14, now=in_2024) == [record["message_id"]]
+        assert flow.admit(store, lab, admit_days=14, now=in_2024) == []  # once
+        [parent] = store.outbox()
+        assert parent.kind == "parent" and parent.channel == "#perf-triage"
+        assert parent.payload["text"].startswith("[new] [REGRESSION] sysbench cpu events/s down ~25%")
+        assert store.get_triage(record["message_id"]).state == "new"
