@@ -95,7 +95,7 @@ def test_on_the_terminal_a_new_report_is_planned_rerun_and_decided(tmp_path: Pat
                         "── #perf-triage · updated [local.000001]"]
     assert "[REGRESSION] sysbench cpu events/s down ~25% since v6.9-rc1, bisected" in out
     assert "sysbench cpu --threads=2 --time=1 run" in out
-    assert "Verdict: confirmed" in out and "State: *confirmed*" in out
+    assert "Verdict: confirmed" in out and "State: confirmed: the rerun shows the reported change" in out
     plots = list((tmp_path / "plots").iterdir())
     assert len(plots) == 1 and plots[0].read_bytes().startswith(b"\x89PNG")
     with sqlite3.connect(database) as connection:

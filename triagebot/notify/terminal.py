@@ -18,17 +18,18 @@ from triagebot.notify.slack import Posted
 
 _EMOJI = re.compile("|".join(re.escape(code) + " ?" for code in {*STATE_EMOJI.values(), ":warning:"}))
 _LINK = re.compile(r"<([^<>|]+)\|([^<>]*)>|<([^<>|]+)>")
+_BOLD = re.compile(r"(?<![\w*])\*([^*\n]+)\*(?![\w*])")  # *bold*, not a glob like fio.*
 
 
 def plain(text: str) -> str:
-    """mrkdwn as plain text: links spelled out, escapes undone, our emoji codes dropped."""
+    """mrkdwn as plain text: links spelled out, bold marks and escapes undone, our emoji dropped."""
     def spell(match: re.Match[str]) -> str:
         url, label, bare = match.group(1), match.group(2), match.group(3)
         if bare:
             return bare
         return f"{label} ({url})" if label != url else url
 
-    text = _EMOJI.sub("", _LINK.sub(spell, text))
+    text = _BOLD.sub(r"\1", _EMOJI.sub("", _LINK.sub(spell, text)))
     return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
