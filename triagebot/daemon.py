@@ -125,8 +125,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--admit-days", type=float, default=14.0, metavar="DAYS",
                         help="take on reports dated at most DAYS ago (default 14): a backfill is not triaged")
     parser.add_argument("--budget", type=int, default=20, metavar="N", help="at most N runs a side (default 20)")
-    parser.add_argument("--health-port", default=str(DEFAULT_HEALTH_PORT), metavar="PORT",
-                        help=f"port on 127.0.0.1 for /healthz and /metrics (default {DEFAULT_HEALTH_PORT}; "
+    parser.add_argument("--health-port", metavar="PORT",
+                        help=f"port for /healthz and /metrics (default {DEFAULT_HEALTH_PORT}, none with --once; "
                              "0: any free port, off: none)")
     parser.add_argument("--health-address", default="127.0.0.1", metavar="ADDRESS",
                         help="address /healthz and /metrics listen on (default 127.0.0.1; 0.0.0.0 in a container)")
@@ -134,7 +134,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="S", help="first wait after Slack fails (doubled per try, at most 600)")
 
 
-def _health_port(value: str) -> int | None:
+def _health_port(value: str | None, once: bool) -> int | None:
+    if value is None:
+        return None if once else DEFAULT_HEALTH_PORT  # one pass (from cron, say) serves no health check
     if value == "off":
         return None
     if not value.isdigit() or int(value) > 65535:
@@ -149,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
         raise TriageError(f"no sources in {settings.rules_dir / 'sources.toml'}: nothing to watch")
     routing_path = settings.rules_dir / "routing.toml"
     routing = load_routing(routing_path if routing_path.exists() else None)
-    port = _health_port(args.health_port)
+    port = _health_port(args.health_port, args.once)
     state = DaemonState()
 
     def stop(signum, _frame) -> None:
