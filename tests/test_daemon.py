@@ -86,6 +86,8 @@ def test_on_the_terminal_a_new_report_is_planned_rerun_and_decided(tmp_path: Pat
         status = subprocess.run([sys.executable, "-m", "triagebot.cli", "status", "--db", str(database),
                                  "--rules", str(rules)], capture_output=True, text=True, cwd=PROJECT,
                                 env=daemon_env(tmp_path, None))
+        show = subprocess.run([sys.executable, "-m", "triagebot.cli", "show", "--db", str(database), REPORT_ID],
+                              capture_output=True, text=True, cwd=PROJECT, env=daemon_env(tmp_path, None))
     out = second.stdout
     headings = [line for line in out.splitlines() if line.startswith("── ")]
     assert headings == ["── #perf-triage · new report [local.000001]", "── #perf-triage · reply to [local.000001]",
@@ -109,6 +111,8 @@ def test_on_the_terminal_a_new_report_is_planned_rerun_and_decided(tmp_path: Pat
     assert "lab-local        local idle" in status.stdout
     assert f"{server.list_url} (every 1 min): last poll " in status.stdout and ": ok, 1 new" in status.stdout
     assert "outbox: 9 sent" in status.stdout
+    assert "  triage:   confirmed since " in show.stdout and "(#perf-triage, host lab-local)" in show.stdout
+    assert "    update-final       sent ts local.000001" in show.stdout
 
 
 def outbox_statuses(database: Path) -> list[tuple[str, int]]:

@@ -55,6 +55,17 @@ def render_run(run: dict) -> str:
     return "\n".join(lines)
 
 
+def render_triage(triage, notifications) -> str:
+    """Where the daemon has this report: its state, channel, and what it has told the team."""
+    host = f", host {triage.host}" if triage.host else ""
+    lines = [f"  triage:   {triage.state} since {triage.updated_at} ({triage.channel}{host})"]
+    for row in notifications:
+        where = f" ts {row.posted_ts}" if row.posted_ts else ""
+        problem = f": {row.last_error}" if row.status != "sent" and row.last_error else ""
+        lines.append(f"    {row.kind:18} {row.status}{where}{problem}")
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
     database = resolve_db_path(args.db)
     try:
@@ -76,10 +87,14 @@ def run(args: argparse.Namespace) -> int:
         thread_records = [report_from_json(item) for item in
                           (store.get_record(key) for key in store.thread_of(message_id)) if item]
         latest_run = store.latest_run(message_id)
+        triage = store.get_triage(message_id)
+        notifications = store.outbox(message_id=message_id)
     report = report_from_json(record)
     print(render_report(report, all_rows=args.all))
     if latest_run is not None:
         print(render_run(latest_run))
+    if triage is not None:
+        print(render_triage(triage, notifications))
     if len(thread_records) > 1:
         by_key = reports_by_key(thread_records)
         for thread in build_threads(thread_records):
