@@ -31,7 +31,7 @@ from triagebot.records import report_from_json
 from triagebot.reproduce.executors.protocol import executor_for
 from triagebot.reproduce.hosts import Host, choose_host, load_hosts
 from triagebot.reproduce.materials import with_materials_from_rules
-from triagebot.reproduce.plan import HostShape, Plan, plan_from_json, plan_report
+from triagebot.reproduce.plan import HostShape, Plan, Refusal, plan_from_json, plan_report
 from triagebot.reproduce.rerun_command import commits_of, host_lock, rounds_within
 from triagebot.reproduce.runner import Sample, rerun
 from triagebot.reproduce.templates import load_templates
@@ -94,8 +94,8 @@ def plan_new(store, lab: Lab) -> list[str]:
         match = choose_host(hosts, report.test_machine)
         notes: list[str] = []
         if match is None:
-            plan_json = {"schema": 1, "kind": "refusal", "reason": f"no host in {lab.rules / 'hosts.toml'}",
-                         "missing": ["a lab host"]}
+            plan_json = Refusal(f"no host in {lab.rules / 'hosts.toml'}", ("a lab host",),
+                                message_id=row.message_id).to_json()
             host_name = None
         else:
             report, notes = with_materials_from_rules(report, store, lab.rules)
@@ -104,8 +104,8 @@ def plan_new(store, lab: Lab) -> list[str]:
             plan_json = plan.to_json()
             host_name = match.host.name
             if isinstance(plan, Plan) and not commits_of(report)[1]:
-                plan_json = {"schema": plan_json["schema"], "kind": "refusal",
-                             "reason": "the report names no culprit commit to rerun", "missing": ["a culprit commit"]}
+                plan_json = Refusal("the report names no culprit commit to rerun", ("a culprit commit",),
+                                    plan.source, row.message_id).to_json()
         state = "planned" if plan_json["kind"] == "plan" else "refused"
         reply = render.plan_reply(plan_json)
         if state == "planned" and match is not None:
