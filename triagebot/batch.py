@@ -4,13 +4,22 @@ A year of a list is thousands of independent messages, so a backfill uses every 
 messages are handed to forked workers by index (they inherit the list, nothing is copied
 through pipes), each returns its rendered output, and the parent writes them in order.
 Small inputs are parsed in-process: starting workers costs more than it saves.
+
+spaCy (the stance and objection readers) is loaded by one process only: loading it costs most
+of a second of CPU, about as much as a worker's share of a year's parse. The workers hand the
+few messages that need it (rough sentences found by the same keyword gates) back unrendered with
+what spaCy must read; the parent sends that to a single reader process, started when the first
+such message comes back, and renders those records once the reader has answered, in input order.
 """
 from __future__ import annotations
 
+import collections
+import dataclasses
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from triagebot.errors import MessageError
 from triagebot.parse.report import parse_message
@@ -26,6 +35,8 @@ class Outcome:
     name: str
     output: object  # the rendered record (text, JSON text or a dict), None when the input was no message
     error: str | None
+    # Inside a batch only: the record not yet rendered and what the reader must read for it.
+    pending: tuple[Report, dict[str, tuple]] | None = None
 
 
 Render = Callable[[Report], object]
@@ -50,10 +61,54 @@ def _parse_one(name: str, kind: str, raw: bytes, url: str | None, render: Render
         return Outcome(name, None, str(error))
 
 
+def _parse_deferring(name: str, kind: str, raw: bytes, url: str | None, render: Render) -> Outcome:
+    """A worker's parse: what needs spaCy is left to the reader process (stance.DEFERRED)."""
+    pending: dict[str, tuple] = {}
+    token = stance.DEFERRED.set(pending)
+    try:
+        report = parse_message(raw, Source(kind, url))
+    except MessageError as error:
+        return Outcome(name, None, str(error))
+    finally:
+        stance.DEFERRED.reset(token)
+    if pending:
+        return Outcome(name, None, None, (report, pending))
+    return Outcome(name, render(report), None)
+
+
 def _parse_chunk(bounds: tuple[int, int]) -> list[Outcome]:
     messages = _BATCH["messages"]
     render = _BATCH["render"]
-    return [_parse_one(*messages[index], render) for index in range(*bounds)]  # type: ignore[index,misc]
+    parse = _parse_deferring if _BATCH["defer"] else _parse_one
+    return [parse(*messages[index], render) for index in range(*bounds)]  # type: ignore[index,misc,operator]
+
+
+def _start_reader() -> None:
+    """The reader process's start: load spaCy while the workers go on parsing."""
+    stance.import_spacy_for_reading()
+    stance.pipeline()
+    objections.matcher()
+
+
+def _read_chunk(requests: list[dict[str, tuple]]) -> list[dict[str, Any]]:
+    return [stance.read_pending(request) for request in requests]
+
+
+def _completed(outcomes: list[Outcome], answers: list[dict[str, Any]], render: Render) -> Iterator[Outcome]:
+    """A chunk's outcomes with the reader's answers put into the deferred records, rendered."""
+    replies = iter(answers)
+    for outcome in outcomes:
+        if outcome.pending is None:
+            yield outcome
+            continue
+        report, _ = outcome.pending
+        answer = next(replies)
+        changes: dict[str, Any] = {}
+        if "stance" in answer:
+            changes.update(stance=answer["stance"].stance, stance_evidence=answer["stance"].evidence)
+        if "objections" in answer:
+            changes["objections"] = answer["objections"]
+        yield Outcome(outcome.name, render(dataclasses.replace(report, **changes)), None)
 
 
 def parse_messages(messages: Sequence[tuple[str, str, bytes, str | None]], render: Render, jobs: int, *,
@@ -61,21 +116,37 @@ def parse_messages(messages: Sequence[tuple[str, str, bytes, str | None]], rende
     """Parse (name, source kind, raw, source URL) messages, render each; outcomes in input order.
 
     `warm_readers` loads spaCy here before the workers fork, for callers that start workers
-    many times (an import in chunks): they inherit it instead of each loading it again. One
-    pool is better off letting its workers load it side by side.
+    many times (an import in chunks): they inherit it and read for themselves. Otherwise one
+    reader process loads it, once, for the messages the workers hand back.
     """
     if jobs <= 1 or len(messages) < PARALLEL_FROM or "fork" not in multiprocessing.get_all_start_methods():
         for name, kind, raw, url in messages:
             yield _parse_one(name, kind, raw, url, render)
         return
-    _BATCH.update(messages=messages, render=render)
+    context = multiprocessing.get_context("fork")
     if warm_readers:
         stance.pipeline()
         objections.matcher()
+    # spaCy already here (warmed, or read for a small input before): the workers inherit it.
+    _BATCH.update(messages=messages, render=render, defer=stance.pipeline.cache_info().currsize == 0)
+    reader = None
     try:
         bounds = [(start, min(start + CHUNK, len(messages))) for start in range(0, len(messages), CHUNK)]
-        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        with context.Pool(jobs) as pool:
+            waiting: collections.deque = collections.deque()  # (outcomes, reader's answers or None)
             for outcomes in pool.imap(_parse_chunk, bounds):
-                yield from outcomes
+                requests = [outcome.pending[1] for outcome in outcomes if outcome.pending is not None]
+                if requests and reader is None:
+                    reader = context.Pool(1, initializer=_start_reader)
+                waiting.append((outcomes, reader.apply_async(_read_chunk, (requests,)) if requests else None))
+                while waiting and (waiting[0][1] is None or waiting[0][1].ready()):
+                    outcomes, answers = waiting.popleft()
+                    yield from _completed(outcomes, answers.get() if answers else [], render)
+            while waiting:
+                outcomes, answers = waiting.popleft()
+                yield from _completed(outcomes, answers.get() if answers else [], render)
     finally:
+        if reader is not None:
+            reader.terminate()
+            reader.join()
         _BATCH.clear()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from triagebot.parse.stance import Gate, candidate_sentences, labels_by_sentence, pipeline
+from triagebot.parse.stance import Gate, defer_reading, pipeline, rough_sentences, sentence_labels
 from triagebot.records import Objection, Trailer
 
 OBJECTION_PATTERN = re.compile(
@@ -75,6 +75,7 @@ PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
     ],
 }
 
+_LABEL_ORDER = {label: index for index, label in enumerate(PATTERNS)}
 _DIFF_IN_OWN_TEXT = re.compile(r"^diff --git |^--- a/\S+\n\+\+\+ b/", re.MULTILINE)
 _TRAILER = re.compile(
     r"^[ \t]*(Fixes|Reported-by|Tested-by|Reviewed-by|Acked-by|Closes|Link|Suggested-by|Cc):[ \t]*(\S.*?)\s*$",
@@ -88,16 +89,22 @@ _TRAILER_NAMES = {name.lower(): name for name in
 
 def read_objections(own_text: str) -> tuple[Objection, ...]:
     """The objections a writer's own text raises, first sentence of each kind, in text order."""
-    found: dict[str, Objection] = {}
+    found: tuple[Objection, ...] = ()
     if _DIFF_IN_OWN_TEXT.search(own_text):
-        found["proposed-fix"] = Objection("proposed-fix", "a diff in the writer's own text")
-    sentences = candidate_sentences(own_text, OBJECTION_GATE)
-    if not sentences:
-        return tuple(found.values())
-    for sentence, labels in labels_by_sentence(sentences, matcher()):
-        for label in sorted(labels, key=list(PATTERNS).index):
+        found = (Objection("proposed-fix", "a diff in the writer's own text"),)
+    rough = rough_sentences(own_text, OBJECTION_GATE)
+    if not rough or defer_reading("objections", (rough, found)):
+        return found  # deferred: the reader's answer, with these first, replaces it
+    return objections_of_sentences(rough, found)
+
+
+def objections_of_sentences(rough: tuple[str, ...], found_first: tuple[Objection, ...] = ()) -> tuple[Objection, ...]:
+    """What spaCy reads in rough sentences, after the objections already found (kinds not repeated)."""
+    found: dict[str, Objection] = {objection.kind: objection for objection in found_first}
+    for text, labels in sentence_labels(rough, "objections"):
+        for label in sorted(labels, key=_LABEL_ORDER.__getitem__):
             if label not in found:
-                found[label] = Objection(label, sentence.text.strip())
+                found[label] = Objection(label, text.strip())
     return tuple(found.values())
 
 

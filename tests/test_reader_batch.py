@@ -1,0 +1,125 @@
+"""The batch parse with one spaCy reader process: same records as an in-process parse, in order."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from triagebot import batch
+from triagebot.parse import objections, stance
+from triagebot.records import report_to_json
+
+REPLIES = [
+    "I can reproduce this on my machine: 41 s against 29 s.",
+    "I could not reproduce it here, the numbers are the same on my box.",
+    "Could you please share the kernel config? This looks like lockdep enabled.",
+    "Thanks, I will look at it next week.",
+    "The bisection is wrong, the commit only touches comments. Patch below.\n\ndiff --git a/x b/x\n",
+    "I'll see if I can reproduce it. Can you reproduce it with CONFIG_KASAN off?",
+]
+
+
+def _message(index: int) -> bytes:
+    reply = index % 7 != 6  # every seventh message is a new report, not read by spaCy
+    subject = ("Re: " if reply else "") + f"[ext4] fio regression number {index}"
+    body = REPLIES[index % len(REPLIES)] if reply else "fio randwrite dropped 20% after commit 1234567abcdef."
+    return (f"From: Someone {index} <someone{index}@example.org>\n"
+            f"Date: Mon, 2 Dec 2024 10:{index % 60:02d}:00 +0000\n"
+            f"Message-ID: <m{index}@example.org>\n"
+            f"Subject: {subject}\n\n{body}\n\nThanks,\nSomeone\n").encode()
+
+
+def _messages(count: int) -> list[tuple[str, str, bytes, str | None]]:
+    return [(f"batch#{index}", "mbox", _message(index), None) for index in range(count)]
+
+
+def _render(report) -> str:
+    return json.dumps(report_to_json(report), ensure_ascii=False)
+
+
+def _parse_in_process(messages):
+    return [(outcome.name, outcome.output, outcome.error) for outcome in batch.parse_messages(messages, _render, 1)]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the batch forks workers on Linux")
+def test_workers_and_one_reader_give_the_in_process_records_in_order() -> None:
+    messages = _messages(batch.PARALLEL_FROM + 57)
+    expected = _parse_in_process(messages)
+    assert any('"stance": "reproduced"' in output for _, output, _ in expected)
+    assert any('"more-data"' in output for _, output, _ in expected)
+    got = [(outcome.name, outcome.output, outcome.error, outcome.pending)
+           for outcome in batch.parse_messages(messages, _render, 2)]
+    assert [item[:3] for item in got] == expected
+    assert all(item[3] is None for item in got)  # nothing left unread
+
+
+def test_the_parallel_parse_runs_in_a_fresh_process_without_spacy_in_the_workers() -> None:
+    # In a fresh interpreter (spaCy not loaded yet): workers defer, one reader reads.
+    script = (
+        "import json, sys\n"
+        "from tests.test_reader_batch import _messages, _render\n"
+        "from triagebot import batch\n"
+        "seen = []\n"
+        "chunk = batch._parse_chunk\n"
+        "def spy(bounds):\n"
+        "    outcomes = chunk(bounds)\n"
+        "    assert 'spacy' not in sys.modules, 'a worker loaded spaCy'\n"
+        "    return outcomes\n"
+        "batch._parse_chunk = spy\n"
+        "outputs = [o.output for o in batch.parse_messages(_messages(batch.PARALLEL_FROM + 10), _render, 2)]\n"
+        "assert 'spacy' not in sys.modules, 'the parent loaded spaCy'\n"
+        "print(json.dumps(outputs))\n"
+    )
+    child = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert json.loads(child.stdout) == [output for _, output, _ in
+                                        _parse_in_process(_messages(batch.PARALLEL_FROM + 10))]
+
+
+def test_warm_readers_parse_the_same_records() -> None:
+    messages = _messages(batch.PARALLEL_FROM + 3)
+    got = [(o.name, o.output, o.error) for o in batch.parse_messages(messages, _render, 2, warm_readers=True)]
+    assert got == _parse_in_process(messages)
+
+
+def test_deferred_reading_is_what_reading_in_place_finds() -> None:
+    for text in REPLIES:
+        pending: dict = {}
+        token = stance.DEFERRED.set(pending)
+        try:
+            deferred_stance = stance.read_stance(text)
+            deferred_objections = objections.read_objections(text)
+        finally:
+            stance.DEFERRED.reset(token)
+        answers = stance.read_pending(pending)
+        assert answers.get("stance", deferred_stance) == stance.read_stance(text)
+        assert answers.get("objections", deferred_objections) == objections.read_objections(text)
+
+
+def test_spacy_imported_for_reading_is_the_whole_of_spacy_afterwards() -> None:
+    script = (
+        "import sys\n"
+        "from triagebot.parse import stance\n"
+        "stance.import_spacy_for_reading()\n"
+        "assert 'spacy' in sys.modules and 'spacy.cli' not in sys.modules\n"
+        "print(stance.read_stance('I can reproduce this on my machine.').stance)\n"
+        "import spacy.cli\n"
+        "assert hasattr(spacy.cli, 'download')\n"
+    )
+    child = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert child.stdout.strip() == "reproduced"
+
+
+def test_one_sentence_shortcut_agrees_with_the_sentencizer() -> None:
+    nlp = stance.pipeline()[0]
+    texts = ['He said "hello."', "Is it?!", "ok...", "See https://x.org/a.b.", "a. b", "Done!)", "...",
+             "I can reproduce (on my box).", "x ?", "foo .bar.", "v6.8 is slower.", "e.g. this one.",
+             "I can't reproduce it. Can you?", "No regression here", "Please send the config \u0964 thanks."]
+    for text in texts:
+        if stance._one_sentence(text):
+            assert len(list(nlp(text).sents)) == 1, text
+    assert stance._one_sentence("I can reproduce this on my machine.")
+    assert not stance._one_sentence("I can reproduce it. Can you?")
