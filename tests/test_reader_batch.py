@@ -123,3 +123,71 @@ def test_one_sentence_shortcut_agrees_with_the_sentencizer() -> None:
             assert len(list(nlp(text).sents)) == 1, text
     assert stance._one_sentence("I can reproduce this on my machine.")
     assert not stance._one_sentence("I can reproduce it. Can you?")
+
+
+def test_likely_parallel_guesses_from_the_file_size(tmp_path) -> None:
+    small = tmp_path / "small.mbox"
+    small.write_bytes(b"x" * (batch.PARALLEL_FILE_BYTES - 1))
+    big = tmp_path / "big.mbox"
+    big.write_bytes(b"x" * batch.PARALLEL_FILE_BYTES)
+    packed = tmp_path / "year.mbox.gz"
+    packed.write_bytes(b"x" * batch.PARALLEL_GZIP_BYTES)
+    assert [batch.likely_parallel(str(path)) for path in (small, big, packed)] == [False, True, True]
+    assert not batch.likely_parallel("-")  # standard input: its size is unknown
+    assert not batch.likely_parallel(str(tmp_path / "missing.mbox"))  # the reading will name it
+
+
+def _write_mbox(path, messages: list[bytes]) -> None:
+    with path.open("wb") as out:
+        for raw in messages:
+            out.write(b"From someone@example.org Mon Dec  2 10:00:00 2024\n" + raw + b"\n")
+
+
+def _triage_parse(*arguments: str) -> subprocess.CompletedProcess:
+    # The spy records, in order, when the reader process starts and when the input is read.
+    script = (
+        "import json, sys\n"
+        "import triagebot.cli as cli\n"
+        "events = []\n"
+        "start, read = cli.Reader.start, cli.read_messages\n"
+        "def spy_start(self):\n"
+        "    events.append('reader started'); return start(self)\n"
+        "def spy_read(path):\n"
+        "    events.append('input read'); return read(path)\n"
+        "cli.Reader.start, cli.read_messages = spy_start, spy_read\n"
+        "code = cli.main(sys.argv[1:])\n"
+        "print('EVENTS', json.dumps(events), file=sys.stderr)\n"
+        "sys.exit(code)\n"
+    )
+    return subprocess.run([sys.executable, "-c", script, *arguments], capture_output=True, text=True, check=False)
+
+
+def _events(child: subprocess.CompletedProcess) -> list[str]:
+    line = next(line for line in child.stderr.splitlines() if line.startswith("EVENTS "))
+    return json.loads(line[len("EVENTS "):])
+
+
+def test_a_big_file_starts_the_reader_before_it_is_read_and_gives_the_same_records(tmp_path) -> None:
+    count = batch.PARALLEL_FROM + 30
+    padding = b"\n" + b"ok " * (batch.PARALLEL_FILE_BYTES // (3 * count))  # a big file, as a year is
+    mbox = tmp_path / "year.mbox"
+    _write_mbox(mbox, [_message(index).replace(b"\n\nThanks,", padding + b"\n\nThanks,") for index in range(count)])
+    assert batch.likely_parallel(str(mbox))
+    parallel = _triage_parse("parse", "--json", "--jobs", "2", str(mbox))
+    assert parallel.returncode == 0, parallel.stderr[-2000:]
+    assert _events(parallel)[:2] == ["reader started", "input read"]
+    in_process = _triage_parse("parse", "--json", "--jobs", "1", str(mbox))
+    assert _events(in_process) == ["input read"]  # one process: nothing to start a reader for
+    assert parallel.stdout == in_process.stdout
+    assert parallel.stdout.count('"stance": "reproduced"') == in_process.stdout.count("I can reproduce this") > 0
+
+
+def test_a_reader_started_for_a_big_file_of_few_messages_is_stopped_unused(tmp_path) -> None:
+    mbox = tmp_path / "few.mbox"
+    long_reply = _message(0).replace(b"\n\nThanks,", b"\n" + b"log line\n" * (batch.PARALLEL_FILE_BYTES // 9) + b"\nThanks,")
+    _write_mbox(mbox, [long_reply, _message(1)])
+    child = _triage_parse("parse", "--json", "--jobs", "2", str(mbox))
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert _events(child) == ["reader started", "input read"]
+    records = [json.loads(line) for line in child.stdout.splitlines()]
+    assert [record["stance"] for record in records] == ["reproduced", "not-reproduced"]

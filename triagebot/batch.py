@@ -8,13 +8,16 @@ Small inputs are parsed in-process: starting workers costs more than it saves.
 spaCy (the stance and objection readers) is loaded by one process only: loading it costs most
 of a second of CPU, about as much as a worker's share of a year's parse. The workers hand the
 few messages that need it (rough sentences found by the same keyword gates) back unrendered with
-what spaCy must read; the parent sends that to a single reader process, started when the first
-such message comes back, and renders those records once the reader has answered, in input order.
+what spaCy must read; the parent sends that to a single reader process and renders those records
+once the reader has answered, in input order. The reader starts when the first such message
+comes back, or earlier: `triage parse` starts it before reading a file big enough for workers
+(`likely_parallel`), so that spaCy loads on the core that idles while the file is read and split.
 """
 from __future__ import annotations
 
 import collections
 import dataclasses
+import gc
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -28,6 +31,10 @@ from triagebot.records import Report, Source
 
 PARALLEL_FROM = 200  # messages; fewer are parsed in this process
 CHUNK = 64  # messages a worker takes at a time
+# A file this big holds about PARALLEL_FROM messages of a list (about 11 KB each; gzip about a
+# quarter): worth starting the reader before reading it (`Reader.start`).
+PARALLEL_FILE_BYTES = 2 * 1024 * 1024
+PARALLEL_GZIP_BYTES = PARALLEL_FILE_BYTES // 4
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,15 @@ def default_jobs() -> int:
     except AttributeError:  # pragma: no cover - not Linux
         cores = os.cpu_count() or 1
     return max(1, min(cores, 8))
+
+
+def likely_parallel(path: str) -> bool:
+    """True when the file at `path` is big enough to be parsed by workers (a guess from its size)."""
+    try:
+        size = os.stat(path).st_size
+    except (OSError, ValueError):
+        return False  # standard input ("-"), or nothing there: the reading will say
+    return size >= (PARALLEL_GZIP_BYTES if path.endswith(".gz") else PARALLEL_FILE_BYTES)
 
 
 def _parse_one(name: str, kind: str, raw: bytes, url: str | None, render: Render) -> Outcome:
@@ -84,14 +100,57 @@ def _parse_chunk(bounds: tuple[int, int]) -> list[Outcome]:
 
 
 def _start_reader() -> None:
-    """The reader process's start: load spaCy while the workers go on parsing."""
-    stance.import_spacy_for_reading()
-    stance.pipeline()
-    objections.matcher()
+    """The reader process's start: load spaCy while the workers go on parsing.
+
+    The import allocates hundreds of thousands of objects that live as long as the process, so
+    the cyclic collector, which would walk them again and again, is off while it runs and they
+    are frozen (left out of later collections) afterwards.
+    """
+    gc.disable()
+    try:
+        stance.import_spacy_for_reading()
+        stance.pipeline()
+        objections.matcher()
+    finally:
+        gc.enable()
+    gc.freeze()
 
 
 def _read_chunk(requests: list[dict[str, tuple]]) -> list[dict[str, Any]]:
     return [stance.read_pending(request) for request in requests]
+
+
+class Reader:
+    """The one process that loads spaCy and reads what a batch's workers defer to it.
+
+    Started on first use, or earlier by `start()`: a caller that knows a big input is coming
+    starts it before reading the input, so that spaCy loads on the core that idles while this
+    process reads and splits the file. Closing it stops the process.
+    """
+
+    def __init__(self) -> None:
+        self._pool: Any = None
+
+    def start(self) -> None:
+        if self._pool is None and "fork" in multiprocessing.get_all_start_methods():
+            self._pool = multiprocessing.get_context("fork").Pool(1, initializer=_start_reader)
+
+    def read(self, requests: list[dict[str, tuple]]) -> Any:
+        """An AsyncResult holding read_pending's answer for each request, in order."""
+        self.start()
+        return self._pool.apply_async(_read_chunk, (requests,))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None
+
+    def __enter__(self) -> "Reader":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 def _completed(outcomes: list[Outcome], answers: list[dict[str, Any]], render: Render) -> Iterator[Outcome]:
@@ -112,12 +171,13 @@ def _completed(outcomes: list[Outcome], answers: list[dict[str, Any]], render: R
 
 
 def parse_messages(messages: Sequence[tuple[str, str, bytes, str | None]], render: Render, jobs: int, *,
-                   warm_readers: bool = False) -> Iterator[Outcome]:
+                   warm_readers: bool = False, reader: Reader | None = None) -> Iterator[Outcome]:
     """Parse (name, source kind, raw, source URL) messages, render each; outcomes in input order.
 
     `warm_readers` loads spaCy here before the workers fork, for callers that start workers
     many times (an import in chunks): they inherit it and read for themselves. Otherwise one
-    reader process loads it, once, for the messages the workers hand back.
+    reader process loads it, once, for the messages the workers hand back: `reader` when given
+    (the caller's, perhaps started already, kept open for its next input), else one of its own.
     """
     if jobs <= 1 or len(messages) < PARALLEL_FROM or "fork" not in multiprocessing.get_all_start_methods():
         for name, kind, raw, url in messages:
@@ -129,16 +189,16 @@ def parse_messages(messages: Sequence[tuple[str, str, bytes, str | None]], rende
         objections.matcher()
     # spaCy already here (warmed, or read for a small input before): the workers inherit it.
     _BATCH.update(messages=messages, render=render, defer=stance.pipeline.cache_info().currsize == 0)
-    reader = None
+    own_reader = reader is None
+    if reader is None:
+        reader = Reader()
     try:
         bounds = [(start, min(start + CHUNK, len(messages))) for start in range(0, len(messages), CHUNK)]
         with context.Pool(jobs) as pool:
             waiting: collections.deque = collections.deque()  # (outcomes, reader's answers or None)
             for outcomes in pool.imap(_parse_chunk, bounds):
                 requests = [outcome.pending[1] for outcome in outcomes if outcome.pending is not None]
-                if requests and reader is None:
-                    reader = context.Pool(1, initializer=_start_reader)
-                waiting.append((outcomes, reader.apply_async(_read_chunk, (requests,)) if requests else None))
+                waiting.append((outcomes, reader.read(requests) if requests else None))
                 while waiting and (waiting[0][1] is None or waiting[0][1].ready()):
                     outcomes, answers = waiting.popleft()
                     yield from _completed(outcomes, answers.get() if answers else [], render)
@@ -146,7 +206,6 @@ def parse_messages(messages: Sequence[tuple[str, str, bytes, str | None]], rende
                 outcomes, answers = waiting.popleft()
                 yield from _completed(outcomes, answers.get() if answers else [], render)
     finally:
-        if reader is not None:
-            reader.terminate()
-            reader.join()
+        if own_reader:
+            reader.close()
         _BATCH.clear()

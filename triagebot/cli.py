@@ -6,7 +6,7 @@ import importlib
 import json
 import sys
 
-from triagebot.batch import default_jobs, parse_messages
+from triagebot.batch import Reader, default_jobs, likely_parallel, parse_messages
 from triagebot.errors import InputError, TriageError
 from triagebot.inputs import read_messages
 from triagebot.records import report_to_json
@@ -16,33 +16,41 @@ from triagebot.summary import render_report
 def _parse_command(args: argparse.Namespace) -> int:
     failures = 0
     out = sys.stdout
-    first = True
     # JSON is rendered where the parse runs (a worker, for big inputs); text needs every record
     # back in this process for the thread summaries that follow the records.
     def render(report):
         return json.dumps(report_to_json(report), ensure_ascii=False) if args.json else report
     records: list = []
-    for path in args.paths:
-        try:
-            messages = [(name, kind, raw, None) for name, kind, raw in read_messages(path)]
-        except InputError as error:
-            print(f"triage parse: {error}", file=sys.stderr)
-            failures += 1
-            continue
-        for outcome in parse_messages(messages, render, args.jobs):
-            if outcome.error is not None:
-                print(f"triage parse: {outcome.name}: {outcome.error}", file=sys.stderr)
-                failures += 1
-                continue
-            if args.json:
-                out.write(outcome.output + "\n")
-                continue
-            records.append(outcome.output)
-            out.write(("" if first else "\n") + render_report(outcome.output, all_rows=args.all) + "\n")
-            first = False
+    with Reader() as reader:
+        for path in args.paths:
+            failures += _parse_path(path, args, render, reader, records)
     if records:
         out.write(_thread_summaries(records))
     return 1 if failures else 0
+
+
+def _parse_path(path: str, args: argparse.Namespace, render, reader: Reader, records: list) -> int:
+    """Parse one input and print its records; the number of failures."""
+    out = sys.stdout
+    failures = 0
+    if args.jobs > 1 and likely_parallel(path):
+        reader.start()  # spaCy loads on the other core while this process reads the file
+    try:
+        messages = [(name, kind, raw, None) for name, kind, raw in read_messages(path)]
+    except InputError as error:
+        print(f"triage parse: {error}", file=sys.stderr)
+        return 1
+    for outcome in parse_messages(messages, render, args.jobs, reader=reader):
+        if outcome.error is not None:
+            print(f"triage parse: {outcome.name}: {outcome.error}", file=sys.stderr)
+            failures += 1
+            continue
+        if args.json:
+            out.write(outcome.output + "\n")
+            continue
+        out.write(("\n" if records else "") + render_report(outcome.output, all_rows=args.all) + "\n")
+        records.append(outcome.output)
+    return failures
 
 
 def _thread_summaries(records: list) -> str:
