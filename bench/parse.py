@@ -4,7 +4,10 @@ Both sides run as child processes of this one, alternating, on the same file, so
 the same interpreter start-up, gunzip and mbox split, and the ratio is what counts on a noisy
 machine. The baseline reads each message with `email` (policy=default), then `get_body()` and
 `get_content()`: the least any parser of these messages must do. The figure reported is the
-median ratio over the pairs (`--pairs`, default 3). Peak RSS is the largest triage child's.
+median ratio over the pairs (`--pairs`, default 5). Peak RSS is the largest triage child's.
+
+Each pair also runs the parse without the spaCy readers; the reply-reading figure is the median
+over the pairs of (with readers / without - 1), the two triage runs swapping order every pair.
 """
 from __future__ import annotations
 
@@ -54,14 +57,17 @@ def baseline_child(path: Path) -> float:
     return seconds
 
 
-# The same command with the spaCy readers (stance, objections) replaced by "nothing found", to
-# measure what reading replies costs. Only this benchmark does that; the tool has no such switch.
+# The same command with the spaCy readers (stance, objections) replaced by "nothing found" and
+# no reader process started (nothing is left for one to read), to measure what reading replies
+# costs. Only this benchmark does that; the tool has no such switch.
 WITHOUT_READERS = """
 import sys
+import triagebot.batch as batch
 import triagebot.parse.report as report
 from triagebot.parse.stance import Stance
 report.read_stance = lambda text, **options: Stance("none", None)
 report.read_objections = lambda text: ()
+batch.Reader.start = lambda self: None
 from triagebot.cli import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -90,7 +96,7 @@ def triage_child(path: Path, *, readers: bool = True) -> tuple[float, int, int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("mbox", nargs="?", type=Path, default=DEFAULT_MBOX)
-    parser.add_argument("--pairs", type=int, default=3, help="baseline/triage pairs to run (median ratio)")
+    parser.add_argument("--pairs", type=int, default=5, help="baseline/triage pairs to run (median ratio)")
     parser.add_argument("--stdlib-reader", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if not args.mbox.exists():
@@ -104,10 +110,19 @@ def main() -> int:
     del data
     pairs = []
     without_readers = []
-    for _ in range(args.pairs):
+    peak_kib = 0
+    for pair in range(args.pairs):
         baseline_seconds = baseline_child(args.mbox)
-        triage_seconds, records, peak_kib = triage_child(args.mbox)
-        bare_seconds, _, _ = triage_child(args.mbox, readers=False)
+        # The two triage runs swap places every other pair, so that a drift of the machine's
+        # speed within a pair (it slows after the baseline's seconds of load, say) favours
+        # neither side of the reply-reading figure.
+        if pair % 2 == 0:
+            triage_seconds, records, child_peak_kib = triage_child(args.mbox)
+            bare_seconds, _, _ = triage_child(args.mbox, readers=False)
+        else:
+            bare_seconds, _, _ = triage_child(args.mbox, readers=False)
+            triage_seconds, records, child_peak_kib = triage_child(args.mbox)
+        peak_kib = max(peak_kib, child_peak_kib)
         pairs.append((baseline_seconds, triage_seconds))
         without_readers.append(bare_seconds)
         print(f"pair: baseline {baseline_seconds:.2f} s, triage {triage_seconds:.2f} s, "
