@@ -4,7 +4,7 @@ Both sides run as child processes of this one, alternating, on the same file, so
 the same interpreter start-up, gunzip and mbox split, and the ratio is what counts on a noisy
 machine. The baseline reads each message with `email` (policy=default), then `get_body()` and
 `get_content()`: the least any parser of these messages must do. The figure reported is the
-median ratio over the pairs (`--pairs`, default 5). Peak RSS is the largest triage child's.
+median ratio over the pairs (`--pairs`, default 9). Peak RSS is the largest triage child's.
 
 Each pair also runs the parse without the spaCy readers; the reply-reading figure is the median
 over the pairs of (with readers / without - 1), the two triage runs swapping order every pair.
@@ -96,7 +96,7 @@ def triage_child(path: Path, *, readers: bool = True) -> tuple[float, int, int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("mbox", nargs="?", type=Path, default=DEFAULT_MBOX)
-    parser.add_argument("--pairs", type=int, default=5, help="baseline/triage pairs to run (median ratio)")
+    parser.add_argument("--pairs", type=int, default=9, help="baseline/triage pairs to run (median ratio)")
     parser.add_argument("--stdlib-reader", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if not args.mbox.exists():
