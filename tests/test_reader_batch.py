@@ -191,3 +191,18 @@ def test_a_reader_started_for_a_big_file_of_few_messages_is_stopped_unused(tmp_p
     assert _events(child) == ["reader started", "input read"]
     records = [json.loads(line) for line in child.stdout.splitlines()]
     assert [record["stance"] for record in records] == ["reproduced", "not-reproduced"]
+
+
+def test_a_reader_that_cannot_load_spacy_fails_the_parse_instead_of_hanging() -> None:
+    script = (
+        "from tests.test_reader_batch import _messages, _render\n"
+        "from triagebot import batch\n"
+        "from triagebot.parse import stance\n"
+        "def broken():\n"
+        "    raise ImportError('spaCy is broken here')\n"
+        "stance.import_spacy_for_reading = broken\n"
+        "list(batch.parse_messages(_messages(batch.PARALLEL_FROM + 10), _render, 2))\n"
+    )
+    child = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False, timeout=120)
+    assert child.returncode == 1
+    assert "ImportError: spaCy is broken here" in child.stderr

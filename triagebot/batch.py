@@ -111,12 +111,22 @@ def _start_reader() -> None:
         stance.import_spacy_for_reading()
         stance.pipeline()
         objections.matcher()
+    except Exception as error:  # noqa: BLE001 - handed on below, not swallowed
+        # Raised here, it would make the pool start a new reader, again and again, and the
+        # batch would wait for an answer for ever; each request answers with it instead.
+        _READER_START_ERROR.append(error)
     finally:
         gc.enable()
     gc.freeze()
 
 
+# In the reader process: why it could not load spaCy, if it could not.
+_READER_START_ERROR: list[Exception] = []
+
+
 def _read_chunk(requests: list[dict[str, tuple]]) -> list[dict[str, Any]]:
+    if _READER_START_ERROR:
+        raise _READER_START_ERROR[0]
     return [stance.read_pending(request) for request in requests]
 
 
