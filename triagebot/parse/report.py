@@ -13,6 +13,7 @@ from triagebot.parse.measurements import read_measurements
 from triagebot.parse.metrics import parse_tables
 from triagebot.parse.objections import read_objections, read_trailers
 from triagebot.parse.quoting import split_quotes
+from triagebot.parse.reported import reported_headline
 from triagebot.parse.reproducers import find_commands
 from triagebot.parse.stance import Stance, read_stance
 from triagebot.parse.webpage import PageMessage, looks_like_html, parse_page, parse_paste
@@ -338,6 +339,7 @@ def _prose_fields(own: str, subject: str, kind: str) -> dict:
         "trailers": read_trailers(own),
         "measurements": read_measurements(own) if in_report_thread else (),
         "prose_numbers": tuple(prose.numbers(own)),
+        "headline": reported_headline(own) if kind == "human-report" else None,
     }
 
 

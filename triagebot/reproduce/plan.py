@@ -516,6 +516,10 @@ def _metric(template: Template, rendered: dict[str, str], report: Report | None,
     for rule in template.primary_when:
         if rendered.get(rule.param) in rule.values:
             spec = template.metric(rule.metric)
+    # A person's report names its headline by the unit it measured in ("events/s").
+    by_unit = template.unit_metric_for(headline.metric, spec) if headline is not None else None
+    if by_unit is not None:
+        return by_unit, headline.metric, headline.change_percent, by_unit.better
     if headline is not None:
         notes.append(f"the headline metric {headline.metric} is not one {template.name} yields: "
                      f"comparing {spec.name} instead")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from triagebot.errors import RulesError
+from triagebot.parse.reported import UNITS as REPORTED_UNITS
 
 # Output parsers implemented in triagebot/reproduce/outputs.py.
 PARSERS = ("fio-json", "sysbench-text", "stress-ng-yaml", "fs_mark-text", "hackbench-text",
@@ -100,12 +101,18 @@ class ParamSpec:
     reserved: tuple[str, ...] = ()  # name: values refused (fio's --name=global defines no job)
 
 
+# The units parse/reported.py names a person's headline by, and which way each is better.
+REPORT_UNITS = dict(sorted(set(REPORTED_UNITS.values())))
+
+
 @dataclass(frozen=True)
 class MetricSpec:
     name: str
     better: str                     # higher / lower
     lkp: tuple[str, ...] = ()       # LKP metric names (globs, may hold "{param}") it stands for
     output: str = ""                # the name parse_output gives it (may hold "{param}")
+    units: tuple[str, ...] = ()     # units a person's report states it in ("events/s"): a headline
+                                    # read from prose is named by its unit (parse/reported.py)
 
 
 @dataclass(frozen=True)
@@ -193,6 +200,14 @@ class Template:
                 if fnmatch.fnmatchcase(lkp_name, filled):
                     return spec
         return None
+
+    def unit_metric_for(self, unit: str, primary: MetricSpec) -> MetricSpec | None:
+        """The metric a headline named by its unit stands for: the primary metric when it is
+        stated in that unit, else the one metric that is; None when none is, or several are."""
+        if unit in primary.units:
+            return primary
+        matching = [spec for spec in self.metrics if unit in spec.units]
+        return matching[0] if len(matching) == 1 else None
 
 
 @dataclass(frozen=True)
@@ -390,8 +405,8 @@ def _option_table(fail, entry: str, value: Any) -> tuple[tuple[str, str], ...]:
 
 def _metric(fail, number: int, entry: Any) -> MetricSpec:
     where = f"[[metrics]] entry {number}"
-    if not isinstance(entry, dict) or set(entry) - {"name", "better", "lkp", "output"}:
-        raise fail(where, "keys are name, better, lkp, output")
+    if not isinstance(entry, dict) or set(entry) - {"name", "better", "lkp", "output", "units"}:
+        raise fail(where, "keys are name, better, lkp, output, units")
     name = entry.get("name")
     if not isinstance(name, str) or not _WORD.match(name):
         raise fail(where, f"name must be a plain word, not {name!r}")
@@ -403,7 +418,14 @@ def _metric(fail, number: int, entry: Any) -> MetricSpec:
     output = entry.get("output", name)
     if not isinstance(output, str) or not output:
         raise fail(f"{where} ({name})", "output must be the metric's name in the parser's output")
-    return MetricSpec(name, entry["better"], tuple(lkp), output)
+    units = entry.get("units", [])
+    if not isinstance(units, list) or not all(isinstance(item, str) and item in REPORT_UNITS for item in units):
+        raise fail(f"{where} ({name})", f"units must be a list of units a report is read in: {', '.join(REPORT_UNITS)}")
+    against = [unit for unit in units if REPORT_UNITS[unit] != entry["better"]]
+    if against:
+        raise fail(f"{where} ({name})", f"better is {entry['better']!r} but {', '.join(against)} is better "
+                                        f"{REPORT_UNITS[against[0]]}")
+    return MetricSpec(name, entry["better"], tuple(lkp), output, tuple(units))
 
 
 def _param(fail, name: str, entry: Any) -> ParamSpec:
