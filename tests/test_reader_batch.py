@@ -39,6 +39,12 @@ def _render(report) -> str:
     return json.dumps(report_to_json(report), ensure_ascii=False)
 
 
+def _python(script: str, *arguments: str) -> subprocess.CompletedProcess:
+    """SCRIPT run by a fresh interpreter (spaCy not loaded yet), its output captured."""
+    return subprocess.run([sys.executable, "-c", script, *arguments], capture_output=True, text=True, check=False,
+                          timeout=300)
+
+
 def _parse_in_process(messages):
     return [(outcome.name, outcome.output, outcome.error) for outcome in batch.parse_messages(messages, _render, 1)]
 
@@ -61,7 +67,6 @@ def test_the_parallel_parse_runs_in_a_fresh_process_without_spacy_in_the_workers
         "import json, sys\n"
         "from tests.test_reader_batch import _messages, _render\n"
         "from triagebot import batch\n"
-        "seen = []\n"
         "chunk = batch._parse_chunk\n"
         "def spy(bounds):\n"
         "    outcomes = chunk(bounds)\n"
@@ -72,7 +77,7 @@ def test_the_parallel_parse_runs_in_a_fresh_process_without_spacy_in_the_workers
         "assert 'spacy' not in sys.modules, 'the parent loaded spaCy'\n"
         "print(json.dumps(outputs))\n"
     )
-    child = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    child = _python(script)
     assert child.returncode == 0, child.stderr[-2000:]
     assert json.loads(child.stdout) == [output for _, output, _ in
                                         _parse_in_process(_messages(batch.PARALLEL_FROM + 10))]
@@ -108,7 +113,7 @@ def test_spacy_imported_for_reading_is_the_whole_of_spacy_afterwards() -> None:
         "import spacy.cli\n"
         "assert hasattr(spacy.cli, 'download')\n"
     )
-    child = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    child = _python(script)
     assert child.returncode == 0, child.stderr[-2000:]
     assert child.stdout.strip() == "reproduced"
 
@@ -159,7 +164,7 @@ def _triage_parse(*arguments: str) -> subprocess.CompletedProcess:
         "print('EVENTS', json.dumps(events), file=sys.stderr)\n"
         "sys.exit(code)\n"
     )
-    return subprocess.run([sys.executable, "-c", script, *arguments], capture_output=True, text=True, check=False)
+    return _python(script, *arguments)
 
 
 def _events(child: subprocess.CompletedProcess) -> list[str]:
@@ -203,6 +208,6 @@ def test_a_reader_that_cannot_load_spacy_fails_the_parse_instead_of_hanging() ->
         "stance.import_spacy_for_reading = broken\n"
         "list(batch.parse_messages(_messages(batch.PARALLEL_FROM + 10), _render, 2))\n"
     )
-    child = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False, timeout=120)
+    child = _python(script)  # the timeout fails the test should the parse hang
     assert child.returncode == 1
     assert "ImportError: spaCy is broken here" in child.stderr
