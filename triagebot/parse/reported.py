@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from triagebot.parse.prose import sentences
 from triagebot.records import Headline
 
 # Unit as written (lower case) -> (unit as named in the headline, better direction).
@@ -41,8 +42,6 @@ _QUANTITY_WORDS = {"less": -1, "fewer": -1, "lower": -1, "drop": -1, "down": -1,
                    "more": 1, "higher": 1, "up": 1, "increase": 1}
 _WORSE_WORDS = {"slower", "slowdown", "regression", "degradation", "worse", "loss"}
 _BETTER_WORDS = {"faster", "speedup", "improvement", "better", "gain"}
-# A sentence ends at a full stop, question or exclamation mark before white space, or a blank line.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 MAX_SENTENCE = 400  # characters; longer runs are logs or tables, not a statement of the result
 
 
@@ -50,10 +49,10 @@ def reported_headline(own_text: str) -> Headline | None:
     """The headline a person's report states in its own text, or None when it states none."""
     if "%" not in own_text:
         return None  # the common case: no percentage, no stated change
-    for part in _SENTENCE_END.split(own_text):
-        if "%" not in part or len(part) > MAX_SENTENCE:
+    for sentence in sentences(own_text):
+        if "%" not in sentence or len(sentence) > MAX_SENTENCE:
             continue
-        headline = _sentence_headline(" ".join(part.split()))
+        headline = _sentence_headline(sentence)
         if headline is not None:
             return headline
     return None
