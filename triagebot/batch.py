@@ -163,6 +163,14 @@ class Reader:
         self.close()
 
 
+def _answered(waiting: collections.deque, *, everything: bool) -> Iterator[tuple[list[Outcome], list[dict[str, Any]]]]:
+    """The leading chunks whose reader answers are in (all of them, waiting, when `everything`),
+    taken off `waiting`, with those answers; a reader's error is raised here."""
+    while waiting and (everything or waiting[0][1] is None or waiting[0][1].ready()):
+        outcomes, answers = waiting.popleft()
+        yield outcomes, answers.get() if answers is not None else []
+
+
 def _completed(outcomes: list[Outcome], answers: list[dict[str, Any]], render: Render) -> Iterator[Outcome]:
     """A chunk's outcomes with the reader's answers put into the deferred records, rendered."""
     replies = iter(answers)
@@ -202,19 +210,32 @@ def parse_messages(messages: Sequence[tuple[str, str, bytes, str | None]], rende
     own_reader = reader is None
     if reader is None:
         reader = Reader()
+    failure: Exception | None = None
     try:
         bounds = [(start, min(start + CHUNK, len(messages))) for start in range(0, len(messages), CHUNK)]
         with context.Pool(jobs) as pool:
             waiting: collections.deque = collections.deque()  # (outcomes, reader's answers or None)
             for outcomes in pool.imap(_parse_chunk, bounds):
+                if failure is not None:
+                    continue  # the rest is parsed and dropped: the pools then close as after a whole run
                 requests = [outcome.pending[1] for outcome in outcomes if outcome.pending is not None]
                 waiting.append((outcomes, reader.read(requests) if requests else None))
-                while waiting and (waiting[0][1] is None or waiting[0][1].ready()):
-                    outcomes, answers = waiting.popleft()
-                    yield from _completed(outcomes, answers.get() if answers else [], render)
-            while waiting:
-                outcomes, answers = waiting.popleft()
-                yield from _completed(outcomes, answers.get() if answers else [], render)
+                try:
+                    for outcomes, answers in _answered(waiting, everything=False):
+                        yield from _completed(outcomes, answers, render)
+                except Exception as error:  # noqa: BLE001 - the reader's, raised below once the pools are idle
+                    failure = error
+            if failure is None:
+                try:
+                    for outcomes, answers in _answered(waiting, everything=True):
+                        yield from _completed(outcomes, answers, render)
+                except Exception as error:  # noqa: BLE001 - as above
+                    failure = error
+            for _, answers in waiting:  # the reader idle, too, before the pools close
+                if answers is not None:
+                    answers.wait()
+        if failure is not None:
+            raise failure
     finally:
         if own_reader:
             reader.close()
