@@ -167,12 +167,35 @@ _TRIAGE_AND_OUTBOX = (
     "CREATE INDEX outbox_status ON outbox (status)",
 )
 
+_QUARANTINE = (
+    # Messages the parser could not read, kept raw with the reason, so nothing a source gave is
+    # lost and `triage reparse` can try them again after an upgrade. `quarantine_key` is the
+    # Message-ID when the headers name one, else `sha256-<hex of raw>@triagebot.invalid` (the
+    # id a message without a Message-ID is stored under); a key in `messages` is never here.
+    # `received_at`: first seen; `failed_at`, `error`, `parser_version`: the last attempt.
+    """CREATE TABLE quarantine (
+        quarantine_key  TEXT PRIMARY KEY NOT NULL,
+        source_name     TEXT NOT NULL,
+        source_url      TEXT,
+        list_name       TEXT,
+        received_at     TEXT NOT NULL,
+        failed_at       TEXT NOT NULL,
+        parser_version  TEXT NOT NULL,
+        attempts        INTEGER NOT NULL,
+        error           TEXT NOT NULL,
+        size            INTEGER NOT NULL,
+        raw             BLOB NOT NULL
+    )""",
+    "CREATE INDEX quarantine_failed_at ON quarantine (failed_at)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "messages, records, threads, cursors; reserved plans/runs/verdicts/notifications",
               _INITIAL),
     Migration(2, "aliases: fallback keys of messages for archive pages without Message-ID", _ALIASES),
     Migration(3, "materials: cached files of LKP materials directories", _MATERIALS),
     Migration(4, "triage and outbox: the daemon's state per report and its notifications", _TRIAGE_AND_OUTBOX),
+    Migration(5, "quarantine: raw messages the parser could not read, with the reason", _QUARANTINE),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -184,6 +184,31 @@ class Store(Protocol):
 
     def set_cursor(self, source_key: str, value: str) -> None: ...
 
+    # -- quarantine (messages the parser could not read; see quarantine.py) -------------------
+    def quarantine_message(self, raw: bytes, *, source_name: str, error: str, parser_version: str,
+                           received_at: str | datetime | None = None, list_name: str | None = None,
+                           source_url: str | None = None, key: str | None = None) -> str | None:
+        """Keep unreadable bytes raw with their error; the key when new, None when known."""
+        ...
+
+    def quarantined(self, limit: int | None = None) -> list[Any]:
+        """Quarantined messages (metadata only), the last to fail first."""
+        ...
+
+    def count_quarantined(self) -> int: ...
+
+    def iter_quarantined(self) -> Iterator[Any]:
+        """Every quarantined message with its raw bytes, in pages."""
+        ...
+
+    def still_quarantined(self, key: str, error: str, parser_version: str) -> None:
+        """A retry failed again: keep it with this error and parser version."""
+        ...
+
+    def release_quarantined(self, key: str) -> bool:
+        """Drop a quarantined message (it is stored as a normal message now)."""
+        ...
+
     # -- fetched materials ------------------------------------------------------------------
     def get_material(self, url: str, name: str) -> bytes | None:
         """A cached file of a materials directory (`url` ends in "/"), None when not kept."""

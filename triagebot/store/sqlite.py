@@ -10,6 +10,10 @@ Connection settings, and why:
 - synchronous=NORMAL: in WAL mode this cannot corrupt the file; a power cut may drop the
   last commits, but messages and their cursor are committed together, so they drop together
   and the source is simply read again from the older position.
+- private files: the database holds raw mail, plans and the outbox, so a database file this
+  module creates is created 0600 before SQLite opens it (SQLite gives its -wal and -shm files
+  the database file's mode), and each directory it creates for it is 0700 (as the XDG spec
+  asks of data directories). An existing file or directory keeps the mode it has.
 Opening runs the migrations of `migrations.py`; a file written by a newer schema is refused
 (`SchemaTooNewError`) before anything in it is changed.
 """
@@ -25,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from triagebot.store.migrations import apply_migrations, refuse_newer, schema_version
+from triagebot.store.quarantine import QuarantineTables
 from triagebot.store.protocol import (
     IncomingMessage,
     StoreBusyError,
@@ -68,6 +73,41 @@ def resolve_db_path(cli_value: str | None, environ: Mapping[str, str] | None = N
     return home / ".local" / "share" / "triagebot" / DB_FILE_NAME
 
 
+PRIVATE_DIR_MODE = 0o700  # directories triagebot creates for its database: the owner only
+PRIVATE_FILE_MODE = 0o600  # the database (and so its -wal and -shm) and the lock files beside it
+
+
+def ensure_private_dir(directory: str | os.PathLike[str]) -> None:
+    """Create `directory` and any missing parent, each 0700; existing ones are left as they are."""
+    directory = Path(directory)
+    missing = []
+    while not directory.exists():
+        missing.append(directory)
+        if directory.parent == directory:
+            break
+        directory = directory.parent
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, PRIVATE_DIR_MODE)
+        except FileExistsError:  # created meanwhile by another process: fine
+            pass
+
+
+def create_private_file(path: str | os.PathLike[str]) -> None:
+    """Create an empty file 0600 unless something is there already (which is left alone)."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
+                         PRIVATE_FILE_MODE))
+    except FileExistsError:
+        pass
+
+
+def open_private(path: str | os.PathLike[str], mode: str = "w"):
+    """`open(path, mode)` for a lock or state file beside the database: created 0600 if new."""
+    create_private_file(path)
+    return open(path, mode)
+
+
 def utc_text(value: str | datetime) -> str:
     """A timestamp as `YYYY-MM-DDTHH:MM:SS+00:00`: one fixed form, so text order is time order.
 
@@ -102,7 +142,7 @@ def _marks(count: int) -> str:
     return ",".join("?" * count)
 
 
-class SqliteStore(TriageTables):
+class SqliteStore(TriageTables, QuarantineTables):
     """`Store` on one SQLite file. One instance per thread (sqlite3 connections are not shared).
 
     Use as a context manager, or call `close()`.
@@ -120,7 +160,9 @@ class SqliteStore(TriageTables):
     # -- opening ----------------------------------------------------------------------------
     def _open(self) -> sqlite3.Connection:
         try:
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            if self.path != ":memory:":
+                ensure_private_dir(Path(self.path).parent)
+                create_private_file(self.path)
             # isolation_level=None: the module never opens transactions behind our back;
             # transaction() issues BEGIN IMMEDIATE / COMMIT itself.
             connection = sqlite3.connect(self.path, isolation_level=None,
@@ -238,6 +280,10 @@ class SqliteStore(TriageTables):
                 "INSERT INTO messages (message_id, source_name, source_url, list_name,"
                 " received_at, size, raw) VALUES (?, ?, ?, ?, ?, ?, ?)", new_rows)
             new_ids = [row[0] for row in new_rows]
+            # A message quarantined before that now arrives parsed is a normal message now.
+            for chunk in _chunks(new_ids):
+                self._connection.execute(
+                    f"DELETE FROM quarantine WHERE quarantine_key IN ({_marks(len(chunk))})", tuple(chunk))
             record_rows = [self._record_row(message_id, items[message_id].record or {},
                                             items[message_id].parser_version or "", now)
                            for message_id in new_ids if items[message_id].record is not None]
