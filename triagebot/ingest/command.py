@@ -3,7 +3,10 @@
 SOURCE is read as, in order: an existing path (mbox, mbox.gz, maildir, a folder of messages,
 one message); a lists.openwall.net URL (a list, or one message page); a public-inbox message
 URL or a bare Message-ID (its whole thread); a public-inbox list URL (its new.atom). With no
-SOURCE, every source in rules/sources.toml is polled once. Exit status 1 if any source failed.
+SOURCE, every source in rules/sources.toml is polled once. Exit status 1 if any source failed
+(it is named on one line, whatever went wrong, and the next SOURCE is still read). A message the
+parser cannot read is quarantined, not lost: it does not make the exit status non-zero; a line
+on stderr says how many were, and `triage list --failed` lists them.
 """
 from __future__ import annotations
 
@@ -20,8 +23,8 @@ from triagebot.errors import InputError, TriageError
 from triagebot.ingest.files import FileSource
 from triagebot.ingest.lore_thread import LoreThreadSource, message_base_url
 from triagebot.ingest.protocol import HttpPolicy, Source
-from triagebot.ingest.runner import IngestResult, ingest_once
-from triagebot.store.sqlite import SqliteStore, resolve_db_path
+from triagebot.ingest.runner import IngestResult, describe_error, ingest_once
+from triagebot.store.sqlite import SqliteStore, ensure_private_dir, resolve_db_path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -97,8 +100,9 @@ def run(args: argparse.Namespace) -> int:
         if not references:
             raise TriageError(f"no SOURCE given and no sources in {settings.rules_dir / 'sources.toml'}")
     database = resolve_db_path(args.db)
-    database.parent.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(database.parent)
     failures = 0
+    quarantined = 0
     with SqliteStore(database) as store:
         for reference in references:
             try:
@@ -112,12 +116,21 @@ def run(args: argparse.Namespace) -> int:
                 print(f"triage ingest: {error}", file=sys.stderr)
                 failures += 1
                 continue
+            except Exception as error:  # noqa: BLE001 - a bug met with one source: name it, go on
+                print(f"triage ingest: {reference}: {describe_error(error)}", file=sys.stderr)
+                failures += 1
+                continue
             _report(reference, result)
+            quarantined += len(result.quarantined)
     print(f"store: {database}")
+    if quarantined:
+        print(f"{quarantined} message{'s' if quarantined > 1 else ''} quarantined: see triage list --failed",
+              file=sys.stderr)
     return 1 if failures else 0
 
 
 def _report(reference: str, result: IngestResult) -> None:
     for event in result.events:
         print(f"triage ingest: {reference}: {event}", file=sys.stderr)
-    print(f"{reference}: {len(result.new_ids)} new of {result.seen} messages")
+    held = f", {len(result.quarantined)} quarantined" if result.quarantined else ""
+    print(f"{reference}: {len(result.new_ids)} new of {result.seen} messages{held}")
