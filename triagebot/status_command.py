@@ -1,4 +1,5 @@
-"""`triage status`: what the daemon is doing — the queue, the lab hosts, the last poll of each source.
+"""`triage status`: what the daemon is doing — the queue, the lab hosts, the last poll of each source,
+the messages held in quarantine (the parser could not read them).
 
 Read-only: it opens the database beside a running daemon (WAL: neither blocks the other) and
 tries each host's lock without waiting to tell busy from idle.
@@ -55,7 +56,8 @@ def gather(store: SqliteStore, database: Path, rules: Path) -> dict:
     held = [{"message_id": row.message_id, "kind": row.kind, "channel": row.channel, "error": row.last_error}
             for row in store.outbox("held")]
     return {"database": str(database), "reports": store.triage_counts(), "queue": queue, "hosts": hosts,
-            "sources": polls, "outbox": store.outbox_counts(), "held": held}
+            "sources": polls, "outbox": store.outbox_counts(), "held": held,
+            "quarantined": store.count_quarantined()}
 
 
 def render(status: dict) -> str:
@@ -92,6 +94,9 @@ def render(status: dict) -> str:
         lines.append(f"  held: {row['kind']} of <{row['message_id']}> to {row['channel']}: {row['error']}")
     if status["held"]:
         lines.append("  (fix the token or channel, then restart the daemon: held notifications are tried again)")
+    count = status["quarantined"]
+    lines += ["", f"quarantined: {count} message{'' if count == 1 else 's'} the parser could not read"
+                  + (" (triage list --failed shows them; triage reparse retries them)" if count else "")]
     return "\n".join(lines)
 
 

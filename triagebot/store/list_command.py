@@ -1,4 +1,8 @@
-"""Store stage: `triage list` — stored records, newest first, filtered by kind, list, date, testcase."""
+"""Store stage: `triage list` — stored records, newest first, filtered by kind, list, date, testcase.
+
+`--failed` lists the quarantined messages instead (the parser could not read them): key, when it
+last failed, source, error; `triage reparse` tries them again.
+"""
 from __future__ import annotations
 
 import argparse
@@ -20,6 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="verdict of the rerun ('none': not rerun yet)")
     parser.add_argument("--limit", type=int, default=50, help="at most this many (default 50; 0: all)")
     parser.add_argument("--json", action="store_true", help="JSON Lines, one record per line")
+    parser.add_argument("--failed", action="store_true",
+                        help="the quarantined messages the parser could not read, with the reason")
 
 
 def _kinds(selected: list[str] | None) -> list[str] | None:
@@ -37,6 +43,11 @@ def run(args: argparse.Namespace) -> int:
     if not database.exists():
         print(f"(no records: {database} does not exist yet)")
         return 0
+    if args.failed:
+        with SqliteStore(database) as store:
+            rows = store.quarantined(limit=args.limit or None)
+        _print_failed(rows, args.json)
+        return 0
     with SqliteStore(database) as store:
         records = store.list_records(kind=_kinds(args.kind), list_name=args.list_name, since=args.since,
                                      testcase=args.testcase, limit=args.limit or None)
@@ -51,3 +62,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"{(record.get('date') or '')[:10]:10}  {record['kind']:15}  {change}"
               f"{record.get('subject', '')[:90]}  <{record.get('message_id') or '(no Message-ID)'}>")
     return 0
+
+
+def _print_failed(rows, as_json: bool) -> None:
+    if not rows and not as_json:
+        print("(no quarantined messages)")
+    for row in rows:
+        if as_json:
+            print(json.dumps({"key": row.key, "failed_at": row.failed_at, "received_at": row.received_at,
+                              "source": row.source_name, "source_url": row.source_url, "list": row.list_name,
+                              "parser_version": row.parser_version, "attempts": row.attempts, "size": row.size,
+                              "error": row.error}, ensure_ascii=False))
+            continue
+        where = row.source_url or row.list_name or ""
+        print(f"<{row.key}>  {row.failed_at}  {row.source_name}{' ' + where if where else ''}  {row.error}")

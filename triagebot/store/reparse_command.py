@@ -1,15 +1,21 @@
 """Store stage: `triage reparse` — records rebuilt from the kept raw bytes after a parser upgrade.
 
 Only records written by another parser version are rebuilt (`--all`: every one); a record
-whose new form is the same is left untouched. Raw messages are never changed.
+whose new form is the same is left untouched. Raw messages are never changed. A message that
+fails to parse now keeps the record it has (the error is printed).
+
+Quarantined messages (the parser could not read them) are tried again the same way: those
+quarantined by another parser version (`--all`: every one). One that parses now is stored as a
+normal message with its record and leaves the quarantine, in one transaction; one that still
+fails stays, with the new error and parser version.
 """
 from __future__ import annotations
 
 import argparse
 import sys
 
-from triagebot.errors import MessageError
-from triagebot.ingest.runner import PARSER_VERSION
+from triagebot.ingest.protocol import FetchedMessage
+from triagebot.ingest.runner import PARSER_VERSION, IngestResult, describe_error, parse_alone, store_parsed
 from triagebot.parse.report import parse_message
 from triagebot.records import Source, report_to_json
 from triagebot.store.sqlite import SqliteStore, resolve_db_path
@@ -17,7 +23,8 @@ from triagebot.store.sqlite import SqliteStore, resolve_db_path
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", help="database file (default: TRIAGE_DB, then ~/.local/share/triagebot/triage.db)")
-    parser.add_argument("--all", action="store_true", help="rebuild every record, not only older ones")
+    parser.add_argument("--all", action="store_true",
+                        help="rebuild every record and retry every quarantined message, not only older ones")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,9 +40,37 @@ def run(args: argparse.Namespace) -> int:
             checked += 1
             try:
                 report = parse_message(message.raw, Source(message.source_name, message.source_url))
-            except MessageError as error:
-                print(f"triage reparse: {message.message_id}: {error}", file=sys.stderr)
+                record = report_to_json(report)
+            except Exception as error:  # noqa: BLE001 - one message's failure: it keeps its record
+                print(f"triage reparse: {message.message_id}: {describe_error(error)}", file=sys.stderr)
                 continue
-            changed += store.put_record(message.message_id, report_to_json(report), PARSER_VERSION)
-    print(f"reparsed {checked} records, {changed} changed ({PARSER_VERSION})")
+            changed += store.put_record(message.message_id, record, PARSER_VERSION)
+        print(f"reparsed {checked} records, {changed} changed ({PARSER_VERSION})")
+        retried, released, failing = retry_quarantined(store, every=args.all)
+    if retried:
+        print(f"quarantine: retried {retried}, {released} now parsed and stored, {failing} still failing"
+              f"{' (see triage list --failed)' if failing else ''}")
     return 0
+
+
+def retry_quarantined(store: SqliteStore, *, every: bool = False) -> tuple[int, int, int]:
+    """Parse the quarantined messages again; (retried, stored now, still failing)."""
+    retried = released = failing = 0
+    for row in store.iter_quarantined():
+        if not every and row.parser_version == PARSER_VERSION:
+            continue
+        retried += 1
+        fetched = FetchedMessage(row.raw or b"", row.source_name, row.source_url, row.list_name)
+        record, error = parse_alone(fetched)
+        if record is not None:
+            with store.transaction():
+                failures = store_parsed(store, [(fetched, f"<{row.key}>", record)], row.received_at, IngestResult())
+                if not failures:
+                    store.release_quarantined(row.key)
+                    released += 1
+                    continue
+            error = failures[0][2]
+        store.still_quarantined(row.key, error or "the parser gave no record", PARSER_VERSION)
+        failing += 1
+        print(f"triage reparse: <{row.key}>: still quarantined: {error}", file=sys.stderr)
+    return retried, released, failing

@@ -79,6 +79,11 @@ def run(args: argparse.Namespace) -> int:
     with SqliteStore(database) as store:
         record = store.get_record(message_id)
         if record is None:
+            held = store.get_quarantined(message_id)
+            if held is not None:
+                print(f"triage show: {message_id}: quarantined since {held.received_at} (the parser could not "
+                      f"read it; see triage list --failed): {held.error}", file=sys.stderr)
+                return 1
             print(f"triage show: {message_id}: no such message in {database}", file=sys.stderr)
             return 1
         if args.json:
