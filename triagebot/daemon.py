@@ -7,8 +7,15 @@ stored state (flow.py), so a restart resumes where the last process stopped.
 
 Notifications go to Slack when SLACK_BOT_TOKEN is set (SLACK_API_URL overrides the API's
 address), else to the terminal. SIGTERM and SIGINT stop the loop after the current step or
-sample; a run cut short starts over at the next start. Logs are JSON lines on stderr;
-/healthz and /metrics are served on 127.0.0.1 (`--health-address`, `--health-port`).
+sample, or between the messages of a poll (the batch in hand is left for the next poll); a run
+cut short starts over at the next start. Logs are JSON lines on stderr; /healthz and /metrics
+are served on 127.0.0.1 (`--health-address`, `--health-port`).
+
+Nothing one source or one message does stops the loop: a source whose poll fails, with any
+exception, is logged with the reason (and shown by `triage status`) and the other sources are
+polled; a message the parser cannot read is quarantined (`triage list --failed`). A step of a
+pass that raises anything unexpected is logged with its traceback and the loop goes on at the
+next tick, so a bad input cannot make the process exit and restart for ever.
 """
 from __future__ import annotations
 
@@ -29,13 +36,13 @@ from triagebot.errors import TriageError
 from triagebot.health import DaemonMetrics, HealthServer
 from triagebot.ingest.command import build_source
 from triagebot.ingest.protocol import SourceError
-from triagebot.ingest.runner import ingest_once
+from triagebot.ingest.runner import describe_error, ingest_once
 from triagebot.logs import event
 from triagebot.notify import outbox, render
 from triagebot.notify.routing import load_routing
 from triagebot.notify.slack import NotifyError, SlackNotifier
 from triagebot.notify.terminal import TerminalNotifier
-from triagebot.store.sqlite import SqliteStore, resolve_db_path
+from triagebot.store.sqlite import SqliteStore, ensure_private_dir, resolve_db_path
 from triagebot.store.triage_tables import OUTBOX_STATUSES
 
 log = logging.getLogger("triagebot.daemon")
@@ -65,7 +72,10 @@ def _stoppable_sleep(state: DaemonState) -> Callable[[float], None]:
 
 def poll_due_sources(settings, store, state: DaemonState, metrics: DaemonMetrics, *,
                      now: Callable[[], float] = time.monotonic, jobs: int | None = None) -> list[str]:
-    """Poll the sources that are due; returns the new message ids."""
+    """Poll the sources that are due; returns the new message ids.
+
+    A source that fails, whatever it raises, is logged with the reason and recorded for
+    `triage status`; the sources after it are polled all the same."""
     new_ids: list[str] = []
     for source_settings in settings.sources:
         if state.stop:
@@ -74,28 +84,48 @@ def poll_due_sources(settings, store, state: DaemonState, metrics: DaemonMetrics
         if now() < due:
             continue
         state.last_poll[source_settings.url] = now()
-        metrics.last_poll.labels(source_settings.url).set(time.time())
-        outcome: dict = {"at": store.now_text()}
         try:
-            source = build_source(source_settings.url, settings.http, sleep=_stoppable_sleep(state))
-            result = ingest_once(source, store, jobs=jobs)
-        except TriageError as error:
-            metrics.polls.labels(source_settings.url, "error").inc()
-            event(log, logging.WARNING, "poll failed", event="poll.failed", source=source_settings.url,
-                  error=str(error))
-            outcome |= {"outcome": "error", "error": str(error)}
-        else:
-            metrics.polls.labels(source_settings.url, "ok").inc()
-            metrics.messages.labels(source_settings.url).inc(len(result.new_ids))
-            for line in result.events:
-                event(log, logging.WARNING, "poll event", event="poll.event", source=source_settings.url,
-                      detail=line)
-            event(log, logging.INFO, "polled", event="poll.done", source=source_settings.url,
-                  new=len(result.new_ids))
-            outcome |= {"outcome": "ok", "new": len(result.new_ids), "events": len(result.events)}
-            new_ids.extend(result.new_ids)
-        store.set_cursor(LAST_POLL_KEY + source_settings.url, json.dumps(outcome))
+            new_ids.extend(_poll_one(source_settings, settings, store, state, metrics, jobs))
+        except Exception as error:  # noqa: BLE001 - even recording the outcome failed: log it, go on
+            event(log, logging.ERROR, "poll failed", event="poll.failed", source=source_settings.url,
+                  error=describe_error(error), exc_info=True)
     return new_ids
+
+
+def _poll_one(source_settings, settings, store, state: DaemonState, metrics: DaemonMetrics,
+              jobs: int | None) -> list[str]:
+    url = source_settings.url
+    metrics.last_poll.labels(url).set(time.time())
+    outcome: dict = {"at": store.now_text()}
+    try:
+        source = build_source(url, settings.http, sleep=_stoppable_sleep(state))
+        result = ingest_once(source, store, jobs=jobs, should_stop=lambda: state.stop)
+    except Exception as error:  # noqa: BLE001 - one source's failure, of any kind, is that poll's alone
+        metrics.polls.labels(url, "error").inc()
+        unexpected = not isinstance(error, TriageError)
+        event(log, logging.ERROR if unexpected else logging.WARNING, "poll failed", event="poll.failed",
+              source=url, error=describe_error(error), exc_info=unexpected)
+        store.set_cursor(LAST_POLL_KEY + url,
+                         json.dumps(outcome | {"outcome": "error", "error": describe_error(error)}))
+        return []
+    for line in result.events:
+        event(log, logging.WARNING, "poll event", event="poll.event", source=url, detail=line)
+    metrics.messages.labels(url).inc(len(result.new_ids))
+    if result.quarantined:
+        metrics.quarantined.labels(url).inc(len(result.quarantined))
+        event(log, logging.WARNING, "messages quarantined: see triage list --failed", event="poll.quarantined",
+              source=url, keys=result.quarantined)
+    if result.stopped:
+        event(log, logging.INFO, "poll stopped: the rest is read at the next poll", event="poll.stopped",
+              source=url, new=len(result.new_ids))
+        return result.new_ids
+    metrics.polls.labels(url, "ok").inc()
+    event(log, logging.INFO, "polled", event="poll.done", source=url, new=len(result.new_ids),
+          quarantined=len(result.quarantined))
+    store.set_cursor(LAST_POLL_KEY + url, json.dumps(outcome | {
+        "outcome": "ok", "new": len(result.new_ids), "events": len(result.events),
+        "quarantined": len(result.quarantined)}))
+    return result.new_ids
 
 
 def make_notifier(database: Path, environ=os.environ):
@@ -162,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     database = resolve_db_path(args.db)
-    database.parent.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(database.parent)
     metrics = DaemonMetrics()
     health = None
     if port is not None:
@@ -207,14 +237,29 @@ def run(args: argparse.Namespace) -> int:
 
 def run_pass(settings, store, state: DaemonState, lab: flow.Lab, metrics: DaemonMetrics, *,
              admit_days: float) -> None:
-    """One pass: deliver, poll, admit, plan, run, deliver."""
-    lab.deliver()
-    poll_due_sources(settings, store, state, metrics)
-    if not state.stop:
-        if flow.admit(store, lab, admit_days):
-            lab.deliver()
-        flow.plan_new(store, lab)
+    """One pass: deliver, poll, admit, plan, run, deliver. A step that raises is logged and skipped."""
+    def step(name: str, action: Callable[[], object]) -> None:
+        try:
+            action()
+        except Exception as error:  # noqa: BLE001 - the loop outlives any one step's failure
+            metrics.step_failures.labels(name).inc()
+            event(log, logging.ERROR, "step failed: the daemon goes on at the next tick", event="pass.failed",
+                  step=name, error=describe_error(error), exc_info=True)
+
+    def run_planned() -> None:
         for message_id in flow.run_planned(store, lab):
             metrics.runs.labels(store.get_triage(message_id).state).inc()
-        lab.deliver()
-    metrics.set_counts(store.triage_counts(), store.outbox_counts(), render.STATES, OUTBOX_STATUSES)
+
+    def admit() -> None:
+        if flow.admit(store, lab, admit_days):
+            lab.deliver()
+
+    step("deliver", lab.deliver)
+    step("poll", lambda: poll_due_sources(settings, store, state, metrics))
+    if not state.stop:
+        step("admit", admit)
+        step("plan", lambda: flow.plan_new(store, lab))
+        step("run", run_planned)
+        step("deliver", lab.deliver)
+    step("count", lambda: metrics.set_counts(store.triage_counts(), store.outbox_counts(), render.STATES,
+                                             OUTBOX_STATUSES))

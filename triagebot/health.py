@@ -34,6 +34,10 @@ class DaemonMetrics:
                                        registry=self.registry)
         self.notifications = Counter("triage_notifications_sent", "Notifications delivered",
                                      registry=self.registry)
+        self.quarantined = Counter("triage_messages_quarantined", "Messages the parser could not read, by source",
+                                   ["source"], registry=self.registry)
+        self.step_failures = Counter("triage_step_failures", "Steps of a pass that raised, by step", ["step"],
+                                     registry=self.registry)
         self.runs = Counter("triage_runs", "Reruns finished, by outcome", ["outcome"], registry=self.registry)
         self.heartbeat_at = time.monotonic()
         self.started_at = time.time()

@@ -32,5 +32,7 @@ def configure(stream=None, level: int = logging.INFO) -> None:
     root.propagate = False
 
 
-def event(logger: logging.Logger, level: int, message: str, **fields) -> None:
-    logger.log(level, message, extra={"fields": fields})
+def event(logger: logging.Logger, level: int, message: str, *, exc_info: bool = False, **fields) -> None:
+    """Log one event line; `exc_info=True` (inside an `except`) adds the traceback as its
+    `exception` key (escaped by JSON: the event stays one line)."""
+    logger.log(level, message, exc_info=exc_info, extra={"fields": fields})
