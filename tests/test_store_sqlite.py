@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import itertools
+import os
 import sqlite3
+import stat
 import threading
 import time
 from pathlib import Path
@@ -26,7 +28,7 @@ from triagebot.store.protocol import (
     is_synthetic_message_id,
     synthetic_message_id,
 )
-from triagebot.store.sqlite import SqliteStore, resolve_db_path
+from triagebot.store.sqlite import SqliteStore, open_private, resolve_db_path
 from triagebot.store.threads import choose_root, parent_edges
 
 RECEIVED = "2024-06-01T12:00:00+00:00"
@@ -564,3 +566,51 @@ def test_resolve_db_path_precedence(tmp_path: Path) -> None:
     assert resolve_db_path(None, {"HOME": "/home/u"}) == \
         Path("/home/u/.local/share/triagebot/triage.db")
     assert resolve_db_path("~/x.db", {"HOME": str(tmp_path)}).is_absolute()
+
+
+# -- file modes (issue 13: the database held raw mail world-readable) ------------------------
+
+@pytest.fixture
+def permissive_umask():
+    """umask 000: what triagebot creates must be private by itself, not by the caller's umask."""
+    old = os.umask(0)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_database_files_are_0600_and_the_directories_made_for_them_0700(tmp_path: Path,
+                                                                       permissive_umask: None) -> None:
+    database = tmp_path / "data" / "triagebot" / "triage.db"
+    with SqliteStore(database) as store:
+        put(store, "mode@example.org")  # a write: the -wal and -shm files exist now
+        files = [database, Path(f"{database}-wal"), Path(f"{database}-shm")]
+        assert all(path.exists() for path in files)
+        assert [_mode(path) for path in files] == [0o600, 0o600, 0o600]
+    assert _mode(tmp_path / "data") == 0o700 and _mode(tmp_path / "data" / "triagebot") == 0o700
+    with open_private(database.with_name("triage.db.host-lab.lock")) as handle:
+        handle.write("")
+    assert _mode(database.with_name("triage.db.host-lab.lock")) == 0o600
+
+
+def test_an_existing_directory_and_file_keep_their_modes(tmp_path: Path, permissive_umask: None) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o750)
+    os.chmod(shared, 0o750)
+    SqliteStore(shared / "t.db").close()
+    os.chmod(shared / "t.db", 0o640)  # an operator's choice
+    SqliteStore(shared / "t.db").close()
+    assert _mode(shared) == 0o750 and _mode(shared / "t.db") == 0o640
+
+
+def test_the_rerun_host_lock_is_created_0600(tmp_path: Path, permissive_umask: None) -> None:
+    from triagebot.reproduce.rerun_command import host_lock
+
+    with host_lock(tmp_path / "t.db", "lab-local"):
+        pass
+    assert _mode(tmp_path / "t.db.host-lab-local.lock") == 0o600

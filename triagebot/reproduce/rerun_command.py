@@ -26,7 +26,7 @@ from triagebot.reproduce.plan import HostShape, Plan, plan_report
 from triagebot.reproduce.runner import Sample, rerun
 from triagebot.reproduce.templates import load_templates
 from triagebot.store.protocol import normalize_message_id
-from triagebot.store.sqlite import SqliteStore, resolve_db_path
+from triagebot.store.sqlite import SqliteStore, open_private, resolve_db_path
 from triagebot.verdict import sequential
 from triagebot.verdict.sequential import Plan as RoundsPlan
 
@@ -55,7 +55,7 @@ def commits_of(report: Report) -> tuple[str | None, str | None]:
 def host_lock(database: Path, host_name: str):
     """One rerun per host at a time, across processes: an exclusive lock beside the database."""
     path = database.with_name(f"{database.name}.host-{host_name}.lock")
-    with open(path, "w") as handle:
+    with open_private(path) as handle:  # 0600 like the database it sits beside
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
