@@ -122,3 +122,65 @@ def test_only_recent_reports_are_taken_on_and_each_once(tmp_path: Path) -> None:
         assert parent.kind == "parent" and parent.channel == "#perf-triage"
         assert parent.payload["text"].startswith("[new] [REGRESSION] sysbench cpu events/s down ~25%")
         assert store.get_triage(record["message_id"]).state == "new"
+
+
+# -- one source, one message, one step cannot stop the daemon (issue 13 finding 1) ---------------
+
+def _counter(metrics: DaemonMetrics, name: str, labels: dict) -> float:
+    return metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+def test_a_source_raising_anything_is_logged_and_the_next_source_still_polled(
+        tmp_path: Path, monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    from tests.test_quarantine import mail, mbox, poison
+    from triagebot import daemon
+    from triagebot.ingest.files import FileSource
+
+    path = mbox(tmp_path / "list.mbox", [mail("good@example.org", "good"), poison()])
+    broken_url, file_url = "https://broken.example/list/", "https://file.example/list/"
+
+    class Broken:
+        key = "lore:" + broken_url
+
+        def poll(self, cursor):
+            raise RuntimeError("a bug in a source")
+
+    monkeypatch.setattr(daemon, "build_source",
+                        lambda url, policy, **_: Broken() if url == broken_url else FileSource(path))
+    settings = SimpleNamespace(http=None, sources=[SimpleNamespace(url=broken_url, poll_minutes=1),
+                                                   SimpleNamespace(url=file_url, poll_minutes=1)])
+    metrics = DaemonMetrics()
+    with SqliteStore(tmp_path / "d.db") as store:
+        new_ids = daemon.poll_due_sources(settings, store, daemon.DaemonState(), metrics, jobs=1)
+        assert new_ids == ["good@example.org"] and store.count_quarantined() == 1
+        broken = json.loads(store.get_cursor(daemon.LAST_POLL_KEY + broken_url))
+        assert broken["outcome"] == "error"
+        assert broken["error"] == f"lore:{broken_url}: the poll failed: RuntimeError: a bug in a source"
+        polled = json.loads(store.get_cursor(daemon.LAST_POLL_KEY + file_url))
+        assert (polled["outcome"], polled["new"], polled["quarantined"]) == ("ok", 1, 1)
+    assert _counter(metrics, "triage_polls_total", {"source": broken_url, "outcome": "error"}) == 1
+    assert _counter(metrics, "triage_messages_quarantined_total", {"source": file_url}) == 1
+
+
+def test_a_step_that_raises_is_logged_and_the_pass_goes_on(tmp_path: Path, monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    from triagebot import daemon
+
+    ran: list[str] = []
+
+    def plan_new(store, lab):
+        raise KeyError("a field one report lacks")
+
+    monkeypatch.setattr(flow, "admit", lambda store, lab, days: ran.append("admit") or [])
+    monkeypatch.setattr(flow, "plan_new", plan_new)
+    monkeypatch.setattr(flow, "run_planned", lambda store, lab: ran.append("run") or [])
+    lab = SimpleNamespace(deliver=lambda: ran.append("deliver"))
+    metrics = DaemonMetrics()
+    with SqliteStore(tmp_path / "d.db") as store:
+        daemon.run_pass(SimpleNamespace(sources=[], http=None), store, daemon.DaemonState(), lab, metrics,
+                        admit_days=14)
+    assert ran == ["deliver", "admit", "run", "deliver"]
+    assert _counter(metrics, "triage_step_failures_total", {"step": "plan"}) == 1
