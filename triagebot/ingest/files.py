@@ -64,13 +64,24 @@ class FileSource:
         if not self.path.exists():
             raise InputError(str(self.path), "no such file or directory")
         identity = self._identity()
-        done = 0
-        if cursor:
-            state = json.loads(cursor)
-            if {key: state.get(key) for key in identity} == identity:
-                done = int(state.get("done", 0))
+        done = _done(cursor, identity)
         messages = self._read()
         chunk = messages[done:done + self.chunk_messages]
         done += len(chunk)
         return Batch(messages=tuple(chunk), cursor=json.dumps({**identity, "done": done}),
                      more=done < len(messages), total=len(messages))
+
+
+def _done(cursor: str | None, identity: dict[str, int]) -> int:
+    """Messages of this file stored already, by the cursor; 0 for another file's cursor or one that
+    cannot be read (the file is then read from the start: the store ignores what it has)."""
+    if not cursor:
+        return 0
+    try:
+        state = json.loads(cursor)
+        if {key: state.get(key) for key in identity} != identity:
+            return 0
+        done = int(state.get("done", 0))
+    except (ValueError, TypeError, AttributeError):
+        return 0
+    return max(done, 0)
