@@ -131,7 +131,8 @@ def _counter(metrics: DaemonMetrics, name: str, labels: dict) -> float:
 
 
 def test_a_source_raising_anything_is_logged_and_the_next_source_still_polled(
-        tmp_path: Path, monkeypatch) -> None:
+        tmp_path: Path, monkeypatch, caplog) -> None:
+    import logging
     from types import SimpleNamespace
 
     from tests.test_quarantine import mail, mbox, poison
@@ -162,6 +163,8 @@ def test_a_source_raising_anything_is_logged_and_the_next_source_still_polled(
         assert (polled["outcome"], polled["new"], polled["quarantined"]) == ("ok", 1, 1)
     assert _counter(metrics, "triage_polls_total", {"source": broken_url, "outcome": "error"}) == 1
     assert _counter(metrics, "triage_messages_quarantined_total", {"source": file_url}) == 1
+    [failed] = [record for record in caplog.records if getattr(record, "fields", {}).get("event") == "poll.failed"]
+    assert failed.levelno == logging.ERROR and failed.exc_info is not None  # a bug: logged with its traceback
 
 
 def test_a_step_that_raises_is_logged_and_the_pass_goes_on(tmp_path: Path, monkeypatch) -> None:

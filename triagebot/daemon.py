@@ -36,7 +36,7 @@ from triagebot.errors import TriageError
 from triagebot.health import DaemonMetrics, HealthServer
 from triagebot.ingest.command import build_source
 from triagebot.ingest.protocol import SourceError
-from triagebot.ingest.runner import describe_error, ingest_once
+from triagebot.ingest.runner import PollFailed, describe_error, ingest_once
 from triagebot.logs import event
 from triagebot.notify import outbox, render
 from triagebot.notify.routing import load_routing
@@ -102,7 +102,7 @@ def _poll_one(source_settings, settings, store, state: DaemonState, metrics: Dae
         result = ingest_once(source, store, jobs=jobs, should_stop=lambda: state.stop)
     except Exception as error:  # noqa: BLE001 - one source's failure, of any kind, is that poll's alone
         metrics.polls.labels(url, "error").inc()
-        unexpected = not isinstance(error, TriageError)
+        unexpected = isinstance(error, PollFailed) or not isinstance(error, TriageError)  # a bug: log its traceback
         event(log, logging.ERROR if unexpected else logging.WARNING, "poll failed", event="poll.failed",
               source=url, error=describe_error(error), exc_info=unexpected)
         store.set_cursor(LAST_POLL_KEY + url,

@@ -43,6 +43,10 @@ class IngestResult:
     stopped: bool = False  # a stop was asked for: the batch in hand was left for the next poll
 
 
+class PollFailed(SourceError):
+    """A source's poll raised something unexpected (a bug, not a server's answer): `__cause__` holds it."""
+
+
 Progress = Callable[[int, int | None], None]  # (messages handled so far, total if known)
 StopAsked = Callable[[], bool]
 
@@ -198,7 +202,7 @@ def poll_source(source: Source, cursor: str | None) -> Batch:
     except TriageError:
         raise
     except Exception as error:  # noqa: BLE001 - a source's bug fails its poll, not the process
-        raise SourceError(f"{source.key}: the poll failed: {describe_error(error)}") from error
+        raise PollFailed(f"{source.key}: the poll failed: {describe_error(error)}") from error
 
 
 def ingest_once(source: Source, store: Store, *, jobs: int | None = None,
