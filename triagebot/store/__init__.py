@@ -2,5 +2,6 @@
 
 `protocol.py` holds the contract (and the backend-neutral Message-ID helpers), `sqlite.py` the
 default SQLite backend, `migrations.py` its versioned schema, `threads.py` the pure threading
-rules. Import from those modules; this file has no logic.
+rules, `quarantine.py` the messages the parser could not read. Import from those modules; this
+file has no logic.
 """

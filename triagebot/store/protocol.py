@@ -115,7 +115,8 @@ class Store(Protocol):
         """Messages (+ their records and thread links) and the cursor in one transaction.
 
         Returns the ids that were new, in input order. Records of already-known messages are
-        left alone (re-ingesting changes nothing; `put_record` is the reparse path)."""
+        left alone (re-ingesting changes nothing; `put_record` is the reparse path). A new id that
+        was quarantined leaves the quarantine: it is a normal message now."""
         ...
 
     def has_message(self, message_id: str) -> bool: ...
