@@ -104,7 +104,7 @@ def store_parsed(store: Store, parsed: list[tuple[FetchedMessage, str, dict]], r
     Returns the (message, name, error) of those whose record could not be stored: the caller
     quarantines them. A database failure (StoreError, sqlite3.OperationalError) is raised."""
     failures: list[tuple[FetchedMessage, str, str]] = []
-    incoming: list[tuple[IncomingMessage, str]] = []
+    incoming: list[tuple[IncomingMessage, FetchedMessage, str]] = []
     aliases: list[tuple[str, str, bool]] = []  # (key, message id, message has a real Message-ID)
     for fetched, name, record in parsed:
         try:
@@ -113,29 +113,28 @@ def store_parsed(store: Store, parsed: list[tuple[FetchedMessage, str, dict]], r
         except Exception as error:  # noqa: BLE001 - a record this message alone cannot be stored with
             failures.append((fetched, name, f"its record cannot be stored: {describe_error(error)}"))
             continue
-        incoming.append((item, name))
+        incoming.append((item, fetched, name))
         aliases.append(alias)
     kept = []
-    for (item, name), (key, _, has_id) in zip(incoming, aliases):
+    for (item, fetched, name), (key, _, has_id) in zip(incoming, aliases):
         if not has_id and store.resolve_alias(key) is not None:
             continue  # an archive page of a message stored already
-        kept.append((item, name))
+        kept.append((item, fetched, name))
     try:
         with store.transaction():
-            new_ids = store.ingest_batch([item for item, _ in kept])
+            new_ids = store.ingest_batch([item for item, _, _ in kept])
     except (StoreError, sqlite3.OperationalError):
         raise
     except Exception:  # noqa: BLE001 - one message's data: store them one by one to find which
         new_ids = []
-        for item, name in kept:
+        for item, fetched, name in kept:
             try:
                 with store.transaction():
                     new_ids.extend(store.ingest_batch([item]))
             except (StoreError, sqlite3.OperationalError):
                 raise
             except Exception as error:  # noqa: BLE001
-                failures.append((FetchedMessage(item.raw, item.source_name, item.source_url, item.list_name), name,
-                                 f"it cannot be stored: {describe_error(error)}"))
+                failures.append((fetched, name, f"it cannot be stored: {describe_error(error)}"))
     for key, message_id, has_id in aliases:
         known = store.resolve_alias(key)
         if known is None:
