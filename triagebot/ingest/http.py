@@ -39,13 +39,15 @@ _CURRENT = threading.local()  # the _Watch of the request running in this thread
 
 
 class _Watch:
-    """The deadline of one request: when it passes, shut down the sockets of its connections."""
+    """The deadline of one request: when it passes, shut down the sockets it used."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.expired = False
         self._lock = threading.Lock()
-        self._connections: list[object] = []
+        # Sockets, not connections: http.client drops a connection's socket once a response
+        # that ends with the connection is under way, and the response reads on from it.
+        self._sockets: list[socket.socket] = []
         self._timer = threading.Timer(seconds, self._expire)
         self._timer.daemon = True
 
@@ -60,28 +62,28 @@ class _Watch:
 
     def watch(self, connection: object) -> None:
         """Called by a connection when it connects or sends a request in this thread."""
+        sock = getattr(connection, "sock", None)
+        if sock is None:
+            return  # not connected yet: connect() calls again
         with self._lock:
-            if connection not in self._connections:
-                self._connections.append(connection)
+            if all(known is not sock for known in self._sockets):
+                self._sockets.append(sock)
             expired = self.expired
         if expired:
-            _shut(connection)
+            _shut(sock)
 
     def _expire(self) -> None:
         with self._lock:
             self.expired = True
-            connections = list(self._connections)
-        for connection in connections:
-            _shut(connection)
+            sockets = list(self._sockets)
+        for sock in sockets:
+            _shut(sock)
 
 
-def _shut(connection: object) -> None:
-    sock = getattr(connection, "sock", None)
-    if sock is None:
-        return  # still connecting: bounded by the connect timeout, and watch() shuts it after
+def _shut(sock: socket.socket) -> None:
     try:
         # socket.socket's own shutdown, not SSLSocket's (which drops its SSL object under a
-        # read running in another thread): the read then sees the connection end.
+        # read running in another thread): the blocked read then sees the connection end.
         socket.socket.shutdown(sock, socket.SHUT_RDWR)
     except OSError:
         pass
