@@ -21,8 +21,9 @@ from tests.conftest import FIXTURES
 from tests.support.hostile_http import MIB, HostileServer, answer, gzip_bomb, streamed
 from tests.support.openwall_server import OpenwallServer
 from triagebot.ingest.http import RequestsClient
-from triagebot.ingest.lore import (ENTRIES_PER_POLL, FEED_MAX_ENTRIES, THREAD_MAX_BYTES,
-                                   THREAD_MAX_MESSAGES, LoreSource)
+from triagebot.ingest.lore import (ENTRIES_PER_POLL, FEED_MAX_ENTRIES, GZIP_MAX_MEMBERS,
+                                   THREAD_MAX_BYTES, THREAD_MAX_MESSAGES, LoreSource)
+from triagebot.ingest.lore_thread import message_base_url
 from triagebot.ingest.openwall import PAGE_MAX_BYTES, PAGES_PER_RUN, OpenwallSource
 from triagebot.ingest.protocol import HttpPolicy, SourceError
 from triagebot.ingest.runner import ingest_once
@@ -208,6 +209,37 @@ def test_a_thread_of_too_many_messages_falls_back_to_the_message_alone(server):
     batch = within_guard(lore(list_url).poll, None)
     assert [m.raw for m in batch.messages] == [message("r0@example.org")]
     assert [e for e in batch.events if f"thread of more than {THREAD_MAX_MESSAGES} messages" in e]
+
+
+@pytest.mark.parametrize("content_encoding", [False, True], ids=["gzip-file", "content-encoding"])
+def test_a_thread_mbox_of_many_gzip_members_falls_back_to_the_message_alone(server, content_encoding):
+    base = server.url(f"/{LIST}/")
+    # 200k empty gzip members before the thread: each would restart zlib on the rest of the body
+    members = gzip.compress(b"") * 200_000 + gzip.compress(mboxrd([message("many@example.org")]))
+    headers = {"Content-Encoding": "gzip"} if content_encoding else {}
+    list_url = serve_lore(server, feed([f"{base}many@example.org/"]).encode(),
+                          thread=lambda message_id: answer(members, "application/gzip", headers=headers))
+    batch = within_guard(lore(list_url).poll, None)
+    assert [m.raw for m in batch.messages] == [message("many@example.org")]
+    said = [e for e in batch.events if "fetching the message alone" in e]
+    assert len(said) == 1 and f"more than {GZIP_MAX_MEMBERS} gzip members" in said[0], said
+
+
+def test_a_thread_mbox_of_a_few_gzip_members_is_read_whole(server):
+    base = server.url(f"/{LIST}/")
+    two = gzip.compress(mboxrd([message("two-1@example.org", 1)])) + b"\0\0" + \
+        gzip.compress(mboxrd([message("two-2@example.org", 2)]))
+    list_url = serve_lore(server, feed([f"{base}two-1@example.org/"]).encode(),
+                          thread=lambda message_id: answer(two, "application/gzip"))
+    batch = within_guard(lore(list_url).poll, None)
+    assert [m.raw for m in batch.messages] == [message("two-1@example.org", 1), message("two-2@example.org", 2)]
+    assert batch.events == ()
+
+
+def test_a_message_url_with_dot_segments_names_no_message():
+    assert message_base_url("https://lore.kernel.org/oe-lkp/../x@y/") is None
+    assert message_base_url("https://lore.kernel.org/oe-lkp/%2E%2E/x@y/raw") is None
+    assert message_base_url("https://lore.kernel.org/oe-lkp/x@y/raw") == "https://lore.kernel.org/oe-lkp/x@y/"
 
 
 # --- openwall ----------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 CHUNK_BYTES = 64 * 1024  # one read of the wire; decoded output is capped separately
 ACCEPT_ENCODING = "gzip"  # the one Content-Encoding asked for (decoded here, under the cap)
+GZIP_MAX_MEMBERS = 64  # concatenated gzip members in one body (servers send one)
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _CURRENT = threading.local()  # the _Watch of the request running in this thread
 
@@ -135,6 +136,7 @@ class _Decoder:
         self._object = None if self.identity else zlib.decompressobj(self._wbits)
         self._started = False
         self._done = False  # past the end of the last gzip member: the rest is ignored
+        self._members = 1
         self.url = url
 
     def decode(self, data: bytes, room: int) -> bytes:
@@ -160,6 +162,9 @@ class _Decoder:
             if self._object.eof:
                 rest = self._object.unused_data.lstrip(b"\0")
                 if rest.startswith(b"\x1f\x8b") and self._wbits == 16 + zlib.MAX_WBITS:
+                    self._members += 1
+                    if self._members > GZIP_MAX_MEMBERS:
+                        raise ResponseRefused(f"{self.url}: more than {GZIP_MAX_MEMBERS} gzip members: refused")
                     self._object = zlib.decompressobj(self._wbits)  # the next gzip member
                     data = rest
                 else:

@@ -53,7 +53,8 @@ from email.policy import compat32
 
 from triagebot.ingest.http import fetch
 from triagebot.ingest.protocol import (
-    Batch, BodyTooLarge, FetchedMessage, HttpClient, HttpPolicy, HttpResponse, Sleeper, SourceError)
+    Batch, BodyTooLarge, FetchedMessage, HttpClient, HttpPolicy, HttpResponse, ResponseRefused,
+    Sleeper, SourceError)
 from triagebot.inputs import split_mbox
 
 __all__ = ["LoreSource", "CURSOR_VERSION"]
@@ -73,6 +74,9 @@ RAW_MESSAGE_MAX_BYTES = 64 * MIB  # one message from `raw` (the per-message limi
 _DOT_SEGMENTS = ("", ".", "..")
 _HEADER_LINE_RE = re.compile(rb"^[!-9;-~]+:")  # "Name:" as RFC 5322 allows field names
 _GZIP_MAGIC = b"\x1f\x8b"
+_NULS = re.compile(rb"\0*")
+UNPACK_CHUNK_BYTES = 1 << 20  # gzip fed to zlib at a time when unpacking a thread mbox
+GZIP_MAX_MEMBERS = 64  # concatenated gzip members in one t.mbox.gz (public-inbox writes one)
 
 
 class _TooLarge(Exception):
@@ -81,6 +85,8 @@ class _TooLarge(Exception):
 
 _OVER_BYTES = "over the byte cap"  # _accept_thread's answers for a thread too large to read
 _OVER_MESSAGES = "over the message cap"
+_OVER_MEMBERS = "over the gzip member cap"
+_TOO_LARGE = (_OVER_BYTES, _OVER_MESSAGES, _OVER_MEMBERS)
 
 
 class _Truncated(Exception):
@@ -266,7 +272,7 @@ class LoreSource:
 
         def accept_thread(response: HttpResponse) -> str | None:
             problem = self._accept_thread(response, found)
-            if problem in (_OVER_BYTES, _OVER_MESSAGES):
+            if problem in _TOO_LARGE:
                 too_large.append(problem)
                 return None
             return problem
@@ -275,8 +281,8 @@ class LoreSource:
             response = fetch(self.client, url + "t.mbox.gz", self.policy,
                              limit=self.max_thread_bytes, sleep=self.sleep, accept=accept_thread,
                              events=events, rng=self.rng)
-        except BodyTooLarge:
-            too_large.append(_OVER_BYTES)
+        except ResponseRefused as error:  # too large, or a redirect elsewhere: not the thread
+            too_large.append(_OVER_BYTES if isinstance(error, BodyTooLarge) else str(error))
             response = None
         if response is not None and response.status == 200 and found:
             return found[-1]
@@ -294,7 +300,7 @@ class LoreSource:
         try:
             response = fetch(self.client, url + "raw", self.policy, limit=RAW_MESSAGE_MAX_BYTES,
                              sleep=self.sleep, accept=accept_raw, events=events, rng=self.rng)
-        except BodyTooLarge as error:
+        except ResponseRefused as error:
             events.append(f"{self.feed_url}: skipped entry {label}: {error}")
             return None
         if response.status == 200 and found:
@@ -307,8 +313,8 @@ class LoreSource:
         """Unpack and split a t.mbox.gz answer into `found`; why not, or _OVER_* for too big."""
         try:
             data = _unpack(response, self.max_thread_bytes)
-        except _TooLarge:
-            return _OVER_BYTES
+        except _TooLarge as error:
+            return _OVER_MEMBERS if error.args == (_OVER_MEMBERS,) else _OVER_BYTES
         except _Truncated as error:
             return str(error)
         problem = _accept_messages(data, found, "a thread mbox")
@@ -318,9 +324,14 @@ class LoreSource:
         return problem
 
     def _too_large_reason(self, which: str) -> str:
+        """The event text for a thread not read: too many messages, too large, else refused."""
         if which == _OVER_MESSAGES:
             return f"thread of more than {THREAD_MAX_MESSAGES} messages"
-        return f"thread larger than {self.max_thread_bytes} bytes"
+        if which == _OVER_BYTES:
+            return f"thread larger than {self.max_thread_bytes} bytes"
+        if which == _OVER_MEMBERS:
+            return f"thread mbox of more than {GZIP_MAX_MEMBERS} gzip members"
+        return which
 
     def thread_batch(self, message_url: str) -> Batch:
         """The whole thread of the message at `message_url` (…/<list>/<msgid>/), by itself.
@@ -385,7 +396,7 @@ class LoreSource:
             def accept(response: HttpResponse, found: list[list[bytes]] = found,
                        too_large: list[str] = too_large) -> str | None:
                 problem = self._accept_thread(response, found)
-                if problem in (_OVER_BYTES, _OVER_MESSAGES):
+                if problem in _TOO_LARGE:
                     too_large.append(problem)
                     return None
                 return problem
@@ -394,8 +405,8 @@ class LoreSource:
                 response = fetch(self.client, url + "t.mbox.gz", self.policy,
                                  limit=self.max_thread_bytes, sleep=self.sleep, accept=accept,
                                  events=events, rng=self.rng)
-            except BodyTooLarge:
-                too_large.append(_OVER_BYTES)
+            except ResponseRefused as error:
+                too_large.append(_OVER_BYTES if isinstance(error, BodyTooLarge) else str(error))
                 response = None
             except SourceError as error:
                 events.append(f"refetch of tracked threads stopped, retried next poll: {error}")
@@ -567,28 +578,46 @@ def _parse_feed(response: HttpResponse,
 
 
 def _unpack(response: HttpResponse, limit: int) -> bytes:
-    """The mbox of a t.mbox.gz answer: gunzipped, whole, at most `limit` bytes."""
+    """The mbox of a t.mbox.gz answer: gunzipped, at most `limit` bytes, else _TooLarge.
+
+    Incremental: the gzip is fed to zlib UNPACK_CHUNK_BYTES at a time and zlib is asked for no
+    more than the room left, so a bomb stops at `limit` bytes out; at most GZIP_MAX_MEMBERS
+    concatenated gzip members (public-inbox writes one), so many tiny members cost no more.
+    """
     body = response.body
     if not body.startswith(_GZIP_MAGIC):
         return body  # the transport already decoded a Content-Encoding: gzip
+    view = memoryview(body)
     out: list[bytes] = []
     total = 0
-    data = body
-    while data:
-        decompressor = zlib.decompressobj(wbits=31)
+    members = 0
+    position = 0
+    decompressor = None
+    while True:
+        if decompressor is None:  # between members: NUL padding, then the next one or the end
+            position = _NULS.match(body, position).end()
+            if position == len(body):
+                break
+            if body[position:position + 2] != _GZIP_MAGIC:
+                raise _Truncated("damaged gzip (trailing bytes after the stream)")
+            members += 1
+            if members > GZIP_MAX_MEMBERS:
+                raise _TooLarge(_OVER_MEMBERS)
+            decompressor = zlib.decompressobj(wbits=31)
+        data = view[position:position + UNPACK_CHUNK_BYTES]
+        if not data:
+            raise _Truncated(f"truncated gzip ({len(body)} bytes, the stream does not end)")
         try:
             chunk = decompressor.decompress(data, limit - total + 1)
         except zlib.error as error:
             raise _Truncated(f"damaged gzip ({error})") from error
         total += len(chunk)
-        if total > limit or decompressor.unconsumed_tail:
+        if total > limit:
             raise _TooLarge()
-        if not decompressor.eof:
-            raise _Truncated(f"truncated gzip ({len(body)} bytes, the stream does not end)")
         out.append(chunk)
-        data = decompressor.unused_data.lstrip(b"\0")
-        if data and not data.startswith(_GZIP_MAGIC):
-            raise _Truncated("damaged gzip (trailing bytes after the stream)")
+        position += len(data) - len(decompressor.unconsumed_tail) - len(decompressor.unused_data)
+        if decompressor.eof:
+            decompressor = None
     return b"".join(out)
 
 

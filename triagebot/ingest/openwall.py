@@ -46,8 +46,8 @@ from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
 from triagebot.ingest.http import fetch
-from triagebot.ingest.protocol import (Batch, BodyTooLarge, FetchedMessage, HttpClient, HttpPolicy,
-                                       HttpResponse, Sleeper)
+from triagebot.ingest.protocol import (Batch, FetchedMessage, HttpClient, HttpPolicy, HttpResponse,
+                                       ResponseRefused, Sleeper)
 from triagebot.parse.identity import fallback_key, fallback_key_of_record
 from triagebot.parse.webpage import looks_like_html, split_header_block
 
@@ -371,7 +371,7 @@ class OpenwallSource:
 
         try:
             response = self._get(url, accept, events)
-        except BodyTooLarge as error:
+        except ResponseRefused as error:  # over PAGE_MAX_BYTES, or a redirect elsewhere
             events.append(f"{error}; the day's pages are skipped")
             return []
         return [] if response.status == 404 else found[-1]
@@ -400,7 +400,7 @@ def _fetch_page(get: Callable[[str, Callable[[HttpResponse], str | None], list[s
 
     try:
         response = get(url, accept, events)
-    except BodyTooLarge as error:
+    except ResponseRefused as error:  # over PAGE_MAX_BYTES, or a redirect elsewhere
         events.append(f"{error}; skipped")
         return None
     if response.status == 404 or kinds[-1] == "gone":
