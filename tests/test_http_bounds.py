@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import PROJECT
 from tests.support.hostile_http import (
-    MIB, HostileServer, answer, dribble, gzip_bomb, redirect, streamed, zeros)
+    MIB, HostileServer, answer, dribble, gzip_bomb, redirect, self_signed, streamed, zeros)
 from triagebot.ingest.http import RequestsClient, fetch
 from triagebot.ingest.protocol import BodyTooLarge, HttpPolicy, ResponseRefused, SourceError
 from triagebot.reproduce.materials import MaterialsError, fetch_materials
@@ -208,6 +208,24 @@ def test_a_server_dribbling_a_byte_at_a_time_fails_at_the_deadline(server, heade
     with pytest.raises(SourceError, match=r"no whole answer within the 1.5 s deadline.*gave up after 2"):
         get(server.url("/new.atom"), limit=MIB, policy=SHORT)
     assert server.hits == ["/new.atom", "/new.atom"]  # retried, like a timeout
+
+
+def test_the_deadline_holds_over_https_too(tmp_path):
+    tls = self_signed(tmp_path)
+    if tls is None:
+        pytest.skip("no openssl command to make a certificate with")
+    with HostileServer(tls=tls) as secure:
+        secure.route("/new.atom", dribble(b"x" * 100, every=0.2))
+        secure.route("/ok", answer(b"ok"))
+        client = RequestsClient(SHORT, trust_environment=False)
+        client._session.verify = str(tls[0])  # trust the test's own certificate, nothing else
+        try:
+            assert within_guard(client.get, secure.url("/ok"), timeout=10, deadline=60,
+                                limit=MIB).body == b"ok"  # TLS itself works here
+            with pytest.raises(SourceError, match=r"no whole answer within the 1.5 s deadline"):
+                within_guard(client.get, secure.url("/new.atom"), timeout=10, deadline=1.5, limit=MIB)
+        finally:
+            client.close()
 
 
 def test_an_answer_within_the_deadline_is_kept(server):

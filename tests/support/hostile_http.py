@@ -18,11 +18,15 @@ Content-Length says otherwise). A client that hangs up makes the handler stop qu
 """
 from __future__ import annotations
 
+import shutil
+import ssl
+import subprocess
 import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import urlsplit
 
 Handler = Callable[[BaseHTTPRequestHandler], None]
@@ -30,7 +34,9 @@ MIB = 1 << 20
 
 
 class HostileServer:
-    def __init__(self) -> None:
+    """`tls`: (certificate file, key file) to answer HTTPS instead (see `self_signed`)."""
+
+    def __init__(self, tls: tuple[Path, Path] | None = None) -> None:
         self.hits: list[str] = []
         self._routes: dict[str | None, Handler] = {}
         self._lock = threading.Lock()
@@ -54,8 +60,18 @@ class HostileServer:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Request)
+        class Quiet(ThreadingHTTPServer):
+            def handle_error(self, request, client_address) -> None:
+                pass  # a client hanging up mid-answer (over TLS: an SSL EOF) is the point
+
+        self._httpd = Quiet(("127.0.0.1", 0), Request)
         self._httpd.daemon_threads = True
+        self.scheme = "http"
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True)
+            self.scheme = "https"
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         daemon=True)
 
@@ -73,7 +89,7 @@ class HostileServer:
         return self._httpd.server_address[1]
 
     def url(self, path: str = "/") -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+        return f"{self.scheme}://127.0.0.1:{self.port}{path}"
 
     def route(self, path: str | None, handler: Handler) -> None:
         """Answer `path` (None: any path without a route of its own) with `handler`."""
@@ -172,3 +188,15 @@ def redirect(location: str, status: int = 302) -> Handler:
     def handle(request: BaseHTTPRequestHandler) -> None:
         _head(request, status, {"Location": location, "Content-Length": "0"})
     return handle
+
+
+def self_signed(directory: Path) -> tuple[Path, Path] | None:
+    """A certificate for 127.0.0.1 and its key, made by the openssl command; None without it."""
+    if shutil.which("openssl") is None:
+        return None
+    certificate, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(certificate)],
+                   check=True, capture_output=True, timeout=60)
+    return certificate, key
