@@ -171,6 +171,16 @@ def test_a_feed_of_100k_entries_is_stored_in_small_batches_as_they_arrive(server
     assert sum(f"more than {FEED_MAX_ENTRIES} entries" in e for e in result.events) == batches
 
 
+def test_a_feed_padded_with_300k_other_elements_is_read_in_linear_time(server):
+    base = server.url(f"/{LIST}/")
+    hrefs = [f"{base}p{n}@example.org/" for n in range(FEED_MAX_ENTRIES + 1, 0, -1)]
+    body = feed(hrefs).replace("<title>t</title>", "<x/>" * 300_000)
+    list_url = serve_lore(server, body.encode())
+    batch = within_guard(lore(list_url, entries_per_poll=1).poll, None)
+    assert [m.source_url for m in batch.messages] == [f"{base}p2@example.org/"]  # the oldest kept
+    assert batch.more and [e for e in batch.events if f"more than {FEED_MAX_ENTRIES} entries" in e]
+
+
 def test_entries_left_for_the_next_poll_are_not_marked_seen(server):
     base = server.url(f"/{LIST}/")
     list_url = serve_lore(server, feed([f"{base}e{n}@example.org/" for n in range(5, 0, -1)]).encode())

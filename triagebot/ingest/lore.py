@@ -555,20 +555,27 @@ def _parse_feed(response: HttpResponse,
     parser = ET.XMLPullParser(events=("start", "end"))
     entries: list[ET.Element] = []
     root: ET.Element | None = None
+    depth = 0  # of the element an event is about: 1 the feed, 2 its children
     body = response.body
     try:
         for offset in range(0, max(len(body), 1), 1 << 16):
             parser.feed(body[offset:offset + (1 << 16)])
             for event, element in parser.read_events():
-                if root is None:
-                    root = element
-                    if root.tag != f"{ATOM}feed":
-                        return [], False, f"XML but not an Atom feed (root element {root.tag})"
-                if event == "end" and element.tag == f"{ATOM}entry" and element in list(root):
+                if event == "start":
+                    depth += 1
+                    if root is None:
+                        root = element
+                        if root.tag != f"{ATOM}feed":
+                            return [], False, f"XML but not an Atom feed (root element {root.tag})"
+                    continue
+                depth -= 1
+                if depth != 1 or root is None:
+                    continue  # inside a child of the feed, or the feed's own end
+                if element.tag == f"{ATOM}entry":
                     if len(entries) == max_entries:
                         return entries, True, None
                     entries.append(element)
-                    root.remove(element)  # the tree holds only the entry being read
+                root.remove(element)  # the tree holds only the child of the feed being read
         parser.close()
     except ET.ParseError as error:
         return [], False, f"not XML ({error})"
