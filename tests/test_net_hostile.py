@@ -12,13 +12,13 @@ import datetime
 import gzip
 import random
 import re
-import threading
 from urllib.parse import unquote
 
 import pytest
 
 from tests.conftest import FIXTURES
-from tests.support.hostile_http import MIB, HostileServer, answer, gzip_bomb, streamed
+from tests.support.hostile_http import HostileServer, answer, gzip_bomb, streamed
+from tests.support.hostile_http import within_guard as guard
 from tests.support.openwall_server import OpenwallServer
 from triagebot.ingest.http import RequestsClient
 from triagebot.ingest.lore import (ENTRIES_PER_POLL, FEED_MAX_ENTRIES, GZIP_MAX_MEMBERS,
@@ -43,21 +43,7 @@ class Waits(list):
 
 
 def within_guard(function, *args, **kwargs):
-    outcome: dict[str, object] = {}
-
-    def run() -> None:
-        try:
-            outcome["value"] = function(*args, **kwargs)
-        except BaseException as error:  # noqa: BLE001 - handed back to the test
-            outcome["error"] = error
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(HANG_GUARD_SECONDS)
-    assert not thread.is_alive(), f"still running after {HANG_GUARD_SECONDS} s: hung"
-    if "error" in outcome:
-        raise outcome["error"]  # type: ignore[misc]
-    return outcome["value"]
+    return guard(HANG_GUARD_SECONDS, function, *args, **kwargs)
 
 
 # --- a lore-shaped server ----------------------------------------------------------------------
@@ -305,7 +291,7 @@ def test_a_day_index_of_200k_pages_costs_one_poll_run_at_most_pages_per_run():
         assert [e for e in batches[-1].events if f"{PAGES_PER_RUN} pages fetched in this run" in e]
 
         archive.clear_requests()
-        later, _ = within_guard(run, cursor)  # the next scheduled poll goes on where it stopped
+        within_guard(run, cursor)  # the next scheduled poll goes on where it stopped
         assert busy_pages(archive) == list(range(PAGES_PER_RUN + 1, 2 * PAGES_PER_RUN + 1))
 
 

@@ -45,7 +45,7 @@ class HostileServer:
         class Request(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.0"
 
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            def do_GET(self) -> None:
                 path = urlsplit(self.path).path
                 with server._lock:
                     server.hits.append(path)
@@ -200,3 +200,23 @@ def self_signed(directory: Path) -> tuple[Path, Path] | None:
                     "-keyout", str(key), "-out", str(certificate)],
                    check=True, capture_output=True, timeout=60)
     return certificate, key
+
+
+def within_guard(seconds: float, function: Callable, *args: object, **kwargs: object) -> object:
+    """`function(*args, **kwargs)` in a thread: its result or exception, or an AssertionError
+    when it is still running after `seconds` (a hang guard, never a timing assertion)."""
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = function(*args, **kwargs)
+        except BaseException as error:  # noqa: BLE001 - handed back to the caller below
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still running after {seconds} s: hung"
+    if "error" in outcome:
+        raise outcome["error"]  # type: ignore[misc]
+    return outcome["value"]
