@@ -17,12 +17,13 @@ from urllib.parse import unquote
 import pytest
 
 from tests.conftest import FIXTURES
-from tests.support.hostile_http import HostileServer, answer, gzip_bomb, streamed
+from tests.support.hostile_http import MIB, HostileServer, answer, gzip_bomb, streamed, zeros
 from tests.support.hostile_http import within_guard as guard
 from tests.support.openwall_server import OpenwallServer
 from triagebot.ingest.http import RequestsClient
-from triagebot.ingest.lore import (ENTRIES_PER_POLL, FEED_MAX_ENTRIES, GZIP_MAX_MEMBERS,
-                                   THREAD_MAX_BYTES, THREAD_MAX_MESSAGES, LoreSource)
+from triagebot.ingest.lore import (ENTRIES_PER_POLL, FEED_MAX_BYTES, FEED_MAX_ENTRIES,
+                                   GZIP_MAX_MEMBERS, RAW_MESSAGE_MAX_BYTES, THREAD_MAX_BYTES,
+                                   THREAD_MAX_MESSAGES, LoreSource)
 from triagebot.ingest.lore_thread import message_base_url
 from triagebot.ingest.openwall import PAGE_MAX_BYTES, PAGES_PER_RUN, OpenwallSource
 from triagebot.ingest.protocol import HttpPolicy, SourceError
@@ -127,6 +128,28 @@ def test_a_feed_declaring_an_entity_is_refused_in_any_encoding(server, encoding,
     with pytest.raises(SourceError, match="document type declaration in the feed"):
         within_guard(lore(list_url).poll, None)
     assert not [path for path in server.hits if "pwned" in path]  # never expanded into a link
+
+
+def test_a_feed_gzip_bomb_fails_the_poll_with_a_clear_error_and_fetches_nothing(server):
+    list_url = serve_lore(server, b"")
+    server.route(f"/{LIST}/new.atom", streamed(gzip_bomb(6 * 10**9), "application/atom+xml",
+                                                headers={"Content-Encoding": "gzip"}))
+    with pytest.raises(SourceError, match=rf"{list_url}new.atom: body is more than that, over the "
+                                          rf"{FEED_MAX_BYTES} byte cap: refused"):
+        within_guard(lore(list_url).poll, None)
+    assert server.hits == [f"/{LIST}/new.atom"]
+
+
+def test_a_raw_message_over_its_cap_skips_the_entry(server):
+    base = server.url(f"/{LIST}/")
+    list_url = serve_lore(server, feed([f"{base}huge@example.org/", f"{base}fine@example.org/"]).encode(),
+                          thread=lambda message_id: answer(b"gone\n", status=404))
+    server.route(f"/{LIST}/huge@example.org/raw",
+                 streamed(zeros(RAW_MESSAGE_MAX_BYTES + MIB), headers={"Content-Type": "text/plain"}))
+    batch = within_guard(lore(list_url).poll, None)
+    assert [m.raw for m in batch.messages] == [message("fine@example.org")]
+    assert [e for e in batch.events if "skipped entry" in e and "huge@example.org/raw" in e
+            and f"over the {RAW_MESSAGE_MAX_BYTES} byte cap" in e]
 
 
 # --- entries per poll ---------------------------------------------------------------------------

@@ -29,9 +29,11 @@ or empty path segments is unusable, and the thread URL is rebuilt from the Messa
 
 Failures: the feed or a new entry's thread unreadable after `policy.attempts` tries raises
 SourceError, and nothing of that poll is returned, so the caller keeps the old cursor and the
-next poll does the same work again (messages stored twice are ignored by Message-ID). An entry
-whose message is gone (404 for both t.mbox.gz and raw) or that has no usable link is skipped
-with an event and not tried again. A refetch of the tracked threads that fails is logged as an
+next poll does the same work again (messages stored twice are ignored by Message-ID); a feed
+refused for what it is (over its cap, redirected off the list's scheme, host and port) raises
+at once. An entry whose message is gone (404 for both t.mbox.gz and raw), refused (over
+RAW_MESSAGE_MAX_BYTES, redirected elsewhere) or that has no usable link is skipped with an
+event and not tried again. A refetch of the tracked threads that fails is logged as an
 event and retried on the next poll; what the poll found before it is returned.
 """
 from __future__ import annotations
