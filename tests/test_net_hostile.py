@@ -97,7 +97,8 @@ def server():
 
 
 def message_requests(server: HostileServer) -> list[str]:
-    return [path for path in server.hits if not path.endswith("/new.atom")]
+    # not the feed, nor the list's search (`/list/?q=rt:...`, read on a first poll)
+    return [path for path in server.hits if not path.endswith(("/new.atom", f"/{LIST}/"))]
 
 
 # --- feed links --------------------------------------------------------------------------------

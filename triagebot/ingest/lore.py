@@ -47,13 +47,17 @@ import urllib.parse
 import xml.etree.ElementTree as ET
 import xml.parsers.expat
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from email.message import Message
 from email.parser import BytesHeaderParser
 from email.policy import compat32
 
 from triagebot.ingest.http import fetch
+from triagebot.ingest.lore_search import (
+    DEFAULT_SINCE, HEAL_MARGIN_SECONDS, HEAL_PAGES_PER_POLL, NO_SEARCH_STATUS, SEARCH_PAGE_SIZE,
+    Heal, describe, search_url, since_epoch)
 from triagebot.ingest.protocol import (
     Batch, BodyTooLarge, FetchedMessage, HttpClient, HttpPolicy, HttpResponse, ResponseRefused,
     Sleeper, SourceError)
@@ -61,7 +65,7 @@ from triagebot.inputs import split_mbox
 
 __all__ = ["LoreSource", "CURSOR_VERSION"]
 
-CURSOR_VERSION = 1
+CURSOR_VERSION = 2  # v1 (no polled_at, no heal) is still read
 ATOM = "{http://www.w3.org/2005/Atom}"
 # characters public-inbox leaves unescaped in Message-ID URL paths (PublicInbox::MID::MID_ESC)
 _MID_SAFE = "!$&'()*+,;=:@"
@@ -107,6 +111,25 @@ class _State:
     seen: list[str] = field(default_factory=list)
     tracked: list[_Tracked] = field(default_factory=list)
     since_refetch: int = 0
+    polled_at: int | None = None  # our clock when a poll last reached back to what was seen
+    heal: Heal | None = None  # a search heal under way
+    recheck: int | None = None  # a gap heal's start, read once more on the next poll
+
+    @property
+    def fresh(self) -> bool:
+        """Nothing known yet: a first poll (or a cursor that could not be read)."""
+        return not self.seen and self.polled_at is None and self.heal is None
+
+
+@dataclass
+class _Work:
+    """What one poll has done so far."""
+
+    messages: dict[str, FetchedMessage] = field(default_factory=dict)  # by Message-ID
+    fetched: set[str] = field(default_factory=set)  # digests of Message-IDs fetched
+    touched: set[str] = field(default_factory=set)  # tracked roots whose thread was fetched
+    handled: set[str] = field(default_factory=set)  # keys of the entries dealt with
+    left: bool = False  # entries left for the next poll (entries_per_poll)
 
 
 @dataclass(frozen=True)
@@ -138,6 +161,10 @@ class LoreSource:
     entries_per_poll       new feed entries handled per poll (default ENTRIES_PER_POLL, 50); the
                            rest are left for the next poll, and the batch says `more`
     rng                    jitter for the backoff (default: a fresh random.Random)
+    since                  how far back a first poll reads through the list's search: a date,
+                           or a span back from now (default DEFAULT_SINCE, 14 days: the daemon's
+                           admission window)
+    clock                  Unix seconds now (time.time; tests set the day)
     """
 
     def __init__(self, list_url: str, client: HttpClient, policy: HttpPolicy, *,
@@ -146,7 +173,9 @@ class LoreSource:
                  refetch_tracked_every: int = 12, max_seen: int = 1000,
                  max_thread_bytes: int = THREAD_MAX_BYTES,
                  entries_per_poll: int = ENTRIES_PER_POLL,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None,
+                 since: datetime | timedelta = DEFAULT_SINCE,
+                 clock: Callable[[], float] = time.time) -> None:
         if not list_url.endswith("/"):
             list_url += "/"
         parts = urllib.parse.urlsplit(list_url)
@@ -168,6 +197,8 @@ class LoreSource:
         self.max_thread_bytes = max_thread_bytes
         self.entries_per_poll = entries_per_poll
         self.rng = rng or random.Random()
+        self.since = since
+        self.clock = clock
 
     @property
     def key(self) -> str:
@@ -186,51 +217,143 @@ class LoreSource:
     def poll(self, cursor: str | None) -> Batch:
         events: list[str] = []
         state = self._load_cursor(cursor, events)
+        now = int(self.clock())
         entries = self._read_feed(events)
         seen = set(state.seen)
-        new_entries = [entry for entry in entries if entry.key not in seen]
-        if state.seen and entries and not any(entry.key in seen for entry in entries):
-            events.append(f"{self.feed_url}: none of its {len(entries)} entries was seen "
-                          "before; messages may have been missed since the last poll "
-                          "(poll more often, or backfill from the list archive)")
+        gap = bool(state.seen) and bool(entries) and not any(e.key in seen for e in entries)
+        if state.heal is None and (state.fresh or gap):
+            state.heal = self._start_heal(state, gap, events)
+        elif state.heal is None and state.recheck is not None:
+            state.heal = Heal(state.recheck, gap=False)  # quiet: what the index lagged on
+        recheck = state.recheck
+        heal = state.heal
 
-        messages: dict[str, FetchedMessage] = {}  # by Message-ID: one copy per batch
-        fetched: set[str] = set()  # digests of Message-IDs fetched in this poll
-        touched: set[str] = set()  # tracked roots whose thread was fetched in this poll
+        work = _Work()
         tracked = list(state.tracked)
-        handled: set[str] = set()  # keys of the new entries this poll dealt with
-        left = False  # new entries left for the next poll (ENTRIES_PER_POLL)
-        for entry in reversed(new_entries):  # oldest first
-            if entry.key in fetched:
+        healed: list[_Entry] = []  # search results this poll dealt with
+        if heal is not None:
+            if self._heal(state, seen, work, tracked, healed, events):
+                if state.heal is None and heal.gap:  # healed: read it again next poll, since
+                    # the server's search lags its feed (public-inbox-httpd keeps its index
+                    # snapshot open for up to 30 s after new mail)
+                    recheck = heal.start if recheck is None else min(recheck, heal.start)
+                elif state.heal is None:
+                    recheck = None
+            else:
+                state.heal = recheck = None  # no search index here: the feed alone, as before
+                if gap:
+                    events.append(f"{self.feed_url}: none of its {len(entries)} entries was "
+                                  "seen before; messages may have been missed since the last "
+                                  "poll (poll more often, or backfill from the list archive)")
+        if not work.left:
+            self._handle(reversed([e for e in entries if e.key not in seen]), work, tracked,
+                         events)
+        left = work.left or state.heal is not None
+
+        # Polls that only go on with the entries a poll left count as that one poll.
+        since_refetch = state.since_refetch + (0 if left else 1)
+        if self.track_threads and not left and since_refetch >= self.refetch_tracked_every:
+            if self._refetch_tracked(tracked, work.touched, work.messages, work.fetched, events):
+                since_refetch = 0
+        if not self.track_threads:
+            tracked = []
+
+        done = [entry for entry in entries
+                if entry.key in seen or entry.key in work.handled or entry.key in work.fetched]
+        new_state = _State(self._merge_seen(done + healed, work.fetched, state.seen),
+                           tracked[:self.max_tracked], since_refetch,
+                           state.polled_at if left else now, state.heal, recheck)
+        return Batch(tuple(work.messages.values()), self._dump_cursor(new_state), tuple(events),
+                     more=left)
+
+    def _start_heal(self, state: _State, gap: bool, events: list[str]) -> Heal:
+        """Where a heal through the list's search starts: a margin before the last poll that
+        reached what was seen, else (a first poll, a v1 cursor) `since`."""
+        if state.polled_at is not None:
+            start = state.polled_at - HEAL_MARGIN_SECONDS
+        else:
+            start = since_epoch(self.since, self.clock())
+        if gap:
+            events.append(f"{self.feed_url}: the feed does not reach back to what was seen; "
+                          "reading the list's search for every message received since "
+                          f"{describe(start)}")
+        return Heal(start, gap=gap)
+
+    def _heal(self, state: _State, seen: set[str], work: _Work, tracked: list[_Tracked],
+              healed: list[_Entry], events: list[str]) -> bool:
+        """Go on with the heal in `state.heal`, oldest first, until the per-poll caps; it is
+        set to None when the results are read to their end. False: the server has no search."""
+        heal = state.heal
+        assert heal is not None
+        for _ in range(HEAL_PAGES_PER_POLL):
+            url = search_url(self.list_url, heal.start, heal.offset)
+            page = self._read_search_page(url, events)
+            if page is None:
+                return False
+            for entry in page:
+                if entry.key not in seen and entry.key not in work.fetched:
+                    if len(work.handled) >= self.entries_per_poll:
+                        work.left = True
+                        return True
+                    self._handle([entry], work, tracked, events)
+                healed.append(entry)
+                heal.offset += 1
+            if len(page) < SEARCH_PAGE_SIZE:
+                if heal.gap:
+                    events.append(f"{self.list_url}: gap healed: {heal.offset} messages "
+                                  f"received since {describe(heal.start)} read through the "
+                                  "search")
+                state.heal = None
+                return True
+        work.left = True  # HEAL_PAGES_PER_POLL pages of results seen before: go on next poll
+        return True
+
+    def _read_search_page(self, url: str, events: list[str]) -> list[_Entry] | None:
+        """One page of search results (empty past the end); None: the server has no search."""
+        parsed: list[list[ET.Element]] = []
+
+        def accept(response: HttpResponse) -> str | None:
+            elements, _, problem = _parse_feed(response, SEARCH_PAGE_SIZE)
+            if problem is None:
+                parsed.append(elements)
+            return problem
+
+        try:
+            response = fetch(self.client, url, self.policy, limit=FEED_MAX_BYTES,
+                             sleep=self.sleep, accept=accept, events=events, rng=self.rng)
+        except ResponseRefused:
+            raise
+        except SourceError as error:
+            # fetch raises exactly this for a status it does not retry; 501: no Xapian index
+            if str(error) != f"{url}: HTTP {NO_SEARCH_STATUS}":
+                raise
+            events.append(f"{self.list_url}: the server has no search index (HTTP "
+                          f"{NO_SEARCH_STATUS} for {url}); reading the feed alone, which "
+                          "holds only its newest entries")
+            return None
+        if response.status == 404:  # public-inbox: "[No results found]"
+            return []
+        return [self._entry(element) for element in parsed[-1]]
+
+    def _handle(self, entries: Iterable[_Entry], work: _Work, tracked: list[_Tracked],
+                events: list[str]) -> None:
+        """Fetch the threads of new entries, oldest first, up to entries_per_poll."""
+        for entry in entries:
+            if entry.key in work.fetched:
                 continue  # came with the thread of an entry fetched before it
-            if len(handled) >= self.entries_per_poll:
-                left = True
-                break
-            handled.add(entry.key)
+            if len(work.handled) >= self.entries_per_poll:
+                work.left = True
+                return
+            work.handled.add(entry.key)
             if entry.url is None:
                 events.append(f"{self.feed_url}: skipped entry {entry.label}: no usable link")
                 continue
             thread = self._fetch_thread(entry.url, entry.label, events)
             if thread is None:
                 continue
-            ids = self._keep(thread, messages, fetched)
+            ids = self._keep(thread, work.messages, work.fetched)
             if self.track_threads:
-                touched.add(self._track(tracked, ids, thread))
-
-        # Polls that only go on with the entries a poll left count as that one poll.
-        since_refetch = state.since_refetch + (0 if left else 1)
-        if self.track_threads and not left and since_refetch >= self.refetch_tracked_every:
-            if self._refetch_tracked(tracked, touched, messages, fetched, events):
-                since_refetch = 0
-        if not self.track_threads:
-            tracked = []
-
-        done = [entry for entry in entries
-                if entry.key in seen or entry.key in handled or entry.key in fetched]
-        new_state = _State(self._merge_seen(done, fetched, state.seen),
-                           tracked[:self.max_tracked], since_refetch)
-        return Batch(tuple(messages.values()), self._dump_cursor(new_state), tuple(events),
-                     more=left)
+                work.touched.add(self._track(tracked, ids, thread))
 
     def _read_feed(self, events: list[str]) -> list[_Entry]:
         parsed: list[tuple[list[ET.Element], bool]] = []
@@ -445,16 +568,20 @@ class LoreSource:
             return _State()
         try:
             data = json.loads(cursor)
-            if not isinstance(data, dict) or data.get("v") != CURSOR_VERSION:
-                raise ValueError(f"not a version {CURSOR_VERSION} lore cursor")
+            if not isinstance(data, dict) or data.get("v") not in (1, CURSOR_VERSION):
+                raise ValueError(f"not a version 1 or {CURSOR_VERSION} lore cursor")
+            polled_at = data.get("polled_at")  # v1 has neither: a gap heals from `since`
             return _State(
                 [str(s) for s in data.get("seen", [])],
                 [_Tracked(str(t["root"]), int(t["n"]), str(t["digest"]))
                  for t in data.get("tracked", [])],
-                int(data.get("since_refetch", 0)))
+                int(data.get("since_refetch", 0)),
+                None if polled_at is None else int(polled_at),
+                Heal.load(data.get("heal")),
+                None if data.get("recheck") is None else int(data["recheck"]))
         except (ValueError, TypeError, KeyError, AttributeError) as error:
-            events.append(f"{self.key}: stored cursor unreadable ({error}); starting from the "
-                          "current feed (messages already stored are not stored twice)")
+            events.append(f"{self.key}: stored cursor unreadable ({error}); starting as a first "
+                          "poll (messages already stored are not stored twice)")
             return _State()
 
     @staticmethod
@@ -465,6 +592,9 @@ class LoreSource:
             "tracked": [{"root": t.root, "n": t.count, "digest": t.digest}
                         for t in state.tracked],
             "since_refetch": state.since_refetch,
+            "polled_at": state.polled_at,
+            "heal": None if state.heal is None else state.heal.dump(),
+            "recheck": state.recheck,
         }, separators=(",", ":"))
 
 
