@@ -462,12 +462,18 @@ class LoreSource:
         """The whole thread of the message at `message_url` (…/<list>/<msgid>/), by itself.
 
         For `triage ingest <message URL or Message-ID>`: the same fetching, unpacking and
-        fallbacks as a poll, without the feed or a cursor.
+        fallbacks as a poll, without the feed or a cursor, cut to the strict thread of the
+        message as b4 does (lore_liblore.strict_thread).
         """
+        from triagebot.ingest.lore_liblore import strict_thread  # only this path needs liblore
+
         events: list[str] = []
         thread = self._fetch_thread(message_url, message_url, events)
         if thread is None:
             raise SourceError(f"{message_url}: no such message on the server (HTTP 404 for t.mbox.gz and raw)")
+        # b4's strict thread: t.mbox.gz may hold messages public-inbox threads loosely (by
+        # subject) with this one
+        thread = strict_thread(thread, urllib.parse.unquote(message_url.rstrip("/").rsplit("/", 1)[1]))
         messages: dict[str, FetchedMessage] = {}
         self._keep(thread, messages, set())
         return Batch(messages=tuple(messages.values()), cursor=None, events=tuple(events))

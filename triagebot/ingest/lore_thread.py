@@ -1,8 +1,9 @@
 """Ingest stage: one thread from a public-inbox server, by message URL or Message-ID.
 
 `triage ingest https://lore.kernel.org/oe-lkp/<msgid>/` or `triage ingest '<msgid>'` fetches the
-whole thread the way a list poll does (LoreSource.thread_batch: t.mbox.gz, else raw); a bare
-Message-ID is looked up under lore's `/all/`. Each call fetches again (a thread grows); the
+whole thread the way b4 does (LoreSource.thread_batch: t.mbox.gz cut to the strict thread with
+liblore, else raw), through triagebot's bounded transport; a bare Message-ID (any characters but
+whitespace and `<>`, so `/`, `+` and `%` too) is looked up under lore's `/all/`. Each call fetches again (a thread grows); the
 store ignores the messages it has.
 """
 from __future__ import annotations
@@ -12,10 +13,13 @@ import time
 from urllib.parse import quote, unquote, urlsplit
 
 from triagebot.ingest.lore import LoreSource
+from triagebot.ingest.lore_liblore import message_id_from_url
 from triagebot.ingest.protocol import Batch, HttpClient, HttpPolicy, Sleeper
 
 DEFAULT_ARCHIVE = "https://lore.kernel.org/all/"
-_MESSAGE_ID = re.compile(r"^<?([^<>\s/]+@[^<>\s/]+)>?$")
+_MESSAGE_ID = re.compile(r"^<?([^<>\s]+@[^<>\s]+)>?$")
+# characters public-inbox leaves unescaped in Message-ID URL paths (PublicInbox::MID::MID_ESC)
+_MID_SAFE = "!$&'()*+,;=:@"
 _KNOWN_TAILS = ("t.mbox.gz", "raw", "T/", "t/", "t.atom")
 
 
@@ -24,7 +28,7 @@ def message_base_url(reference: str, archive: str = DEFAULT_ARCHIVE) -> str | No
     Message-ID; None for anything else (a list URL names no message)."""
     bare = _MESSAGE_ID.match(reference.strip())
     if bare and not reference.startswith(("http://", "https://")):
-        return f"{archive}{quote(bare.group(1), safe='@')}/"
+        return f"{archive}{quote(message_id_from_url(bare.group(0)), safe=_MID_SAFE)}/"
     parts = urlsplit(reference)
     if parts.scheme not in ("http", "https"):
         return None
