@@ -8,15 +8,24 @@ the store ignores the messages it already has.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import zlib
 from pathlib import Path
 
 from triagebot.errors import InputError
 from triagebot.ingest.protocol import Batch, FetchedMessage
-from triagebot.inputs import read_messages
+from triagebot.inputs import is_mbox, read_messages
 
 CHUNK_MESSAGES = 1000  # messages stored (with the cursor) per transaction
+SNIFF_BYTES = 8192  # the start of a folder's file read to tell mail, pages and pastes from data
+# a folder's files named like data (an index, a table, a dump) are skipped unless they hold mail
+DATA_SUFFIXES = (".tsv", ".csv", ".json", ".jsonl", ".ndjson", ".yaml", ".yml", ".toml",
+                 ".sqlite", ".sqlite3", ".db", ".pdf", ".png", ".jpg", ".jpeg", ".gif", ".svg",
+                 ".zip", ".tar", ".tgz", ".xz", ".bz2", ".zst", ".7z", ".o", ".so", ".pyc")
+_MAIL_STARTS = (b"from:", b"received:", b"return-path:", b"message-id:", b"date:", b"subject:",
+                b"delivered-to:", b"x-", b"to:", b"mime-version:", b"<!doctype html", b"<html")
 
 
 class FileSource:
@@ -28,6 +37,7 @@ class FileSource:
         self.list_name = list_name
         self.chunk_messages = chunk_messages
         self._messages: list[FetchedMessage] | None = None
+        self._skipped: list[str] = []  # one event line per file of the folder not read
 
     @property
     def key(self) -> str:
@@ -54,7 +64,12 @@ class FileSource:
             if not self.path.exists():
                 raise InputError(str(self.path), "no such file or directory")
             messages = []
+            self._skipped = []
             for file in self._files():
+                reason = _not_mail(file) if self.path.is_dir() else None
+                if reason is not None:  # a file named on its own is read as given
+                    self._skipped.append(f"{file}: skipped, not mail, a page or a paste: {reason}")
+                    continue
                 for _, kind, raw in read_messages(str(file)):
                     messages.append(FetchedMessage(raw, kind, source_url=None, list_name=self.list_name))
             self._messages = messages
@@ -69,7 +84,38 @@ class FileSource:
         chunk = messages[done:done + self.chunk_messages]
         done += len(chunk)
         return Batch(messages=tuple(chunk), cursor=json.dumps({**identity, "done": done}),
+                     events=tuple(self._skipped) if done == len(chunk) else (),
                      more=done < len(messages), total=len(messages))
+
+
+def _not_mail(path: Path) -> str | None:
+    """Why a file found in a folder is not a message, an mbox, a web page or a pasted report
+    (None: it may be one): binary data, a gzip of something else, a table or index by name."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(SNIFF_BYTES)
+    except OSError as error:
+        return f"unreadable ({error.strerror or error})"
+    if head.startswith(b"\x1f\x8b"):
+        if not path.name.lower().endswith(".gz"):
+            return "gzip data in a file not named .gz"
+        try:
+            with gzip.open(path, "rb") as unpacked:
+                head = unpacked.read(SNIFF_BYTES)
+        except (OSError, EOFError, zlib.error) as error:
+            return f"damaged gzip ({error})"
+        if not (is_mbox(head) or _starts_like_mail(head)):
+            return "a gzip file that holds no mbox or message"
+        return None
+    if b"\0" in head:
+        return "binary data"
+    if path.name.lower().endswith(DATA_SUFFIXES) and not (is_mbox(head) or _starts_like_mail(head)):
+        return f"a {path.suffix.lower()} file that does not start like mail or a page"
+    return None
+
+
+def _starts_like_mail(head: bytes) -> bool:
+    return head.lstrip().lower().startswith(_MAIL_STARTS)
 
 
 def _done(cursor: str | None, identity: dict[str, int]) -> int:
