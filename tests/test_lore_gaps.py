@@ -19,7 +19,8 @@ from email.utils import format_datetime
 
 import pytest
 
-from tests.support.public_inbox import make_message, require_public_inbox, start_public_inbox
+from tests.support.public_inbox import (make_message, message_id_of, require_public_inbox,
+                                       start_public_inbox)
 from tests.test_ingest_lore import make_source
 from triagebot.ingest.runner import ingest_once
 from triagebot.store.sqlite import SqliteStore
@@ -87,7 +88,6 @@ def seed(count: int = 30) -> list[bytes]:
 
 
 def ids(messages: list[bytes]) -> set[str]:
-    from tests.support.public_inbox import message_id_of
     return {message_id_of(raw) for raw in messages}
 
 
@@ -192,3 +192,23 @@ def test_a_version_1_cursor_is_read_and_a_gap_after_it_heals_from_since(full_inb
     assert not [e for e in healed.events if "unreadable" in e]
     assert [e for e in healed.events if "does not reach back" in e]
     assert cursor["v"] == 2 and json.loads(healed.cursor)["v"] == 2
+
+
+def test_since_sets_how_far_back_a_first_poll_reads(full_inbox):
+    server = full_inbox
+    clock = Clock(T0 + timedelta(days=4))
+
+    def first_poll_ids(**kwargs) -> set[str]:
+        source = make_source(server.list_url, clock=clock, track_threads=False, **kwargs)
+        batch, found = source.poll(None), set()
+        while True:
+            found |= {message_id_of(m.raw) for m in batch.messages}
+            if not batch.more:
+                return found
+            batch = source.poll(batch.cursor)
+
+    # received after every message on the list: the feed's newest entries only
+    late = first_poll_ids(since=T0 + timedelta(days=3))
+    everything = first_poll_ids()  # the default, 14 days back: all of the list
+    assert everything == set(server.message_ids)
+    assert late < everything

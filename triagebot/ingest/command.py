@@ -15,6 +15,7 @@ import time
 import os
 import sys
 from collections.abc import Callable
+from datetime import datetime, timezone
 from urllib.parse import urlsplit
 
 from triagebot.batch import default_jobs
@@ -35,6 +36,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--list", dest="list_name", help="list name to record for file sources")
     parser.add_argument("--jobs", type=int, default=default_jobs(), metavar="N", help="parser processes")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
+    parser.add_argument("--since", type=_since_date, metavar="DATE",
+                        help="a list's first poll reads back to DATE (YYYY-MM-DD; default: 14 days)")
+
+
+def _since_date(text: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date (YYYY-MM-DD)") from None
 
 
 def _is_openwall(url: str) -> bool:
@@ -44,7 +54,7 @@ def _is_openwall(url: str) -> bool:
 
 
 def build_source(reference: str, policy: HttpPolicy, *, list_name: str | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> Source:
+                 sleep: Callable[[float], None] = time.sleep, since: datetime | None = None) -> Source:
     """The Source a command-line SOURCE names; InputError when it names none.
 
     `sleep` is how the source waits between retries (the daemon's wait ends early on a stop)."""
@@ -66,7 +76,7 @@ def build_source(reference: str, policy: HttpPolicy, *, list_name: str | None = 
         from triagebot.ingest.lore import LoreSource
 
         return LoreSource(reference if reference.endswith("/") else reference + "/", RequestsClient(policy), policy,
-                          sleep=sleep)
+                          sleep=sleep, **({"since": since} if since else {}))
     raise InputError(reference, "no such file, and not a URL or a Message-ID")
 
 
@@ -106,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     with SqliteStore(database) as store:
         for reference in references:
             try:
-                source = build_source(reference, settings.http, list_name=args.list_name)
+                source = build_source(reference, settings.http, list_name=args.list_name, since=args.since)
                 progress = _Progress(reference, enabled=not args.quiet and sys.stderr.isatty())
                 try:
                     result = ingest_once(source, store, jobs=args.jobs, progress=progress)
