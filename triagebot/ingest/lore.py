@@ -4,17 +4,31 @@ Each poll reads `<list>/new.atom` (newest entries first by date, at most `feedma
 ETag), picks the entries it has not seen, and fetches each one's whole thread as
 `<entry link>t.mbox.gz` (falling back to `<entry link>raw` when the thread is gone). Threads it
 fetched are remembered and refetched every few polls, so replies that never show in the feed
-(an old Date, a burst larger than the feed) are still found.
+(an old Date) are still found.
 
-The cursor is JSON text, version 1:
+Gaps are healed, not only reported (lore_search.py): when none of the feed's entries was seen
+before (a burst larger than the feed, a daemon that was down), the poll reads the list's search
+for every message *received* (`rt:`) since HEAL_MARGIN_SECONDS before the last poll that reached
+what was seen, oldest first, 200 results a page, handing back at most `entries_per_poll` new
+entries a batch (`more`) and keeping its place (`heal`) in the cursor; when the results end, the
+gap is healed, and the next poll reads the same window once more (`recheck`: the server's search
+index lags its feed by seconds). A first poll does the same, quietly, from `since` (default: 14
+days, the daemon's admission window). A server without a search index (HTTP 501) is said so in
+an event line, and the poll falls back to the feed with the "may have been missed" warning.
 
-    {"v": 1,
+The cursor is JSON text, version 2 (a version 1 cursor, without polled_at, heal and recheck, is
+read: a gap after it heals from `since`):
+
+    {"v": 2,
      "seen": ["<16 hex>", ...],          # sha1(Message-ID)[:16]: feed entries and thread
                                          # messages already fetched, current feed first
      "tracked": [{"root": "<msgid>", "n": 3, "digest": "<16 hex>"}, ...],
                                          # threads to refetch, most recently active first;
                                          # n and digest of their Message-IDs spot a change
-     "since_refetch": 2}                 # polls since the tracked threads were last refetched
+     "since_refetch": 2,                 # polls since the tracked threads were last refetched
+     "polled_at": 1764700000,            # our clock at the last poll that reached what was seen
+     "heal": {"from": 1764600000, "offset": 150, "gap": true},  # a search heal under way
+     "recheck": 1764600000}              # a healed window to read once more next poll
 
 Bounds (each a named constant below): the feed is read up to FEED_MAX_BYTES and its newest
 FEED_MAX_ENTRIES entries; a poll fetches the threads of at most ENTRIES_PER_POLL new entries,
