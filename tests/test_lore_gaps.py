@@ -19,7 +19,8 @@ from email.utils import format_datetime
 
 import pytest
 
-from tests.support.public_inbox import (make_message, message_id_of, require_public_inbox,
+from tests.support.public_inbox import (make_message, message_id_of, public_inbox,  # noqa: F401
+                                       require_public_inbox,
                                        start_public_inbox)
 from tests.test_ingest_lore import make_source
 from triagebot.ingest.runner import ingest_once
@@ -212,3 +213,28 @@ def test_since_sets_how_far_back_a_first_poll_reads(full_inbox):
     everything = first_poll_ids()  # the default, 14 days back: all of the list
     assert everything == set(server.message_ids)
     assert late < everything
+
+
+def test_a_healed_window_is_read_once_more_since_the_search_lags_the_feed(public_inbox):
+    """public-inbox-httpd answers searches from the index snapshot it opened (for up to 30 s
+    after new mail) while its feed is current: the heal may end before messages the feed no
+    longer shows; the next poll reads the window again. Whether the snapshot is stale at the
+    second poll or not, the two polls together must hold every message."""
+    clock = Clock(T0)
+    server = public_inbox("linux-ext4", seed(1), feedmax=2)
+    source = make_source(server.list_url, clock=clock)
+    first = source.poll(None)
+    burst_ids = []
+    for n in range(3):
+        burst_ids.append(server.add_message(received(dict(
+            subject=f"burst {n}", body="x\n", msgid=f"lag-{n}@example.org",
+            date=OLD + timedelta(hours=n)), T0 + timedelta(minutes=1, seconds=n))))
+    clock.when = T0 + timedelta(minutes=5)
+    second = source.poll(first.cursor)
+    assert json.loads(second.cursor)["recheck"] is not None
+    server.stop()
+    server.start()
+    clock.when = T0 + timedelta(minutes=10)
+    third = source.poll(second.cursor)
+    assert {message_id_of(m.raw) for m in second.messages + third.messages} == set(burst_ids)
+    assert json.loads(third.cursor)["recheck"] is None
