@@ -6,7 +6,12 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from tests.support.public_inbox import make_message, message_id_of, require_public_inbox, start_public_inbox
+from tests.support.public_inbox import (
+    make_message,
+    message_id_of,
+    require_public_inbox,
+    start_public_inbox,
+)
 from tests.test_ingest_lore import POLICY
 from triagebot.ingest.http import RequestsClient
 from triagebot.ingest.lore_liblore import strict_thread

@@ -19,9 +19,13 @@ from email.utils import format_datetime
 
 import pytest
 
-from tests.support.public_inbox import (make_message, message_id_of, public_inbox,  # noqa: F401
-                                       require_public_inbox,
-                                       start_public_inbox)
+from tests.support.public_inbox import (  # noqa: F401
+    make_message,
+    message_id_of,
+    public_inbox,
+    require_public_inbox,
+    start_public_inbox,
+)
 from tests.test_ingest_lore import make_source
 from triagebot.ingest.runner import ingest_once
 from triagebot.store.sqlite import SqliteStore

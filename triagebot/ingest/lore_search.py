@@ -48,7 +48,7 @@ class Heal:
         if data is None:
             return None
         if not isinstance(data, dict):
-            raise ValueError("heal is not an object")
+            raise TypeError("heal is not an object")
         start, offset = int(data["from"]), int(data["offset"])
         if offset < 0:
             raise ValueError("negative heal offset")
