@@ -242,3 +242,12 @@ def test_a_healed_window_is_read_once_more_since_the_search_lags_the_feed(public
     third = source.poll(second.cursor)
     assert {message_id_of(m.raw) for m in second.messages + third.messages} == set(burst_ids)
     assert json.loads(third.cursor)["recheck"] is None
+
+
+def test_a_search_page_over_its_cap_gives_the_heal_up_and_keeps_the_feed(full_inbox, monkeypatch):
+    import triagebot.ingest.lore as lore
+
+    monkeypatch.setattr(lore, "SEARCH_PAGE_MAX_BYTES", 4096)  # a page of 50 entries is larger
+    batch = make_source(full_inbox.list_url, clock=Clock(T0 + timedelta(days=5))).poll(None)
+    assert [e for e in batch.events if "search results refused" in e and "4096" in e]
+    assert len(batch.messages) >= 25 and not batch.more  # the feed's, as without a search

@@ -9,8 +9,9 @@ fetched are remembered and refetched every few polls, so replies that never show
 Gaps are healed, not only reported (lore_search.py): when none of the feed's entries was seen
 before (a burst larger than the feed, a daemon that was down), the poll reads the list's search
 for every message *received* (`rt:`) since HEAL_MARGIN_SECONDS before the last poll that reached
-what was seen, oldest first, 200 results a page, handing back at most `entries_per_poll` new
-entries a batch (`more`) and keeping its place (`heal`) in the cursor; when the results end, the
+what was seen, oldest first, SEARCH_PAGE_SIZE results a page, handing back at most
+`entries_per_poll` new entries a batch (`more`) and keeping its place (`heal`) in the cursor; a
+page over SEARCH_PAGE_MAX_BYTES gives the heal up (an event line). When the results end, the
 gap is healed, and the next poll reads the same window once more (`recheck`: the server's search
 index lags its feed by seconds). A first poll does the same, quietly, from `since` (default: 14
 days, the daemon's admission window). A server without a search index (HTTP 501) is said so in
@@ -70,8 +71,8 @@ from email.policy import compat32
 
 from triagebot.ingest.http import fetch
 from triagebot.ingest.lore_search import (
-    DEFAULT_SINCE, HEAL_MARGIN_SECONDS, HEAL_PAGES_PER_POLL, NO_SEARCH_STATUS, SEARCH_PAGE_SIZE,
-    Heal, describe, search_url, since_epoch)
+    DEFAULT_SINCE, HEAL_MARGIN_SECONDS, HEAL_PAGES_PER_POLL, NO_SEARCH_STATUS,
+    SEARCH_PAGE_MAX_BYTES, SEARCH_PAGE_SIZE, Heal, describe, search_url, since_epoch)
 from triagebot.ingest.protocol import (
     Batch, BodyTooLarge, FetchedMessage, HttpClient, HttpPolicy, HttpResponse, ResponseRefused,
     Sleeper, SourceError)
@@ -323,7 +324,8 @@ class LoreSource:
         return True
 
     def _read_search_page(self, url: str, events: list[str]) -> list[_Entry] | None:
-        """One page of search results (empty past the end); None: the server has no search."""
+        """One page of search results (empty past the end); None: the server has no search,
+        or a page over SEARCH_PAGE_MAX_BYTES (said in an event line either way)."""
         parsed: list[list[ET.Element]] = []
 
         def accept(response: HttpResponse) -> str | None:
@@ -333,8 +335,12 @@ class LoreSource:
             return problem
 
         try:
-            response = fetch(self.client, url, self.policy, limit=FEED_MAX_BYTES,
+            response = fetch(self.client, url, self.policy, limit=SEARCH_PAGE_MAX_BYTES,
                              sleep=self.sleep, accept=accept, events=events, rng=self.rng)
+        except BodyTooLarge as error:  # the same page again next poll: give the heal up
+            events.append(f"{self.list_url}: search results refused ({error}); the gap is not "
+                          "healed")
+            return None
         except ResponseRefused:
             raise
         except SourceError as error:

@@ -4,14 +4,16 @@
 reach back to an entry seen before (a burst, a daemon that was down), or on a first poll, the
 list's search is read instead, oldest first, for everything *received* since a point in time:
 
-    <list>/?q=rt:<epoch>..&x=A&l=200&o=-<offset + 1>
+    <list>/?q=rt:<epoch>..&x=A&l=50&o=-<offset + 1>
 
 - `rt:` matches the time of the message's topmost Received: header (public-inbox's "received
   time"), which is when the list got it; `dt:` matches the Date: header a sender wrote, and a
   reply to an old thread, or a patch series with its author dates, would be missed by it.
   `rt:` takes Unix seconds (`rt:1793491800..`), not `YYYYMMDDhhmmss`.
 - `x=A`: the results as an Atom feed, with the same entries (links) as new.atom.
-- `l=200`: results per page; public-inbox caps it at 200 (PublicInbox::SearchQuery::LIM).
+- `l=50`: results per page (public-inbox allows up to 200, PublicInbox::SearchQuery::LIM); each
+  entry carries its whole message, so a page of 200 patches can be hundreds of MiB, and a poll
+  hands back 50 new entries at most anyway.
 - `o=-N`: a negative offset sorts ascending by received time, oldest first, and skips N-1
   results; so a heal interrupted by the per-poll cap goes on at the same offset next poll, and
   messages arriving meanwhile sort after it.
@@ -23,11 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-SEARCH_PAGE_SIZE = 200  # results per search page: public-inbox's own cap (SearchQuery::LIM)
+SEARCH_PAGE_SIZE = 50  # results per search page (public-inbox's own cap is 200)
+SEARCH_PAGE_MAX_BYTES = 64 << 20  # one page of results, decoded (entries hold whole messages)
 # Received times are read back this far before the last poll that reached what was seen: the
 # list's clock and ours disagree, and mail stamped Received is indexed a little later.
 HEAL_MARGIN_SECONDS = 6 * 3600
-HEAL_PAGES_PER_POLL = 20  # search pages one poll reads (4,000 results); the rest: next poll
+HEAL_PAGES_PER_POLL = 40  # search pages one poll reads (2,000 results); the rest: next poll
 DEFAULT_SINCE = timedelta(days=14)  # a first poll's reach: the daemon's admission window
 NO_SEARCH_STATUS = 501  # public-inbox's answer for "Search is not available for this inbox"
 
