@@ -278,3 +278,22 @@ def test_missing_programs_skip_with_the_install_hint(monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(pytest.skip.Exception, match=r"apt-get install public-inbox"):
         require_public_inbox()
+
+
+def test_bulk_add_serves_and_indexes_every_message(public_inbox):
+    server = public_inbox("linux-ext4", [make_message("first", "x\n", msgid="first@example.org")])
+    raws = [make_message(f"bulk {n}", f"body {n}\n", msgid=f"bulk-{n}@example.org",
+                         extra_headers=[("Received", "by lists.example.org; "
+                                         "Mon, 02 Jun 2025 09:00:00 +0000")])
+            for n in range(3)]
+    assert server.bulk_add(raws) == ["bulk-0@example.org", "bulk-1@example.org",
+                                     "bulk-2@example.org"]
+    assert server.message_ids[-3:] == ["bulk-0@example.org", "bulk-1@example.org",
+                                       "bulk-2@example.org"]
+    session = requests.Session()
+    session.trust_env = False
+    assert mboxrd_unescape(session.get(server.raw_url("bulk-1@example.org")).content) == raws[1]
+    server.stop()  # httpd reads the new search index snapshot when it starts
+    server.start()
+    found = session.get(server.list_url, params={"q": "rt:1748854800..1748854801", "x": "A"})
+    assert found.status_code == 200 and found.text.count("<entry") == 3
