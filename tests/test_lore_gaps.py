@@ -251,3 +251,24 @@ def test_a_search_page_over_its_cap_gives_the_heal_up_and_keeps_the_feed(full_in
     batch = make_source(full_inbox.list_url, clock=Clock(T0 + timedelta(days=5))).poll(None)
     assert [e for e in batch.events if "search results refused" in e and "4096" in e]
     assert len(batch.messages) >= 25 and not batch.more  # the feed's, as without a search
+
+
+def test_a_search_that_ignores_the_offset_cannot_keep_the_poller_going(tmp_path):
+    from tests.support.hostile_http import HostileServer, answer
+    from tests.test_net_hostile import ATOM_NS
+
+    def feed(ids: range) -> bytes:
+        entries = "".join(f'<entry><id>urn:n:{n}</id><link href="{base}m{n}@example.org/"/>'
+                          "</entry>" for n in ids)
+        return f'<?xml version="1.0"?><feed xmlns="{ATOM_NS}"><title>t</title>{entries}</feed>'.encode()
+
+    with HostileServer() as server:
+        base = server.url("/list/")
+        server.route("/list/new.atom", answer(feed(range(3)), "application/atom+xml"))
+        server.route("/list/", answer(feed(range(100, 150)), "application/atom+xml"))  # any ?o=
+        server.route(None, answer(b"gone\n", status=404))
+        with SqliteStore(tmp_path / "t.db") as store:
+            source = make_source(base, clock=Clock(T0))
+            result = ingest_once(source, store, jobs=1)  # returns: the poller is not stuck
+        assert [e for e in result.events if "the same results as the page before" in e]
+        assert server.hits.count("/list/") < 10  # a page or two a poll, not HEAL_MAX_RESULTS/50

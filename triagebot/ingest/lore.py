@@ -71,7 +71,7 @@ from email.policy import compat32
 
 from triagebot.ingest.http import fetch
 from triagebot.ingest.lore_search import (
-    DEFAULT_SINCE, HEAL_MARGIN_SECONDS, HEAL_PAGES_PER_POLL, NO_SEARCH_STATUS,
+    DEFAULT_SINCE, HEAL_MARGIN_SECONDS, HEAL_MAX_RESULTS, HEAL_PAGES_PER_POLL, NO_SEARCH_STATUS,
     SEARCH_PAGE_MAX_BYTES, SEARCH_PAGE_SIZE, Heal, describe, search_url, since_epoch)
 from triagebot.ingest.protocol import (
     Batch, BodyTooLarge, FetchedMessage, HttpClient, HttpPolicy, HttpResponse, ResponseRefused,
@@ -300,11 +300,20 @@ class LoreSource:
         set to None when the results are read to their end. False: the server has no search."""
         heal = state.heal
         assert heal is not None
+        previous: list[str] = []
         for _ in range(HEAL_PAGES_PER_POLL):
             url = search_url(self.list_url, heal.start, heal.offset)
             page = self._read_search_page(url, events)
             if page is None:
                 return False
+            keys = [entry.key for entry in page]
+            problem = ("the same results as the page before" if page and keys == previous
+                       else f"more than {HEAL_MAX_RESULTS} results"
+                       if heal.offset + len(page) > HEAL_MAX_RESULTS else None)
+            if problem:  # a server that ignores the offset, or an endless answer
+                events.append(f"{url}: {problem}; the gap is not healed")
+                return False
+            previous = keys
             for entry in page:
                 if entry.key not in seen and entry.key not in work.fetched:
                     if len(work.handled) >= self.entries_per_poll:

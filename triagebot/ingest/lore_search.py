@@ -31,6 +31,9 @@ SEARCH_PAGE_MAX_BYTES = 64 << 20  # one page of results, decoded (entries hold w
 # list's clock and ours disagree, and mail stamped Received is indexed a little later.
 HEAL_MARGIN_SECONDS = 6 * 3600
 HEAL_PAGES_PER_POLL = 40  # search pages one poll reads (2,000 results); the rest: next poll
+# results one heal reads at most (lkml receives ~1,000 a day): past it the heal is given up, so a
+# server that answers every offset with more results cannot keep the runner polling forever
+HEAL_MAX_RESULTS = 100_000
 DEFAULT_SINCE = timedelta(days=14)  # a first poll's reach: the daemon's admission window
 NO_SEARCH_STATUS = 501  # public-inbox's answer for "Search is not available for this inbox"
 
