@@ -16,6 +16,7 @@ import pytest
 
 from tests.support.sshd import TestSshd
 from triagebot.reproduce.executors.local import LocalExecutor
+from triagebot.reproduce.executors import private_tmp
 from triagebot.reproduce.executors.pids_cgroup import PidsCgroups
 from triagebot.reproduce.executors.protocol import (
     ConnectionLost,
@@ -187,12 +188,56 @@ def test_local_process_limit_holds_for_root_through_a_pids_cgroup(local: LocalEx
     assert int(unlimited.stdout) == 100
 
 
+def test_a_cgroup_left_by_a_killed_triagebot_is_removed() -> None:
+    cgroups = PidsCgroups()
+    if not cgroups.available():
+        pytest.skip(f"no writable pids cgroup here: {cgroups.problem}")
+    dead = next(pid for pid in range(4_000_000, 4_100_000) if not Path(f"/proc/{pid}").exists())
+    left = cgroups.parent / f"triagebot-{dead}-7"
+    left.mkdir()
+    PidsCgroups()
+    assert not left.exists()
+
+
 def test_local_says_when_it_cannot_bound_the_process_count(tmp_path: Path) -> None:
     (tmp_path / "cgroup").mkdir()  # no controllers, no v1 hierarchy: nothing to make a cgroup in
     executor = LocalExecutor(str(tmp_path / "scratch"), name="plain", cgroups=PidsCgroups(tmp_path / "cgroup"))
     [note] = executor.limit_notes
     assert note.startswith("plain: no pids cgroup (") and "RLIMIT_NPROC" in note
     assert executor.run([PYTHON, "-c", "print(1)"], timeout=20, limits=Limits(processes=64)).ok
+
+
+@pytest.fixture
+def outside_tmp() -> Iterator[Path]:
+    """A scratch root that is not below /tmp (where pytest's tmp_path is)."""
+    import shutil
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="triagebot-test-", dir="/var/tmp"))
+    if private_tmp.under_tmp(str(root)):
+        pytest.skip("/var/tmp is /tmp here")
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_command_in_scratch_sees_scratch_as_its_tmp(outside_tmp: Path) -> None:
+    """stress-ng --open names "/tmp" itself: a plan's command finds its scratch directory there."""
+    executor = LocalExecutor(str(outside_tmp / "scratch"), name="private")
+    if private_tmp.possible() is False:
+        assert any("the host's /tmp" in note for note in executor.limit_notes)
+        pytest.skip("not root: commands see the host's /tmp")
+    scratch = executor.make_scratch()
+    marker = f"marker-{os.getpid()}-{time.monotonic_ns()}"
+    write = f"open('/tmp/{marker}', 'w').write('x'); import os; print(os.environ['TMPDIR'])"
+    completed = executor.run([PYTHON, "-c", write], timeout=20, cwd=scratch)
+    assert completed.ok, completed.stderr
+    assert completed.stdout.decode().strip() == scratch
+    assert not Path("/tmp", marker).exists() and Path(scratch, marker).read_text() == "x"
+    assert executor.limit_notes == ()
+    # a hook (not run in a scratch directory) sees the host's /tmp
+    hook = executor.run([PYTHON, "-c", f"import os; print(os.path.exists('/tmp/{marker}'))"], timeout=20)
+    assert hook.stdout.strip() == b"False"
+    executor.close()
 
 
 def test_local_environment_is_small_and_fixed(local: LocalExecutor, monkeypatch: pytest.MonkeyPatch) -> None:

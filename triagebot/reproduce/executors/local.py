@@ -12,6 +12,8 @@ Resource limits are set in the child before exec (setrlimit in preexec_fn: no wr
 appears in the argv); `Limits.processes` also becomes a pids cgroup the child joins there, when
 this process may make one (root, or a delegated cgroup): see pids_cgroup.py. Without one the
 process count is bounded only by RLIMIT_NPROC, which root ignores; `limit_notes` says so.
+A command that runs in a scratch directory sees that directory mounted over /tmp, in a mount
+namespace of its own, where this process may do that (root): see private_tmp.py.
 A limit above the current hard limit is lowered to it unless this process is root.
 Output is kept up to `max_output_bytes` per stream; the rest is read and dropped so the command
 never blocks.
@@ -24,11 +26,13 @@ import selectors
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from triagebot.reproduce.executors import private_tmp
 from triagebot.reproduce.executors.pids_cgroup import PidsCgroups, join
 from triagebot.reproduce.executors.protocol import (
     Completed,
@@ -59,17 +63,32 @@ def _rlimit_values(limits: Limits) -> list[tuple[int, int]]:
     return chosen
 
 
-def _limit_setter(limits: Limits | None, cgroup: Path | None) -> Callable[[], None] | None:
-    if limits is None and cgroup is None:
+def _limit_setter(limits: Limits | None, cgroup: Path | None, tmp: str | None) -> Callable[[], None] | None:
+    if limits is None and cgroup is None and tmp is None:
         return None
     chosen = _rlimit_values(limits) if limits is not None else []
 
     def apply() -> None:  # runs in the child between fork and exec
+        if tmp is not None:
+            private_tmp.mount_scratch_on_tmp(tmp)
         if cgroup is not None:
             join(cgroup)
         for kind, value in chosen:
             resource.setrlimit(kind, (value, value))
     return apply
+
+
+def _private_tmp_works(directory: str) -> str | None:
+    """None when a child may mount `directory` over its /tmp here, else why not."""
+    if not private_tmp.possible():
+        return "not root"
+    try:
+        subprocess.run([sys.executable, "-c", "pass"], preexec_fn=lambda: private_tmp.mount_scratch_on_tmp(directory),
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       check=True, timeout=30)
+    except (subprocess.SubprocessError, OSError) as error:
+        return str(error) or type(error).__name__
+    return None
 
 
 def _kill_group(pgid: int) -> None:
@@ -91,14 +110,27 @@ class LocalExecutor:
         self.max_output_bytes = max_output_bytes
         self._scratch: set[str] = set()
         self._cgroups = cgroups  # made on the first run with a process limit
+        self._no_private_tmp: str | None = None  # why scratch cannot be a command's /tmp here
+        self._private_tmp_checked = False
 
     @property
     def limit_notes(self) -> tuple[str, ...]:
+        notes = []
         cgroups = self._pids_cgroups()
-        if cgroups.available():
-            return ()
-        return (f"{self.name}: no pids cgroup ({cgroups.problem}): the process count is bounded only by "
-                "RLIMIT_NPROC, which counts all of the user's processes and does not apply to root",)
+        if not cgroups.available():
+            notes.append(f"{self.name}: no pids cgroup ({cgroups.problem}): the process count is bounded only "
+                         "by RLIMIT_NPROC, which counts all of the user's processes and does not apply to root")
+        if self._private_tmp_problem() is not None:
+            notes.append(f"{self.name}: benchmarks see the host's /tmp, not their scratch directory "
+                         f"({self._private_tmp_problem()})")
+        return tuple(notes)
+
+    def _private_tmp_problem(self) -> str | None:
+        if not self._private_tmp_checked:
+            Path(self.scratch_root).mkdir(parents=True, exist_ok=True)
+            self._no_private_tmp = _private_tmp_works(self.scratch_root)
+            self._private_tmp_checked = True
+        return self._no_private_tmp
 
     def _pids_cgroups(self) -> PidsCgroups:
         if self._cgroups is None:
@@ -133,8 +165,11 @@ class LocalExecutor:
                 cgroup = self._pids_cgroups().make(limits.processes)
             except OSError as error:
                 raise ExecutorError(f"{self.name}: cannot make a pids cgroup: {error.strerror}") from error
+        # a command in a scratch directory (a plan's, not a hook) sees it as its /tmp
+        tmp = cwd if (scratch_child(self.scratch_root, cwd) and not private_tmp.under_tmp(cwd)
+                      and self._private_tmp_problem() is None) else None
         try:
-            return self._run(argv, timeout, cwd, env, _limit_setter(limits, cgroup))
+            return self._run(argv, timeout, cwd, env, _limit_setter(limits, cgroup, tmp))
         finally:
             if cgroup is not None:
                 PidsCgroups.remove(cgroup)

@@ -44,6 +44,16 @@ class PidsCgroups:
         except ValueError as error:
             self.problem = str(error)
         self._count = 0
+        if self.parent is not None:
+            self._remove_stale()
+
+    def _remove_stale(self) -> None:
+        """Cgroups left by a triagebot that was killed mid-command: end what runs there."""
+        assert self.parent is not None
+        for path in self.parent.glob("triagebot-*-*"):
+            owner = path.name.split("-")[1]
+            if owner.isdigit() and not Path(f"/proc/{owner}").exists():
+                self.remove(path)
 
     @staticmethod
     def _find(root: Path) -> Path:

@@ -9,7 +9,8 @@ optional resource limits. A run's working directory is a scratch directory made 
 The command's environment is small and fixed, so runs compare: LC_ALL=C and LANG=C (tool output
 parses the same everywhere) plus the `env` given; a local run gets PATH, HOME and TMPDIR (the
 run's cwd) and nothing else of triagebot's environment (no tokens leak into benchmarks); an
-SSH run gets what sshd gives a login plus the same variables.
+SSH run gets what sshd gives a login plus the same variables. The runner gives every plan
+command TMPDIR = its scratch directory, on every executor.
 
 `reconnect()` waits, with bounded backoff, until the host answers again after the drop a
 kernel switch (kexec or reboot) implies. A host that cannot be reached raises ConnectionLost;
