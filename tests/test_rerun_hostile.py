@@ -199,3 +199,69 @@ def test_reports_whose_runs_fail_end_in_error_and_the_pass_goes_on(tmp_path: Pat
         assert store.latest_run("fio-dot@lab")["status"] == "error"
         # nothing is left to run: a failed report is not taken up again
         assert flow.run_planned(store, lab) == []
+
+
+# --- the process trace: nothing starts but the plan's argv and the host's hooks ---------------
+
+TRACED_RERUN = """
+import json, sys
+from pathlib import Path
+from triagebot.reproduce.executors.local import LocalExecutor
+from triagebot.reproduce.hosts import Host
+from triagebot.reproduce.plan import plan_command
+from triagebot.reproduce.runner import rerun
+from triagebot.reproduce.templates import load_templates
+from triagebot.verdict.sequential import Plan as RoundsPlan
+project, scratch, state, hook = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+host = Host(name="lab", reach="local", cpu_model="test lab", threads=2, sockets=1, memory_gb=24, disk="ssd",
+            scratch_dir=scratch, switch_kernel=(sys.executable, hook, "switch", "{commit}", state),
+            running_kernel=(sys.executable, hook, "running", state))
+plan = plan_command("sysbench cpu --threads=1 --time=1 run", load_templates(project / "rules"))
+record = rerun(plan, host, LocalExecutor(scratch), "v6.8", "v6.9", rounds=RoundsPlan(rounds=(6,)))
+print(json.dumps({"status": record.status, "error": record.error, "argv": list(plan.argv),
+                  "samples": len(record.samples), "hooks": [list(host.switch_kernel), list(host.running_kernel)]}))
+"""
+
+
+def executed(trace: Path) -> list[list[str]]:
+    """The argv of every program the traced process tree started (successful execve calls)."""
+    import ast
+    import re
+
+    started = []
+    for line in trace.read_text().splitlines():
+        match = re.match(r'^\d+\s+execve\("(?:[^"\\]|\\.)*", \[(.*)\], .*\) = 0$', line)
+        if match:
+            started.append(ast.literal_eval("[" + match.group(1) + "]"))
+    return started
+
+
+@pytest.mark.skipif(not (shutil.which("strace") and shutil.which("sysbench")), reason="needs strace and sysbench")
+def test_under_strace_only_the_plans_argv_and_the_hosts_hooks_are_started(tmp_path: Path) -> None:
+    """Limits (rlimits, the pids cgroup, the private /tmp) are set in the child before exec:
+    no wrapper program, no helper, nothing but the plan's exact argv and the hooks."""
+    import json
+    import subprocess
+
+    script = tmp_path / "traced.py"
+    script.write_text(TRACED_RERUN)
+    trace = tmp_path / "trace"
+    hook = str(PROJECT / "tests" / "support" / "lab.py")
+    completed = subprocess.run(
+        ["strace", "-f", "-qq", "-s", "4096", "-e", "trace=execve", "-o", str(trace), sys.executable, str(script),
+         str(PROJECT), str(tmp_path / "scratch"), str(tmp_path / "state"), hook],
+        capture_output=True, text=True, timeout=600, cwd=PROJECT, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(PROJECT)})
+    assert completed.returncode == 0, completed.stderr
+    result = json.loads(completed.stdout)
+    assert result["status"] == "done" and result["samples"] == 12, result["error"]
+    first, *rest = executed(trace)
+    assert first == [sys.executable, str(script), str(PROJECT), str(tmp_path / "scratch"), str(tmp_path / "state"),
+                     hook]
+    switch, running = result["hooks"]
+    hooks = [argv for argv in rest if argv[:2] == [sys.executable, hook]]
+    measured = [argv for argv in rest if argv == result["argv"]]
+    assert len(measured) == 12
+    assert len(hooks) + len(measured) == len(rest), [argv for argv in rest if argv not in hooks + measured]
+    assert {argv[2] for argv in hooks} == {"switch", "running"}
+    assert all(argv in ([*switch[:3], "v6.8", state], [*switch[:3], "v6.9", state], running)
+               for argv, state in ((argv, switch[-1]) for argv in hooks))

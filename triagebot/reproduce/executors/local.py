@@ -26,7 +26,6 @@ import selectors
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -78,19 +77,6 @@ def _limit_setter(limits: Limits | None, cgroup: Path | None, tmp: str | None) -
     return apply
 
 
-def _private_tmp_works(directory: str) -> str | None:
-    """None when a child may mount `directory` over its /tmp here, else why not."""
-    if not private_tmp.possible():
-        return "not root"
-    try:
-        subprocess.run([sys.executable, "-c", "pass"], preexec_fn=lambda: private_tmp.mount_scratch_on_tmp(directory),
-                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       check=True, timeout=30)
-    except (subprocess.SubprocessError, OSError) as error:
-        return str(error) or type(error).__name__
-    return None
-
-
 def _kill_group(pgid: int) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)
@@ -128,7 +114,7 @@ class LocalExecutor:
     def _private_tmp_problem(self) -> str | None:
         if not self._private_tmp_checked:
             Path(self.scratch_root).mkdir(parents=True, exist_ok=True)
-            self._no_private_tmp = _private_tmp_works(self.scratch_root)
+            self._no_private_tmp = private_tmp.works(self.scratch_root)
             self._private_tmp_checked = True
         return self._no_private_tmp
 

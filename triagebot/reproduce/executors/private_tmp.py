@@ -12,7 +12,6 @@ paths the plan's argv names): there the command sees the host's /tmp too.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 
 CLONE_NEWNS = 0x00020000  # unshare(2): a mount namespace of its own
@@ -21,7 +20,8 @@ MS_REC = 0x4000
 MS_PRIVATE = 0x40000  # mount(2): propagate nothing back to the host's namespace
 TMP = b"/tmp"
 
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+# The C library this interpreter is linked with (not ctypes.util.find_library: it runs ldconfig).
+_libc = ctypes.CDLL(None, use_errno=True)
 
 
 def under_tmp(path: str) -> bool:
@@ -33,6 +33,23 @@ def under_tmp(path: str) -> bool:
 def possible() -> bool:
     """Whether this process may make mount namespaces (root)."""
     return os.geteuid() == 0
+
+
+def works(directory: str) -> str | None:
+    """None when a child of this process may mount `directory` over its /tmp, else why not.
+    Tried in a forked child that execs nothing (a trace of a rerun shows no extra program)."""
+    if not possible():
+        return "not root"
+    pid = os.fork()
+    if pid == 0:  # the child: try, and say how it went in the exit status only
+        try:
+            mount_scratch_on_tmp(directory)
+        except OSError as error:
+            os._exit(min(255, max(1, error.errno or 1)))
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    return None if code == 0 else f"mount namespace refused: {os.strerror(code) if code > 0 else code}"
 
 
 def mount_scratch_on_tmp(scratch: str) -> None:
