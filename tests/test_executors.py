@@ -369,6 +369,8 @@ def test_ssh_rlimits_apply_nofile_core_as_fsize(remote: SshExecutor) -> None:
     assert limits["AS"] == [4 << 30] * 2 and limits["NOFILE"] == [64, 64] and limits["CORE"] == [0, 0]
     assert limits["FSIZE"] == [1 << 30] * 2 and limits["NPROC"] == [500, 500]
     assert opened < 64
+    # no pids cgroup over SSH: for root, whom RLIMIT_NPROC does not bind, the run says so
+    assert bool(remote.limit_notes) == (remote.access.user == "root")
 
 
 def test_ssh_resource_limits_apply(remote: SshExecutor) -> None:
