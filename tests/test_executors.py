@@ -25,7 +25,7 @@ from triagebot.reproduce.executors.protocol import (
     executor_for,
 )
 from triagebot.reproduce.executors.ssh import SshExecutor, remote_command
-from triagebot.reproduce.hosts import Host
+from triagebot.rules.hosts import Host
 
 PYTHON = sys.executable
 # Arguments a shell would act on; each must arrive as one literal argument and do nothing.

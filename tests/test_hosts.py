@@ -12,15 +12,8 @@ from triagebot.parse.lkp import parse_machine
 from triagebot.parse.report import parse_message
 from triagebot.records import Source, report_to_json
 from triagebot.reproduce import hosts_command
-from triagebot.reproduce.hosts import (
-    Host,
-    choose_host,
-    disk_from_parameters,
-    load_hosts,
-    microarch_of,
-    parse_hosts,
-    score_host,
-)
+from triagebot.reproduce.hosts import choose_host, disk_from_parameters, microarch_of, score_host
+from triagebot.rules.hosts import Host, load_hosts, parse_hosts
 from triagebot.store.sqlite import SqliteStore
 
 from tests.conftest import CORPUS, PROJECT
@@ -142,7 +135,7 @@ def _edit(text: str, old: str, new: str) -> str:
     (_edit(CASCADE, 'host = "clx.lab.example"', 'host = "clx.lab.example"\nport = 0'), "port must be"),
     (LOCAL.replace("\nreach", "\nssh = {}\nreach"), "a local host takes no [host.ssh] table"),
     (LOCAL + LOCAL, "used by an earlier entry"),
-    ("[[hosts]]\nname = 'x'\n", "unknown table(s) hosts"),
+    ("[[hosts]]\nname = 'x'\n", "rules/hosts.toml:1: unknown key(s) hosts (expected host)"),
     ("[[host]\n", "not valid TOML"),
 ])
 def test_validation_names_file_line_and_entry(text: str, problem: str) -> None:
@@ -151,7 +144,7 @@ def test_validation_names_file_line_and_entry(text: str, problem: str) -> None:
     message = str(caught.value)
     assert message.startswith("rules/hosts.toml")
     assert problem in message
-    if "TOML" not in problem and "table(s)" not in problem:
+    if "TOML" not in problem and "key(s) hosts" not in problem:
         assert "[[host]] entry" in message
 
 

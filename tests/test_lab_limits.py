@@ -15,10 +15,10 @@ import pytest
 
 from tests.conftest import PROJECT
 from triagebot.reproduce.executors.protocol import Limits
-from triagebot.reproduce.hosts import Host
+from triagebot.rules.hosts import Host
 from triagebot.reproduce.limits import GIB, OPEN_FILES, PROCESS_MARGIN, describe_limits, host_limits, host_shape
 from triagebot.reproduce.plan import HostShape, Plan, Refusal, plan_command
-from triagebot.reproduce.templates import load_templates
+from triagebot.rules.templates import load_templates
 
 TEMPLATES = load_templates(PROJECT / "rules")
 BIG = HostShape(threads=224, memory_gb=512, scratch_gb=2000)

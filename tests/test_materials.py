@@ -33,7 +33,7 @@ from triagebot.reproduce.materials import (
     LISTING, MaterialsError, fetch_materials, reproduce_facts, with_materials,
 )
 from triagebot.reproduce.plan import Plan, Refusal, plan_report
-from triagebot.reproduce.templates import load_templates
+from triagebot.rules.templates import load_templates
 from triagebot.store.sqlite import SqliteStore
 
 TEMPLATES = load_templates(PROJECT / "rules")

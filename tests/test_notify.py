@@ -15,7 +15,7 @@ from tests.support.fake_slack import FakeSlack
 from triagebot.errors import RulesError, TriageError
 from triagebot.notify import render
 from triagebot.notify.plot import run_plot, strip_plot
-from triagebot.notify.routing import load_routing, parse_routing, subsystems
+from triagebot.rules.routing import load_routing, parse_routing, subsystems
 from triagebot.notify.slack import NotifyError, SlackNotifier
 from triagebot.notify.terminal import TerminalNotifier, payload_to_text
 from triagebot.parse.report import parse_message
@@ -363,11 +363,11 @@ def test_subsystem_prefixes() -> None:
 # A bad entry names the file, the entry and its line.
 @pytest.mark.parametrize("text, message", [
     ('default_channel = "#x"\n[[route]]\nchannel = "#a"\nsubsystem = "xfs"\n[[route]]\n'
-     'channel = "#b"\ncolour = "red"\n', "route entry 2, line 5: unknown key 'colour'"),
-    ('default_channel = "#x"\n[[route]]\nsubsystem = "xfs"\n', "route entry 1, line 2: channel is missing"),
-    ('default_channel = "#x"\n[[route]]\nchannel = "#a"\n', "route entry 1, line 2: matches everything"),
-    ('default_channel = "#x"\n[[route]]\nchannel = "not a channel"\nlist = "x"\n', "route entry 1, line 2: channel"),
-    ('default_channel = "#x"\n[[route]]\nchannel = "#a"\nmetric = []\n', "route entry 1, line 2: metric"),
+     'channel = "#b"\ncolour = "red"\n', ":5: [[route]] entry 2: unknown key(s) colour (expected channel, list, metric"),
+    ('default_channel = "#x"\n[[route]]\nsubsystem = "xfs"\n', ":2: [[route]] entry 1: channel is missing"),
+    ('default_channel = "#x"\n[[route]]\nchannel = "#a"\n', ":2: [[route]] entry 1: matches everything"),
+    ('default_channel = "#x"\n[[route]]\nchannel = "not a channel"\nlist = "x"\n', ":2: [[route]] entry 1: channel must be a Slack channel ID"),
+    ('default_channel = "#x"\n[[route]]\nchannel = "#a"\nmetric = []\n', ":2: [[route]] entry 1: metric must be a non-empty string"),
     ('[[route]]\nchannel = "#a"\nlist = "x"\n', "default_channel is missing"),
     ('default_channel = "#x"\nroute = 3\n', "array of tables"),
     ('default_channel = \n', "not valid TOML"),

@@ -18,15 +18,16 @@ import pytest
 from tests.conftest import FIXTURES, PROJECT
 from tests.support.lab import lab_path, write_lab_rules
 from triagebot import flow
-from triagebot.notify.routing import parse_routing
+from triagebot.rules.routing import parse_routing
+from triagebot.rules.settings import load_settings
 from triagebot.parse.report import parse_message
 from triagebot.records import Source, report_to_json
 from triagebot.reproduce.executors.local import LocalExecutor
-from triagebot.reproduce.hosts import Host
+from triagebot.rules.hosts import Host
 from triagebot.reproduce.limits import host_limits
 from triagebot.reproduce.plan import HostShape, Plan, Refusal, plan_command
 from triagebot.reproduce.runner import rerun
-from triagebot.reproduce.templates import load_templates
+from triagebot.rules.templates import load_templates
 from triagebot.store.sqlite import SqliteStore
 from triagebot.verdict.sequential import Plan as RoundsPlan
 
@@ -148,8 +149,9 @@ def taken_on(store: SqliteStore, record: dict, state: str = "new", plan: dict | 
 
 def make_lab(tmp_path: Path) -> flow.Lab:
     rules, _ = write_lab_rules(tmp_path, PROJECT)
-    return flow.Lab(rules=rules, database=tmp_path / "t.db", routing=parse_routing(
-        'default_channel = "#perf-triage"\n', "test"), deliver=lambda: None, budget=6)
+    settings = dataclasses.replace(load_settings(rules), routing=parse_routing('default_channel = "#perf-triage"\n',
+                                                                               "test"))
+    return flow.Lab(settings=settings, database=tmp_path / "t.db", deliver=lambda: None, budget=6)
 
 
 def replies(store: SqliteStore, message_id: str) -> dict[str, dict]:
@@ -207,10 +209,10 @@ TRACED_RERUN = """
 import json, sys
 from pathlib import Path
 from triagebot.reproduce.executors.local import LocalExecutor
-from triagebot.reproduce.hosts import Host
+from triagebot.rules.hosts import Host
 from triagebot.reproduce.plan import plan_command
 from triagebot.reproduce.runner import rerun
-from triagebot.reproduce.templates import load_templates
+from triagebot.rules.templates import load_templates
 from triagebot.verdict.sequential import Plan as RoundsPlan
 project, scratch, state, hook = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 host = Host(name="lab", reach="local", cpu_model="test lab", threads=2, sockets=1, memory_gb=24, disk="ssd",

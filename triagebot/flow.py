@@ -27,21 +27,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-
 from triagebot.errors import TriageError
 from triagebot.logs import event
 from triagebot.notify import render
 from triagebot.notify.plot import run_plot
-from triagebot.notify.routing import Routing
 from triagebot.records import report_from_json
 from triagebot.reproduce.executors.protocol import executor_for
-from triagebot.reproduce.hosts import Host, choose_host, load_hosts
+from triagebot.reproduce.hosts import choose_host
 from triagebot.reproduce.limits import host_shape
-from triagebot.reproduce.materials import with_materials_from_rules
+from triagebot.reproduce.materials import with_materials_over_http
 from triagebot.reproduce.plan import Plan, Refusal, plan_from_json, plan_report
 from triagebot.reproduce.rerun_command import commits_of, host_lock, rounds_within
 from triagebot.reproduce.runner import Sample, rerun
-from triagebot.reproduce.templates import load_templates
+from triagebot.rules.hosts import HOSTS_FILE, Host
+from triagebot.rules.settings import Settings
 from triagebot.store.protocol import StoreError
 from triagebot.store.sqlite import utc_text
 
@@ -58,11 +57,11 @@ class StopRequested(Exception):
 
 @dataclass
 class Lab:
-    """What the stages need besides the store: rules, where host locks live, how to notify."""
+    """What the stages need besides the store: the rules (loaded once, at start), where host
+    locks live, how to notify."""
 
-    rules: Path
+    settings: Settings
     database: Path
-    routing: Routing
     deliver: Callable[[], object]  # send what the outbox holds (called after each state change)
     budget: int = 20  # runs a side at most
     stop_requested: Callable[[], bool] = lambda: False
@@ -76,7 +75,7 @@ def admit(store, lab: Lab, admit_days: float, now: datetime | None = None) -> li
     for message_id in store.reports_to_admit(REPORT_KINDS, since):
         record = store.get_record(message_id)
         stored = store.get_message(message_id)
-        channel = lab.routing.channel_for(record, stored.list_name if stored else None)
+        channel = lab.settings.routing.channel_for(record, stored.list_name if stored else None)
         with store.transaction():
             if store.start_triage(message_id, channel):
                 store.enqueue(message_id, "parent", channel, render.parent_message(record, "new"))
@@ -92,8 +91,8 @@ def _host_named(hosts: tuple[Host, ...], name: str | None) -> Host | None:
 
 def plan_new(store, lab: Lab) -> list[str]:
     """Plan each new report for its closest host; a refusal says why. Returns the ids planned."""
-    hosts = load_hosts(lab.rules)
-    templates = load_templates(lab.rules)
+    hosts = lab.settings.need_hosts()
+    templates = lab.settings.need_templates()
     done = []
     for row in store.triage_in("new"):
         if lab.stop_requested():
@@ -115,11 +114,11 @@ def _plan_one(store, lab: Lab, row, hosts: tuple[Host, ...], templates) -> None:
     match = choose_host(hosts, report.test_machine)
     notes: list[str] = []
     if match is None:
-        plan_json = Refusal(f"no host in {lab.rules / 'hosts.toml'}", ("a lab host",),
+        plan_json = Refusal(f"no host in {lab.settings.rules_dir / HOSTS_FILE}", ("a lab host",),
                             message_id=row.message_id).to_json()
         host_name = None
     else:
-        report, notes = with_materials_from_rules(report, store, lab.rules)
+        report, notes = with_materials_over_http(report, store, lab.settings.http)
         plan = plan_report(report, templates, host=host_shape(match.host))
         plan_json = plan.to_json()
         host_name = match.host.name
@@ -184,7 +183,7 @@ def _with_host_line(reply: dict, match, notes: list[str]) -> dict:
 
 def run_planned(store, lab: Lab) -> list[str]:
     """Rerun each planned report whose host can switch kernels and is free; returns those decided."""
-    hosts = load_hosts(lab.rules)
+    hosts = lab.settings.need_hosts()
     decided = []
     for row in store.triage_in(*RUN_STATES):
         if lab.stop_requested():
@@ -242,7 +241,8 @@ def _run_one(store, lab: Lab, row, host: Host) -> str | None:
 
     try:
         with executor_for(host) as executor:
-            result = rerun(plan, host, executor, base, suspect, on_sample=on_sample, rounds=rounds)
+            result = rerun(plan, host, executor, base, suspect, on_sample=on_sample, rounds=rounds,
+                           floor_percent=lab.settings.floors.floor_for(plan.report_metric or plan.metric))
     except StopRequested:
         store.set_triage(row.message_id, "planned", note="stopped during a run: it starts over")
         event(log, logging.INFO, "run stopped: starts over next time", event="run.stopped",

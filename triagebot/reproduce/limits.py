@@ -18,7 +18,7 @@ import shutil
 from pathlib import Path
 
 from triagebot.reproduce.executors.protocol import Limits
-from triagebot.reproduce.hosts import Host
+from triagebot.rules.hosts import Host
 from triagebot.reproduce.plan import HostShape
 
 GIB = 1 << 30

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Protocol
 from triagebot.errors import TriageError
 
 if TYPE_CHECKING:
-    from triagebot.reproduce.hosts import Host
+    from triagebot.rules.hosts import Host
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 FIXED_ENV = {"LC_ALL": "C", "LANG": "C"}

@@ -46,7 +46,7 @@ from triagebot.reproduce.executors.protocol import (
     check_env,
     scratch_child,
 )
-from triagebot.reproduce.hosts import SshAccess
+from triagebot.rules.hosts import SshAccess
 
 KILL_AFTER_SECONDS = 2  # remote: after the timeout's SIGTERM, SIGKILL this much later
 # ssh's own words when the link, not the command, failed (stderr, with exit status 255)
