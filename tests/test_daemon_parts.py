@@ -14,10 +14,10 @@ from tests.conftest import FIXTURES, PROJECT
 from tests.support.fake_slack import FakeSlack
 from triagebot import flow
 from triagebot.health import DaemonMetrics, HealthServer
+from triagebot.parse.report import parse_message
+from triagebot.records import Source, report_to_json
 from triagebot.rules.routing import parse_routing
 from triagebot.rules.settings import load_settings
-from triagebot.records import Source, report_to_json
-from triagebot.parse.report import parse_message
 from triagebot.store.sqlite import SqliteStore
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import CORPUS, PROJECT
 from triagebot.errors import RulesError
 from triagebot.parse.lkp import parse_machine
 from triagebot.parse.report import parse_message
@@ -15,8 +16,6 @@ from triagebot.reproduce import hosts_command
 from triagebot.reproduce.hosts import choose_host, disk_from_parameters, microarch_of, score_host
 from triagebot.rules.hosts import Host, load_hosts, parse_hosts
 from triagebot.store.sqlite import SqliteStore
-
-from tests.conftest import CORPUS, PROJECT
 
 CASCADE_LAKE_96 = ("96 threads 2 sockets Intel(R) Xeon(R) Platinum 8260L CPU @ 2.40GHz "
                    "(Cascade Lake) with 128G memory")

@@ -18,15 +18,15 @@ import pytest
 from tests.conftest import FIXTURES, PROJECT
 from tests.support.lab import lab_path, write_lab_rules
 from triagebot import flow
-from triagebot.rules.routing import parse_routing
-from triagebot.rules.settings import load_settings
 from triagebot.parse.report import parse_message
 from triagebot.records import Source, report_to_json
 from triagebot.reproduce.executors.local import LocalExecutor
-from triagebot.rules.hosts import Host
 from triagebot.reproduce.limits import host_limits
 from triagebot.reproduce.plan import HostShape, Plan, Refusal, plan_command
 from triagebot.reproduce.runner import rerun
+from triagebot.rules.hosts import Host
+from triagebot.rules.routing import parse_routing
+from triagebot.rules.settings import load_settings
 from triagebot.rules.templates import load_templates
 from triagebot.store.sqlite import SqliteStore
 from triagebot.verdict.sequential import Plan as RoundsPlan

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+
 from triagebot.errors import TriageError
 from triagebot.logs import event
 from triagebot.notify import render

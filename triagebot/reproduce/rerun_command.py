@@ -19,8 +19,8 @@ from triagebot.errors import TriageError
 from triagebot.records import Report, report_from_json
 from triagebot.reproduce.executors.protocol import executor_for
 from triagebot.reproduce.hosts import choose_host, score_host
-from triagebot.reproduce.materials import with_materials_over_http
 from triagebot.reproduce.limits import host_shape
+from triagebot.reproduce.materials import with_materials_over_http
 from triagebot.reproduce.plan import Plan, plan_report
 from triagebot.reproduce.runner import Sample, rerun
 from triagebot.rules.settings import Settings, settings_for

@@ -5,7 +5,14 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from triagebot.rules.loader import PACKAGED_RULES, RulesFile, Section, parse_text, read_file, rules_dir
+from triagebot.rules.loader import (
+    PACKAGED_RULES,
+    RulesFile,
+    Section,
+    parse_text,
+    read_file,
+    rules_dir,
+)
 
 FLOORS_FILE = "metric_floors.toml"
 DEFAULT_FLOOR_PERCENT = 1.5  # when no rules file is present and for metrics no pattern matches

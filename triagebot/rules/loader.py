@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import os
 import re
+import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
-
-import tomllib
 
 from triagebot.errors import RulesError
 

@@ -305,7 +305,7 @@ def template_from(name: str, file: RulesFile) -> Template:
 
     if not isinstance(top.get("metrics", []), list) or not top.get("metrics"):
         top.fail("metrics must be a non-empty array of [[metrics]] tables", "metrics")
-    metrics = tuple(_metric(entry) for entry in file.entries("metrics", label="name"))
+    metrics = tuple(_metric(entry, names) for entry in file.entries("metrics", label="name"))
     metric_names = {spec.name for spec in metrics}
     if len(metric_names) != len(metrics):
         top.fail("metrics: metric names must be unique", "metrics")
@@ -320,10 +320,6 @@ def template_from(name: str, file: RulesFile) -> Template:
             entry.fail("param and metric must name a parameter and a metric of this template")
         primary_when.append(PrimaryRule(entry.get("param"), _words(entry, "values"), entry.get("metric")))
 
-    for spec, entry in zip(metrics, file.entries("metrics", label="name")):
-        for other in placeholders(spec.output):
-            if other not in names and other != "report_metric":
-                entry.fail(f"output {spec.output!r} names unknown parameter {other!r}")
     collect = top.get("collect", [])
     if not isinstance(collect, list) or not all(
             isinstance(item, str) and item.startswith(SCRATCH + "/") and ".." not in item for item in collect):
@@ -386,7 +382,7 @@ def _option_table(section: Section) -> tuple[tuple[str, str], ...]:
     return tuple(section.values.items())
 
 
-def _metric(entry: Section) -> MetricSpec:
+def _metric(entry: Section, names: set[str]) -> MetricSpec:
     entry.check_keys(("name", "better", "lkp", "output", "units"))
     name = entry.get("name")
     if not isinstance(name, str) or not _WORD.match(name):
@@ -398,6 +394,9 @@ def _metric(entry: Section) -> MetricSpec:
     output = entry.get("output", name)
     if not isinstance(output, str) or not output:
         entry.fail("output must be the metric's name in the parser's output")
+    for other in placeholders(output):
+        if other not in names and other != "report_metric":
+            entry.fail(f"output {output!r} names unknown parameter {other!r}")
     units = entry.get("units", [])
     if not isinstance(units, list) or not all(isinstance(item, str) and item in REPORT_UNITS for item in units):
         entry.fail(f"units must be a list of units a report is read in: {', '.join(REPORT_UNITS)}")
