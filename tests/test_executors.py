@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.sshd import TestSshd
-from triagebot.reproduce.executors.local import LocalExecutor
 from triagebot.reproduce.executors import private_tmp
+from triagebot.reproduce.executors.local import LocalExecutor
 from triagebot.reproduce.executors.pids_cgroup import PidsCgroups
 from triagebot.reproduce.executors.protocol import (
     ConnectionLost,

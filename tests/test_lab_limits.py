@@ -15,9 +15,16 @@ import pytest
 
 from tests.conftest import PROJECT
 from triagebot.reproduce.executors.protocol import Limits
-from triagebot.rules.hosts import Host
-from triagebot.reproduce.limits import GIB, OPEN_FILES, PROCESS_MARGIN, describe_limits, host_limits, host_shape
+from triagebot.reproduce.limits import (
+    GIB,
+    OPEN_FILES,
+    PROCESS_MARGIN,
+    describe_limits,
+    host_limits,
+    host_shape,
+)
 from triagebot.reproduce.plan import HostShape, Plan, Refusal, plan_command
+from triagebot.rules.hosts import Host
 from triagebot.rules.templates import load_templates
 
 TEMPLATES = load_templates(PROJECT / "rules")

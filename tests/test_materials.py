@@ -30,7 +30,11 @@ from triagebot.parse.report import parse_message
 from triagebot.records import Links, Report, Source, report_from_json, report_to_json
 from triagebot.reproduce import materials as materials_module
 from triagebot.reproduce.materials import (
-    LISTING, MaterialsError, fetch_materials, reproduce_facts, with_materials,
+    LISTING,
+    MaterialsError,
+    fetch_materials,
+    reproduce_facts,
+    with_materials,
 )
 from triagebot.reproduce.plan import Plan, Refusal, plan_report
 from triagebot.rules.templates import load_templates

@@ -15,11 +15,11 @@ from tests.support.fake_slack import FakeSlack
 from triagebot.errors import RulesError, TriageError
 from triagebot.notify import render
 from triagebot.notify.plot import run_plot, strip_plot
-from triagebot.rules.routing import load_routing, parse_routing, subsystems
 from triagebot.notify.slack import NotifyError, SlackNotifier
 from triagebot.notify.terminal import TerminalNotifier, payload_to_text
 from triagebot.parse.report import parse_message
 from triagebot.records import Source, report_to_json
+from triagebot.rules.routing import load_routing, parse_routing, subsystems
 
 TOKEN = "xoxb-1234-5678-triagetest"
 CHANNEL = "C0TRIAGE1"

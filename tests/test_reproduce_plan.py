@@ -12,7 +12,14 @@ from triagebot.errors import RulesError
 from triagebot.parse.report import parse_message
 from triagebot.records import Headline, Report, Source
 from triagebot.reproduce.plan import (
-    HostShape, Plan, Refusal, flatten_job, plan_command, plan_from_json, plan_report, read_job,
+    HostShape,
+    Plan,
+    Refusal,
+    flatten_job,
+    plan_command,
+    plan_from_json,
+    plan_report,
+    read_job,
 )
 from triagebot.rules.templates import PARSERS, Templates, load_template_file, load_templates
 

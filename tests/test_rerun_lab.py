@@ -104,9 +104,9 @@ class TracingExecutor:
 
 def test_only_the_plan_and_the_hosts_hooks_are_ever_started(tmp_path: Path) -> None:
     from triagebot.reproduce.executors.local import LocalExecutor
-    from triagebot.rules.hosts import Host
     from triagebot.reproduce.plan import Plan, plan_command
     from triagebot.reproduce.runner import rerun
+    from triagebot.rules.hosts import Host
     from triagebot.rules.templates import load_templates
     from triagebot.verdict.sequential import Plan as RoundsPlan
 
@@ -143,9 +143,9 @@ def test_one_rerun_per_host_at_a_time(lab, tmp_path: Path) -> None:
 def test_a_plan_that_collects_a_result_file(tmp_path: Path) -> None:
     """stress-ng writes its metrics to a YAML file in scratch: the runner reads it for the parser."""
     from triagebot.reproduce.executors.local import LocalExecutor
-    from triagebot.rules.hosts import Host
     from triagebot.reproduce.plan import Plan, plan_command
     from triagebot.reproduce.runner import rerun
+    from triagebot.rules.hosts import Host
     from triagebot.rules.templates import load_templates
     from triagebot.verdict.sequential import Plan as RoundsPlan
 

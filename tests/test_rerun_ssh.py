@@ -13,9 +13,9 @@ from tests.conftest import PROJECT
 from tests.support.lab import SLOW_COMMIT, write_shim
 from tests.support.sshd import TestSshd, find_sshd
 from triagebot.reproduce.executors.ssh import SshExecutor
-from triagebot.rules.hosts import Host
 from triagebot.reproduce.plan import Plan, plan_command
 from triagebot.reproduce.runner import rerun
+from triagebot.rules.hosts import Host
 from triagebot.rules.templates import load_templates
 from triagebot.verdict.sequential import Plan as RoundsPlan
 

@@ -170,3 +170,18 @@ def test_the_flow_plans_from_the_settings_it_was_given_not_from_disk(tmp_path: P
         triage = store.get_triage(record["message_id"])
         assert triage.state == "planned", triage.note
         assert triage.host == settings.need_hosts()[0].name
+
+
+def test_the_rules_package_needs_no_stage_code_beyond_plain_data() -> None:
+    """Stages import triagebot.rules, never the other way round (beyond HttpPolicy and the report
+    units): no command, daemon or flow module comes with it."""
+    script = ("import sys, triagebot.rules.settings\n"
+              "print('\\n'.join(sorted(name for name in sys.modules if name.startswith('triagebot'))))\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=PROJECT, timeout=60)
+    assert result.returncode == 0, result.stderr
+    loaded = set(result.stdout.split())
+    forbidden = {name for name in loaded
+                 if name.split(".")[1:2] in (["cli"], ["daemon"], ["flow"], ["store"], ["reproduce"], ["notify"],
+                                             ["verdict"]) or name.endswith("command")}
+    assert not forbidden, forbidden
+    assert "triagebot.rules.settings" in loaded

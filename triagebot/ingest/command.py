@@ -11,9 +11,9 @@ on stderr says how many were, and `triage list --failed` lists them.
 from __future__ import annotations
 
 import argparse
-import time
 import os
 import sys
+import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
 

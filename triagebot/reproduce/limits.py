@@ -18,8 +18,8 @@ import shutil
 from pathlib import Path
 
 from triagebot.reproduce.executors.protocol import Limits
-from triagebot.rules.hosts import Host
 from triagebot.reproduce.plan import HostShape
+from triagebot.rules.hosts import Host
 
 GIB = 1 << 30
 PROCESS_MARGIN = 64  # pids above the plan's budget: the benchmark's parent, its helpers, prlimit

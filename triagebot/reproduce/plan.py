@@ -18,11 +18,19 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from triagebot.records import Report
-from triagebot.rules.hosts import default_process_budget
 from triagebot.reproduce.commandline import CommandRefused, parse_command
+from triagebot.rules.hosts import default_process_budget
 from triagebot.rules.templates import (
-    SCRATCH, MetricSpec, ParamSpec, Template, Templates, format_duration, format_size,
-    parse_duration, parse_size, placeholders,
+    SCRATCH,
+    MetricSpec,
+    ParamSpec,
+    Template,
+    Templates,
+    format_duration,
+    format_size,
+    parse_duration,
+    parse_size,
+    placeholders,
 )
 
 PLAN_SCHEMA = 1

@@ -19,11 +19,11 @@ from datetime import datetime, timezone
 
 from triagebot.errors import TriageError
 from triagebot.reproduce.executors.protocol import ConnectionLost, Executor, ExecutorError, Limits
-from triagebot.rules.hosts import Host
 from triagebot.reproduce.limits import describe_limits, host_limits
 from triagebot.reproduce.outputs import OutputError, parse_output
 from triagebot.reproduce.plan import Plan
 from triagebot.rules.floors import load_floors
+from triagebot.rules.hosts import Host
 from triagebot.verdict.sequential import Plan as RoundsPlan
 from triagebot.verdict.sequential import decide_adaptively
 
