@@ -2,12 +2,14 @@
 
 Every problem is a RulesError worded
 
-    FILE:LINE: WHERE: KEY problem        a key of a table or entry (`[http]`, `[[host]] entry 2 (skl-4t)`)
-    FILE:LINE: KEY problem               a top-level key
-    FILE: problem                        the file as a whole (unreadable, not UTF-8, not TOML)
+    FILE:LINE: WHERE: KEY problem     a key of a table or entry (`[http]`, `[[host]] entry 2 (skl-4t)`)
+    FILE:LINE: KEY problem            a top-level key
+    FILE:LINE: not valid TOML: …      tomllib's own words; `not UTF-8` likewise names the line
+    FILE: problem                     the file as a whole (cannot be read, a required part missing)
 
-`:LINE` is the line of the table's header (or of the top-level key) when the text shows it;
-tomllib gives no positions, so they are found by scanning the text for the header.
+`:LINE` is the line of the table's header (or of the top-level key) when the text shows it:
+tomllib gives no positions, so headers are found by scanning the text, and a table written
+inline (`route = [{…}]`) or by dotted keys has no line to name.
 """
 from __future__ import annotations
 
