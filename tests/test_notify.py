@@ -20,6 +20,7 @@ from triagebot.notify.slack import NotifyError, SlackNotifier
 from triagebot.notify.terminal import TerminalNotifier, payload_to_text
 from triagebot.parse.report import parse_message
 from triagebot.records import Source, report_to_json
+from triagebot.states import TriageState, triage_state
 
 TOKEN = "xoxb-1234-5678-triagetest"
 CHANNEL = "C0TRIAGE1"
@@ -139,7 +140,7 @@ def test_replies_are_threaded_and_update_changes_parent(notifier: SlackNotifier,
                                         "started", 40)
     progress_ts = notifier.post_reply(CHANNEL, parent, started)
     verdict_ts = notifier.post_reply(CHANNEL, parent, render.verdict_reply(None, run))
-    final = render.parent_message(lkp_report, render.triage_state(PLAN, run), plan=PLAN, run=run)
+    final = render.parent_message(lkp_report, triage_state(PLAN, run), plan=PLAN, run=run)
     notifier.update_parent(CHANNEL, parent, final)
 
     messages = slack.messages(CHANNEL)
@@ -240,19 +241,19 @@ def test_render_fits_slack_limits_and_server_accepts(notifier: SlackNotifier, sl
 
 
 # Each state renders, and the state names are the documented set.
-@pytest.mark.parametrize("state", render.STATES)
+@pytest.mark.parametrize("state", list(TriageState))
 def test_every_state_renders(lkp_report: dict, state: str) -> None:
     payload = render.parent_message(lkp_report, state)
     assert f"*{state}*" in block_texts(payload["blocks"]) and payload["text"].startswith(f"[{state}]")
 
 
 def test_triage_state_from_stored_records() -> None:
-    assert render.triage_state() == "new"
-    assert render.triage_state(PLAN) == "planned"
-    assert render.triage_state(REFUSAL) == "refused"
-    assert render.triage_state(PLAN, {**run_json(), "verdict": None, "status": "running"}) == "running"
-    assert render.triage_state(PLAN, {**run_json(), "verdict": None, "status": "error"}) == "error"
-    assert render.triage_state(PLAN, run_json()) == "confirmed"
+    assert triage_state() == "new"
+    assert triage_state(PLAN) == "planned"
+    assert triage_state(REFUSAL) == "refused"
+    assert triage_state(PLAN, {**run_json(), "verdict": None, "status": "running"}) == "running"
+    assert triage_state(PLAN, {**run_json(), "verdict": None, "status": "error"}) == "error"
+    assert triage_state(PLAN, run_json()) == "confirmed"
 
 
 def test_refusal_and_error_replies(lkp_report: dict) -> None:

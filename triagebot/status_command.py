@@ -14,11 +14,11 @@ from pathlib import Path
 
 from triagebot.config import load_settings, rules_dir
 from triagebot.daemon import LAST_POLL_KEY
-from triagebot.notify.render import STATE_MEANING, STATES
+from triagebot.notify.render import STATE_MEANING
 from triagebot.reproduce.hosts import load_hosts
+from triagebot.states import OPEN_STATES, TriageState
+from triagebot.store.protocol import Store
 from triagebot.store.sqlite import SqliteStore, resolve_db_path
-
-OPEN_STATES = ("new", "planned", "running")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,7 +41,7 @@ def host_busy(database: Path, host_name: str) -> bool:
     return False
 
 
-def gather(store: SqliteStore, database: Path, rules: Path) -> dict:
+def gather(store: Store, database: Path, rules: Path) -> dict:
     settings = load_settings(rules)
     queue = [{"message_id": row.message_id, "state": row.state, "host": row.host or None, "channel": row.channel,
               "since": row.updated_at, "subject": (store.get_record(row.message_id) or {}).get("subject")}
@@ -65,7 +65,7 @@ def render(status: dict) -> str:
     counts = status["reports"]
     if not counts:
         lines.append("  none taken on yet (the daemon takes on reports dated within --admit-days)")
-    for state in STATES:
+    for state in TriageState:
         if counts.get(state):
             lines.append(f"  {state:15} {counts[state]:>5}  {STATE_MEANING[state]}")
     lines += ["", "queue:" if status["queue"] else "queue: empty"]
