@@ -14,7 +14,9 @@ S = TriageState
 ALLOWED = [
     (S.NEW, S.PLANNED),  # a plan for the closest host
     (S.NEW, S.REFUSED),  # no safe rerun could be planned
+    (S.NEW, S.ERROR),  # planning failed (flow.fail_report)
     (S.PLANNED, S.RUNNING),  # the host is free: the run starts
+    (S.PLANNED, S.ERROR),  # the run failed before it was under way
     (S.RUNNING, S.RUNNING),  # a run cut short by a crash is taken up again
     (S.RUNNING, S.PLANNED),  # stopped during a run: it starts over
     (S.RUNNING, S.CONFIRMED), (S.RUNNING, S.NOT_REPRODUCED), (S.RUNNING, S.INCONCLUSIVE),

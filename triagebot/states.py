@@ -4,8 +4,8 @@ One place for them: the store refuses a move this table does not allow, the daem
 (flow.py) make only these moves, and the notifier and `triage status` render them. Each value
 is the text stored in the `triage` table, so a database written before this enum reads the same.
 
-    new -> planned | refused
-    planned -> running
+    new -> planned | refused | error (planning failed)
+    planned -> running | error (the run failed before it started)
     running -> running (taken up again after a crash) | planned (stopped: starts over)
             | confirmed | not-reproduced | inconclusive | error
     confirmed, not-reproduced, inconclusive, error, refused: final
@@ -47,8 +47,8 @@ class TriageState(StrEnum):
 
 
 _MOVES: dict[TriageState, frozenset[TriageState]] = {
-    TriageState.NEW: frozenset({TriageState.PLANNED, TriageState.REFUSED}),
-    TriageState.PLANNED: frozenset({TriageState.RUNNING}),
+    TriageState.NEW: frozenset({TriageState.PLANNED, TriageState.REFUSED, TriageState.ERROR}),
+    TriageState.PLANNED: frozenset({TriageState.RUNNING, TriageState.ERROR}),
     TriageState.RUNNING: frozenset({TriageState.RUNNING, TriageState.PLANNED, TriageState.CONFIRMED,
                                     TriageState.NOT_REPRODUCED, TriageState.INCONCLUSIVE,
                                     TriageState.ERROR}),
