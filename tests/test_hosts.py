@@ -126,6 +126,9 @@ def _edit(text: str, old: str, new: str) -> str:
     (_edit(CASCADE, '"{commit}"]', '"{commit}", "{host}"]'), "unknown placeholder {host}"),
     (_edit(LOCAL, 'disk = "ssd"', 'disk = "floppy"'), "disk must be one of nvme, ssd, hdd"),
     (_edit(LOCAL, "threads = 2", "threads = 0"), "threads must be a whole number"),
+    # a process budget too small for any benchmark, or not a number
+    (_edit(LOCAL, "threads = 2", "threads = 2\nmax_processes = 1"), "max_processes must be a whole number from 16"),
+    (_edit(LOCAL, "threads = 2", "threads = 2\nscratch_gb = '20G'"), "scratch_gb must be a whole number"),
     (_edit(LOCAL, "threads = 2", 'threads = "2"'), "threads must be a whole number"),
     (_edit(LOCAL, 'reach = "local"', 'reach = "telnet"'), "reach must be one of local, ssh"),
     (_edit(LOCAL, '"/var/tmp/triage"', '"scratch"'), "scratch_dir must be an absolute path"),
@@ -150,6 +153,15 @@ def test_validation_names_file_line_and_entry(text: str, problem: str) -> None:
     assert problem in message
     if "TOML" not in problem and "table(s)" not in problem:
         assert "[[host]] entry" in message
+
+
+def test_the_process_budget_is_64_a_thread_at_least_256_unless_given() -> None:
+    (small,) = hosts(LOCAL)
+    assert small.process_budget == 256 and small.scratch_gb is None
+    (large,) = hosts(_edit(LOCAL, "threads = 2", "threads = 224"))
+    assert large.process_budget == 224 * 64
+    (given,) = hosts(_edit(LOCAL, "threads = 2", "threads = 224\nmax_processes = 2000\nscratch_gb = 100"))
+    assert given.process_budget == 2000 and given.scratch_gb == 100
 
 
 def test_errors_point_at_the_entry_that_is_wrong() -> None:

@@ -116,6 +116,15 @@ _BROKEN = [
     ('shell = true\n' + _GOOD, "top level: unknown key(s) shell"),
     # not TOML at all
     ("program = ", "not valid TOML"),
+    # a process count on something that is no count
+    (_GOOD + '[params.bs]\ntype = "size"\nmax = "1M"\ntasks = 1\n', "[params.bs]: tasks and tasks_times are for int"),
+    # a product of counts without saying how many processes each unit starts
+    (_GOOD.replace("max = 64", 'max = 64\ntasks_times = ["numjobs"]'), "tasks_times needs tasks"),
+    (_GOOD.replace("max = 64", 'max = 64\ntasks = 1\ntasks_times = ["groups"]'), "names unknown parameter 'groups'"),
+    (_GOOD.replace("max = 64", "max = 64\ntasks = -1"), "tasks must be an integer from 0 to 10000"),
+    # an assumed program default outside the range, or beside a default of the template's own
+    (_GOOD.replace("max = 64", "max = 64\nassume = 100"), "[params.numjobs]: assume 100 is above max 64"),
+    (_GOOD.replace("max = 64", "max = 64\ndefault = 1\nassume = 2"), "assume is for a parameter without a default"),
 ]
 
 

@@ -1,8 +1,9 @@
-"""triage rerun end to end on a test lab on this machine: real sysbench, a real competing load.
+"""triage rerun end to end on a test lab on this machine: real sysbench, a slow commit.
 
-The lab's switch hook records the "running kernel" and, for the slow commit, starts a real
-`stress-ng --cpu` load (tests/support/lab.py), so samples on that commit really are slower.
-The regressing pair must be confirmed; the A/A pair must never be.
+The lab's switch hook records the "running kernel"; the lab's sysbench (real sysbench behind a
+shim, tests/support/lab.py) reports events per CPU-second, a fixed factor lower on the slow
+commit, so the slow commit is slower whatever else loads the machine. The regressing pair must
+be confirmed; the A/A pair must never be.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, PROJECT
-from tests.support.lab import write_lab_rules
+from tests.support.lab import lab_path, write_lab_rules
 
 LAB_REPORT = FIXTURES / "lab" / "sysbench-cpu-regression.eml"  # our own report, for the test lab
 MESSAGE_ID = "20240415071244.lab1@tberg-ws"
@@ -31,8 +32,9 @@ def triage(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture
-def lab(tmp_path: Path):
+def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     rules, state = write_lab_rules(tmp_path, PROJECT)
+    monkeypatch.setenv("PATH", lab_path(tmp_path))  # the lab's sysbench for the triage processes
     hook = [sys.executable, str(PROJECT / "tests" / "support" / "lab.py")]
     database = tmp_path / "lab.db"
     assert triage("ingest", "--db", str(database), str(LAB_REPORT)).returncode == 0

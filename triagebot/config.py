@@ -71,6 +71,8 @@ def load_settings(rules: Path) -> Settings:
         backoff_seconds=_number(path, "[http]", http, "backoff_seconds", HttpPolicy.backoff_seconds, 0, 600),
         backoff_max_seconds=_number(path, "[http]", http, "backoff_max_seconds", HttpPolicy.backoff_max_seconds,
                                     0, 86400),
+        deadline_seconds=_number(path, "[http]", http, "deadline_seconds", HttpPolicy.deadline_seconds, 1, 3600),
+        max_redirects=int(_number(path, "[http]", http, "max_redirects", HttpPolicy.max_redirects, 0, 20)),
     )
     sources = []
     for kind in ("lore", "openwall"):

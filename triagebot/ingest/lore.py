@@ -16,11 +16,24 @@ The cursor is JSON text, version 1:
                                          # n and digest of their Message-IDs spot a change
      "since_refetch": 2}                 # polls since the tracked threads were last refetched
 
+Bounds (each a named constant below): the feed is read up to FEED_MAX_BYTES and its newest
+FEED_MAX_ENTRIES entries; a poll fetches the threads of at most ENTRIES_PER_POLL new entries,
+oldest first, and says `more` when entries are left (they are not marked seen, so the next poll,
+which the runner makes at once after storing this batch, takes them); a thread mbox is read up
+to `max_thread_bytes` (THREAD_MAX_BYTES) gzipped and unpacked and THREAD_MAX_MESSAGES
+messages, else the entry's message alone is fetched from `raw`, up to RAW_MESSAGE_MAX_BYTES
+(larger: skipped with an event). A feed with a document type declaration (in any encoding the
+XML declares) is refused, so no entity is ever declared, let alone expanded. An entry link is
+used only for the one Message-ID segment it names under the list URL: a link with `.`, `..`
+or empty path segments is unusable, and the thread URL is rebuilt from the Message-ID.
+
 Failures: the feed or a new entry's thread unreadable after `policy.attempts` tries raises
 SourceError, and nothing of that poll is returned, so the caller keeps the old cursor and the
-next poll does the same work again (messages stored twice are ignored by Message-ID). An entry
-whose message is gone (404 for both t.mbox.gz and raw) or that has no usable link is skipped
-with an event and not tried again. A refetch of the tracked threads that fails is logged as an
+next poll does the same work again (messages stored twice are ignored by Message-ID); a feed
+refused for what it is (over its cap, redirected off the list's scheme, host and port) raises
+at once. An entry whose message is gone (404 for both t.mbox.gz and raw), refused (over
+RAW_MESSAGE_MAX_BYTES, redirected elsewhere) or that has no usable link is skipped with an
+event and not tried again. A refetch of the tracked threads that fails is logged as an
 event and retried on the next poll; what the poll found before it is returned.
 """
 from __future__ import annotations
@@ -32,6 +45,7 @@ import re
 import time
 import urllib.parse
 import xml.etree.ElementTree as ET
+import xml.parsers.expat
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -41,7 +55,8 @@ from email.policy import compat32
 
 from triagebot.ingest.http import fetch
 from triagebot.ingest.protocol import (
-    Batch, FetchedMessage, HttpClient, HttpPolicy, HttpResponse, Sleeper, SourceError)
+    Batch, BodyTooLarge, FetchedMessage, HttpClient, HttpPolicy, HttpResponse, ResponseRefused,
+    Sleeper, SourceError)
 from triagebot.inputs import split_mbox
 
 __all__ = ["LoreSource", "CURSOR_VERSION"]
@@ -51,13 +66,29 @@ ATOM = "{http://www.w3.org/2005/Atom}"
 # characters public-inbox leaves unescaped in Message-ID URL paths (PublicInbox::MID::MID_ESC)
 _MID_SAFE = "!$&'()*+,;=:@"
 _MID_RE = re.compile(r"<([^>]+)>")
-_DTD_RE = re.compile(rb"<!(?:DOCTYPE|ENTITY)", re.IGNORECASE)
+MIB = 1 << 20
+FEED_MAX_BYTES = 16 * MIB  # new.atom, decoded; lore's 25 entries with their text are ~1 MiB
+FEED_MAX_ENTRIES = 1000  # entries read from one feed, newest first (lore's feedmax is 25)
+ENTRIES_PER_POLL = 50  # new entries whose threads one poll fetches; the rest: the next poll
+THREAD_MAX_BYTES = 64 * MIB  # a thread mbox, gzipped as fetched and again unpacked
+THREAD_MAX_MESSAGES = 2000  # messages in one thread mbox; past it the message alone is fetched
+RAW_MESSAGE_MAX_BYTES = 64 * MIB  # one message from `raw` (the per-message limit of mbox input)
+_DOT_SEGMENTS = ("", ".", "..")
 _HEADER_LINE_RE = re.compile(rb"^[!-9;-~]+:")  # "Name:" as RFC 5322 allows field names
 _GZIP_MAGIC = b"\x1f\x8b"
+_NULS = re.compile(rb"\0*")
+UNPACK_CHUNK_BYTES = 1 << 20  # gzip fed to zlib at a time when unpacking a thread mbox
+GZIP_MAX_MEMBERS = 64  # concatenated gzip members in one t.mbox.gz (public-inbox writes one)
 
 
 class _TooLarge(Exception):
     pass
+
+
+_OVER_BYTES = "over the byte cap"  # _accept_thread's answers for a thread too large to read
+_OVER_MESSAGES = "over the message cap"
+_OVER_MEMBERS = "over the gzip member cap"
+_TOO_LARGE = (_OVER_BYTES, _OVER_MESSAGES, _OVER_MEMBERS)
 
 
 class _Truncated(Exception):
@@ -101,8 +132,11 @@ class LoreSource:
     max_seen               feed entries / messages remembered as fetched (default 1000; the
                            current feed's entries are always kept, so this only needs to exceed
                            the server's feedmax, 25 on lore)
-    max_thread_bytes       a thread mbox larger than this once unpacked is not read whole; the
-                           entry's message alone is fetched from `raw` (default 256 MiB)
+    max_thread_bytes       a thread mbox larger than this (gzipped or unpacked) or holding more
+                           than THREAD_MAX_MESSAGES is not read; the entry's message alone is
+                           fetched from `raw` (default THREAD_MAX_BYTES, 64 MiB)
+    entries_per_poll       new feed entries handled per poll (default ENTRIES_PER_POLL, 50); the
+                           rest are left for the next poll, and the batch says `more`
     rng                    jitter for the backoff (default: a fresh random.Random)
     """
 
@@ -110,15 +144,17 @@ class LoreSource:
                  sleep: Sleeper = time.sleep, list_name: str | None = None,
                  track_threads: bool = True, max_tracked: int = 200,
                  refetch_tracked_every: int = 12, max_seen: int = 1000,
-                 max_thread_bytes: int = 256 * 1024 * 1024,
+                 max_thread_bytes: int = THREAD_MAX_BYTES,
+                 entries_per_poll: int = ENTRIES_PER_POLL,
                  rng: random.Random | None = None) -> None:
         if not list_url.endswith("/"):
             list_url += "/"
         parts = urllib.parse.urlsplit(list_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"not an http(s) list URL: {list_url!r}")
-        if refetch_tracked_every < 1 or max_tracked < 0 or max_seen < 1:
-            raise ValueError("refetch_tracked_every and max_seen must be >= 1, max_tracked >= 0")
+        if refetch_tracked_every < 1 or max_tracked < 0 or max_seen < 1 or entries_per_poll < 1:
+            raise ValueError("refetch_tracked_every, max_seen and entries_per_poll must be >= 1, "
+                             "max_tracked >= 0")
         self.list_url = list_url
         segments = [segment for segment in parts.path.split("/") if segment]
         self.list_name = list_name or (segments[-1] if segments else parts.netloc)
@@ -130,6 +166,7 @@ class LoreSource:
         self.refetch_tracked_every = refetch_tracked_every
         self.max_seen = max_seen
         self.max_thread_bytes = max_thread_bytes
+        self.entries_per_poll = entries_per_poll
         self.rng = rng or random.Random()
 
     @property
@@ -161,9 +198,15 @@ class LoreSource:
         fetched: set[str] = set()  # digests of Message-IDs fetched in this poll
         touched: set[str] = set()  # tracked roots whose thread was fetched in this poll
         tracked = list(state.tracked)
+        handled: set[str] = set()  # keys of the new entries this poll dealt with
+        left = False  # new entries left for the next poll (ENTRIES_PER_POLL)
         for entry in reversed(new_entries):  # oldest first
             if entry.key in fetched:
                 continue  # came with the thread of an entry fetched before it
+            if len(handled) >= self.entries_per_poll:
+                left = True
+                break
+            handled.add(entry.key)
             if entry.url is None:
                 events.append(f"{self.feed_url}: skipped entry {entry.label}: no usable link")
                 continue
@@ -174,31 +217,39 @@ class LoreSource:
             if self.track_threads:
                 touched.add(self._track(tracked, ids, thread))
 
-        since_refetch = state.since_refetch + 1
-        if self.track_threads and since_refetch >= self.refetch_tracked_every:
+        # Polls that only go on with the entries a poll left count as that one poll.
+        since_refetch = state.since_refetch + (0 if left else 1)
+        if self.track_threads and not left and since_refetch >= self.refetch_tracked_every:
             if self._refetch_tracked(tracked, touched, messages, fetched, events):
                 since_refetch = 0
         if not self.track_threads:
             tracked = []
 
-        new_state = _State(self._merge_seen(entries, fetched, state.seen),
+        done = [entry for entry in entries
+                if entry.key in seen or entry.key in handled or entry.key in fetched]
+        new_state = _State(self._merge_seen(done, fetched, state.seen),
                            tracked[:self.max_tracked], since_refetch)
-        return Batch(tuple(messages.values()), self._dump_cursor(new_state), tuple(events))
+        return Batch(tuple(messages.values()), self._dump_cursor(new_state), tuple(events),
+                     more=left)
 
     def _read_feed(self, events: list[str]) -> list[_Entry]:
-        parsed: list[ET.Element] = []
+        parsed: list[tuple[list[ET.Element], bool]] = []
 
         def accept(response: HttpResponse) -> str | None:
-            root, problem = _parse_feed(response)
-            if root is not None:
-                parsed.append(root)
+            elements, over, problem = _parse_feed(response, FEED_MAX_ENTRIES)
+            if problem is None:
+                parsed.append((elements, over))
             return problem
 
-        fetch(self.client, self.feed_url, self.policy, sleep=self.sleep, accept=accept,
-              events=events, rng=self.rng)
+        fetch(self.client, self.feed_url, self.policy, limit=FEED_MAX_BYTES, sleep=self.sleep,
+              accept=accept, events=events, rng=self.rng)
         if not parsed:  # a 404: the list does not exist here
             raise SourceError(f"{self.feed_url}: HTTP 404 (no such list?)")
-        return [self._entry(element) for element in parsed[-1].findall(f"{ATOM}entry")]
+        elements, over = parsed[-1]
+        if over:
+            events.append(f"{self.feed_url}: more than {FEED_MAX_ENTRIES} entries; only the "
+                          f"newest {FEED_MAX_ENTRIES} read")
+        return [self._entry(element) for element in elements]
 
     def _entry(self, element: ET.Element) -> _Entry:
         entry_id = (element.findtext(f"{ATOM}id") or "").strip()
@@ -208,12 +259,13 @@ class LoreSource:
                 href = link.get("href", "").strip()
                 break
         segment = _message_segment(href, self.list_url) if href else ""
-        if not segment:
-            return _Entry(_digest(entry_id or ET.tostring(element)), entry_id or "<no id>", None)
-        message_id = urllib.parse.unquote(segment)
-        # A link is followed only under list_url (same segment, rebased if it names another
-        # host), so a feed cannot send the poller elsewhere.
-        return _Entry(_digest(message_id), href or entry_id, self.list_url + segment + "/")
+        message_id = urllib.parse.unquote(segment).strip()
+        if message_id in _DOT_SEGMENTS or message_id.strip("<>") in _DOT_SEGMENTS:
+            return _Entry(_digest(entry_id or ET.tostring(element)), entry_id or href or "<no id>",
+                          None)
+        # A link is followed only as the one Message-ID segment it names, escaped again under
+        # list_url (rebased if it names another host), so a feed cannot send the poller elsewhere.
+        return _Entry(_digest(message_id), href or entry_id, self.message_url(message_id))
 
     def _fetch_thread(self, url: str, label: str, events: list[str]) -> list[bytes] | None:
         """The thread of the message at `url` (t.mbox.gz, else raw); None: gone (404)."""
@@ -221,22 +273,24 @@ class LoreSource:
         too_large: list[str] = []
 
         def accept_thread(response: HttpResponse) -> str | None:
-            try:
-                data = _unpack(response, self.max_thread_bytes)
-            except _TooLarge:
-                too_large.append(response.url)
+            problem = self._accept_thread(response, found)
+            if problem in _TOO_LARGE:
+                too_large.append(problem)
                 return None
-            except _Truncated as error:
-                return str(error)
-            return _accept_messages(data, found, "a thread mbox")
+            return problem
 
-        response = fetch(self.client, url + "t.mbox.gz", self.policy, sleep=self.sleep,
-                         accept=accept_thread, events=events, rng=self.rng)
-        if response.status == 200 and found:
+        try:
+            response = fetch(self.client, url + "t.mbox.gz", self.policy,
+                             limit=self.max_thread_bytes, sleep=self.sleep, accept=accept_thread,
+                             events=events, rng=self.rng)
+        except ResponseRefused as error:  # too large, or a redirect elsewhere: not the thread
+            too_large.append(_OVER_BYTES if isinstance(error, BodyTooLarge) else str(error))
+            response = None
+        if response is not None and response.status == 200 and found:
             return found[-1]
         if too_large:
-            events.append(f"{url}t.mbox.gz: thread larger than {self.max_thread_bytes} bytes "
-                          "unpacked; fetching the message alone")
+            events.append(f"{url}t.mbox.gz: {self._too_large_reason(too_large[-1])}; "
+                          "fetching the message alone")
         else:
             events.append(f"{url}t.mbox.gz: HTTP 404; fetching the message alone")
 
@@ -245,13 +299,41 @@ class LoreSource:
                 return "an HTML page, not a raw message"
             return _accept_messages(response.body, found, "a raw message")
 
-        response = fetch(self.client, url + "raw", self.policy, sleep=self.sleep,
-                         accept=accept_raw, events=events, rng=self.rng)
+        try:
+            response = fetch(self.client, url + "raw", self.policy, limit=RAW_MESSAGE_MAX_BYTES,
+                             sleep=self.sleep, accept=accept_raw, events=events, rng=self.rng)
+        except ResponseRefused as error:
+            events.append(f"{self.feed_url}: skipped entry {label}: {error}")
+            return None
         if response.status == 200 and found:
             return found[-1]
         events.append(f"{self.feed_url}: skipped entry {label}: the message is gone "
                       "(HTTP 404 for t.mbox.gz and raw)")
         return None
+
+    def _accept_thread(self, response: HttpResponse, found: list[list[bytes]]) -> str | None:
+        """Unpack and split a t.mbox.gz answer into `found`; why not, or _OVER_* for too big."""
+        try:
+            data = _unpack(response, self.max_thread_bytes)
+        except _TooLarge as error:
+            return _OVER_MEMBERS if error.args == (_OVER_MEMBERS,) else _OVER_BYTES
+        except _Truncated as error:
+            return str(error)
+        problem = _accept_messages(data, found, "a thread mbox")
+        if problem is None and len(found[-1]) > THREAD_MAX_MESSAGES:
+            found.pop()
+            return _OVER_MESSAGES
+        return problem
+
+    def _too_large_reason(self, which: str) -> str:
+        """The event text for a thread not read: too many messages, too large, else refused."""
+        if which == _OVER_MESSAGES:
+            return f"thread of more than {THREAD_MAX_MESSAGES} messages"
+        if which == _OVER_BYTES:
+            return f"thread larger than {self.max_thread_bytes} bytes"
+        if which == _OVER_MEMBERS:
+            return f"thread mbox of more than {GZIP_MAX_MEMBERS} gzip members"
+        return which
 
     def thread_batch(self, message_url: str) -> Batch:
         """The whole thread of the message at `message_url` (…/<list>/<msgid>/), by itself.
@@ -311,33 +393,36 @@ class LoreSource:
                 continue
             url = self.message_url(item.root)
             found: list[list[bytes]] = []
+            too_large: list[str] = []
 
-            def accept(response: HttpResponse, found: list[list[bytes]] = found) -> str | None:
-                try:
-                    data = _unpack(response, self.max_thread_bytes)
-                except _TooLarge:
-                    found.append([])
+            def accept(response: HttpResponse, found: list[list[bytes]] = found,
+                       too_large: list[str] = too_large) -> str | None:
+                problem = self._accept_thread(response, found)
+                if problem in _TOO_LARGE:
+                    too_large.append(problem)
                     return None
-                except _Truncated as error:
-                    return str(error)
-                return _accept_messages(data, found, "a thread mbox")
+                return problem
 
             try:
-                response = fetch(self.client, url + "t.mbox.gz", self.policy, sleep=self.sleep,
-                                 accept=accept, events=events, rng=self.rng)
+                response = fetch(self.client, url + "t.mbox.gz", self.policy,
+                                 limit=self.max_thread_bytes, sleep=self.sleep, accept=accept,
+                                 events=events, rng=self.rng)
+            except ResponseRefused as error:
+                too_large.append(_OVER_BYTES if isinstance(error, BodyTooLarge) else str(error))
+                response = None
             except SourceError as error:
                 events.append(f"refetch of tracked threads stopped, retried next poll: {error}")
                 return False
+            if too_large:
+                events.append(f"{url}t.mbox.gz: {self._too_large_reason(too_large[-1])}; "
+                              "no longer tracking it")
+                tracked.remove(item)
+                continue
             if response.status == 404:
                 events.append(f"{url}t.mbox.gz: HTTP 404; no longer tracking that thread")
                 tracked.remove(item)
                 continue
             thread = found[-1]
-            if not thread:
-                events.append(f"{url}t.mbox.gz: thread larger than {self.max_thread_bytes} "
-                              "bytes unpacked; no longer tracking it")
-                tracked.remove(item)
-                continue
             message_ids = [m for m in (_message_id(raw) for raw in thread) if m]
             if (len(set(message_ids)), _ids_digest(message_ids)) == (item.count, item.digest):
                 continue
@@ -397,8 +482,13 @@ def _ids_digest(message_ids: Iterable[str]) -> str:
 
 def _message_segment(href: str, list_url: str) -> str:
     """The escaped Message-ID in an entry link: the segment after the list's own path
-    (`/LIST/MSGID/`, also `/LIST/MSGID/T/#u`), else the link's last segment."""
+    (`/LIST/MSGID/`, also `/LIST/MSGID/T/#u`), else the link's last segment; "" for a link
+    with a `.`, `..` or empty segment (escaped or not) anywhere in its path."""
     path = urllib.parse.urlsplit(href).path
+    inner = path.strip("/")
+    if not inner or any(urllib.parse.unquote(segment).strip() in _DOT_SEGMENTS
+                        for segment in inner.split("/")):
+        return ""
     list_path = urllib.parse.urlsplit(list_url).path
     if path.startswith(list_path) and len(path) > len(list_path):
         return path[len(list_path):].split("/", 1)[0]
@@ -432,45 +522,111 @@ def _is_html(response: HttpResponse) -> bool:
     return "html" in content_type or start.startswith((b"<!doctype html", b"<html"))
 
 
-def _parse_feed(response: HttpResponse) -> tuple[ET.Element | None, str | None]:
-    """The feed's root element, or why the answer is not an Atom feed."""
+class _Declaration(Exception):
+    pass
+
+
+def _declares_dtd(body: bytes) -> bool:
+    """Whether the document has a DOCTYPE or an entity declaration, read by expat as the XML
+    says it is encoded (UTF-16, UTF-32, a BOM, an encoding declaration), not as raw bytes."""
+    parser = xml.parsers.expat.ParserCreate()
+
+    def refuse(*args: object) -> None:
+        raise _Declaration()
+
+    parser.StartDoctypeDeclHandler = refuse
+    parser.EntityDeclHandler = refuse
+    try:
+        parser.Parse(body, True)
+    except _Declaration:
+        return True
+    except (xml.parsers.expat.ExpatError, ValueError, LookupError):
+        return False  # not XML: the parse below says so
+    return False
+
+
+def _parse_feed(response: HttpResponse,
+                max_entries: int) -> tuple[list[ET.Element], bool, str | None]:
+    """The feed's first `max_entries` entries and whether it holds more, or why the answer is
+    not an Atom feed. Entries past the cap are not parsed into a tree."""
     if _is_html(response):
         content_type = response.headers.get("content-type", "?")
-        return None, f"an HTML page ({content_type}), not an Atom feed (a challenge page?)"
-    if _DTD_RE.search(response.body):
-        return None, "a document type declaration in the feed (refused: entities stay off)"
+        return [], False, f"an HTML page ({content_type}), not an Atom feed (a challenge page?)"
+    if _declares_dtd(response.body):
+        return [], False, "a document type declaration in the feed (refused: entities stay off)"
+    parser = ET.XMLPullParser(events=("start", "end"))
+    entries: list[ET.Element] = []
+    root: ET.Element | None = None
+    depth = 0  # of the element an event is about: 1 the feed, 2 its children
+    body = response.body
     try:
-        root = ET.fromstring(response.body)
+        for offset in range(0, max(len(body), 1), 1 << 16):
+            parser.feed(body[offset:offset + (1 << 16)])
+            for event, element in parser.read_events():
+                if event == "start":
+                    depth += 1
+                    if root is None:
+                        root = element
+                        if root.tag != f"{ATOM}feed":
+                            return [], False, f"XML but not an Atom feed (root element {root.tag})"
+                    continue
+                depth -= 1
+                if depth != 1 or root is None:
+                    continue  # inside a child of the feed, or the feed's own end
+                if element.tag == f"{ATOM}entry":
+                    if len(entries) == max_entries:
+                        return entries, True, None
+                    entries.append(element)
+                root.remove(element)  # the tree holds only the child of the feed being read
+        parser.close()
     except ET.ParseError as error:
-        return None, f"not XML ({error})"
-    if root.tag != f"{ATOM}feed":
-        return None, f"XML but not an Atom feed (root element {root.tag})"
-    return root, None
+        return [], False, f"not XML ({error})"
+    if root is None:
+        return [], False, "not XML (no element)"
+    return entries, False, None
 
 
 def _unpack(response: HttpResponse, limit: int) -> bytes:
-    """The mbox of a t.mbox.gz answer: gunzipped, whole, at most `limit` bytes."""
+    """The mbox of a t.mbox.gz answer: gunzipped, at most `limit` bytes, else _TooLarge.
+
+    Incremental: the gzip is fed to zlib UNPACK_CHUNK_BYTES at a time and zlib is asked for no
+    more than the room left, so a bomb stops at `limit` bytes out; at most GZIP_MAX_MEMBERS
+    concatenated gzip members (public-inbox writes one), so many tiny members cost no more.
+    """
     body = response.body
     if not body.startswith(_GZIP_MAGIC):
         return body  # the transport already decoded a Content-Encoding: gzip
+    view = memoryview(body)
     out: list[bytes] = []
     total = 0
-    data = body
-    while data:
-        decompressor = zlib.decompressobj(wbits=31)
+    members = 0
+    position = 0
+    decompressor = None
+    while True:
+        if decompressor is None:  # between members: NUL padding, then the next one or the end
+            position = _NULS.match(body, position).end()
+            if position == len(body):
+                break
+            if body[position:position + 2] != _GZIP_MAGIC:
+                raise _Truncated("damaged gzip (trailing bytes after the stream)")
+            members += 1
+            if members > GZIP_MAX_MEMBERS:
+                raise _TooLarge(_OVER_MEMBERS)
+            decompressor = zlib.decompressobj(wbits=31)
+        data = view[position:position + UNPACK_CHUNK_BYTES]
+        if not data:
+            raise _Truncated(f"truncated gzip ({len(body)} bytes, the stream does not end)")
         try:
             chunk = decompressor.decompress(data, limit - total + 1)
         except zlib.error as error:
             raise _Truncated(f"damaged gzip ({error})") from error
         total += len(chunk)
-        if total > limit or decompressor.unconsumed_tail:
+        if total > limit:
             raise _TooLarge()
-        if not decompressor.eof:
-            raise _Truncated(f"truncated gzip ({len(body)} bytes, the stream does not end)")
         out.append(chunk)
-        data = decompressor.unused_data.lstrip(b"\0")
-        if data and not data.startswith(_GZIP_MAGIC):
-            raise _Truncated("damaged gzip (trailing bytes after the stream)")
+        position += len(data) - len(decompressor.unconsumed_tail) - len(decompressor.unused_data)
+        if decompressor.eof:
+            decompressor = None
     return b"".join(out)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import time
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from triagebot.ingest.lore import LoreSource
 from triagebot.ingest.protocol import Batch, HttpClient, HttpPolicy, Sleeper
@@ -36,6 +36,8 @@ def message_base_url(reference: str, archive: str = DEFAULT_ARCHIVE) -> str | No
     segments = [segment for segment in path.split("/") if segment]
     if len(segments) < 2 or "@" not in segments[-1]:
         return None
+    if any(unquote(segment).strip() in (".", "..") for segment in segments):
+        return None  # the URL must name the message itself, not a way around the list
     return f"{parts.scheme}://{parts.netloc}/{'/'.join(segments)}/"
 
 

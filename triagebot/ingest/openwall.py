@@ -12,19 +12,27 @@ date, subject and sender name (`fallback_key`), which the lore copy of the same 
 
 Cursor (opaque JSON text, stored with the messages of each poll):
 
-    {"v": 1, "days": {"2024-12-02": 2, "2024-12-03": 0}}
+    {"v": 1, "days": {"2024-12-02": 2, "2024-12-03": 0}, "run": 100}
 
 `days` maps each day the next poll reads again (from the oldest one on, up to today) to the
 highest page number fetched for it (0: read, nothing fetched). A day stays in the cursor until
 it is more than `recheck_days` older than the newest day read; a poll cut short by
 `max_messages_per_poll` leaves the day it stopped in as the newest, so the next one resumes
-there.
+there. `run` (absent: 0) counts the pages fetched by the polls a runner makes back to back
+while batches say `more`; at PAGES_PER_RUN the batch no longer says `more` and the rest waits
+for the next scheduled poll, so a day index listing 200,000 pages costs each poll at most
+PAGES_PER_RUN page requests (about 8 minutes at one request a second), never days.
 
-HTML is parsed with BeautifulSoup's "lxml" builder, i.e. `lxml.etree.HTMLParser` (bs4 4.15:
+Bounds: every page (day index or message) is read up to PAGE_MAX_BYTES; a message page over it
+is skipped with an event, a day index over it skips its day with an event. Day indexes are
+read by lxml's HTML parser as a stream of links (no tree), so a huge index costs little memory.
+
+Message pages are parsed with BeautifulSoup's "lxml" builder, i.e. `lxml.etree.HTMLParser` (bs4 4.15:
 `HTMLParser(target=…, recover=True, huge_tree=False)`): libxml2's HTML parser reads no DTD
 and replaces only HTML's own character references (`&lt;`, `&#64;`), never declared entities
 (no XML_PARSE_NOENT; `no_network` is on), so an `<!ENTITY … SYSTEM …>` in a page is neither
-fetched nor expanded (tests/test_ingest_openwall.py checks it).
+fetched nor expanded (tests/test_ingest_openwall.py checks it). Day indexes go through the
+same `lxml.etree.HTMLParser`, with a target that keeps only links, the <base> and the text.
 """
 from __future__ import annotations
 
@@ -39,7 +47,7 @@ from urllib.parse import urljoin, urlsplit
 
 from triagebot.ingest.http import fetch
 from triagebot.ingest.protocol import (Batch, FetchedMessage, HttpClient, HttpPolicy, HttpResponse,
-                                       Sleeper)
+                                       ResponseRefused, Sleeper)
 from triagebot.parse.identity import fallback_key, fallback_key_of_record
 from triagebot.parse.webpage import looks_like_html, split_header_block
 
@@ -48,6 +56,9 @@ __all__ = ["CURSOR_VERSION", "OpenwallAddress", "OpenwallPageSource", "OpenwallS
            "read_day_index"]
 
 CURSOR_VERSION = 1
+PAGE_MAX_BYTES = 8 << 20  # one day index or message page, decoded (blists pages are ~10 KiB)
+MESSAGES_PER_POLL = 100  # pages fetched per poll: one store transaction
+PAGES_PER_RUN = 500  # pages fetched by back-to-back polls before the rest waits a poll interval
 _ONE_DAY = datetime.timedelta(days=1)
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _PAGE_NUMBER = re.compile(r"[0-9]{1,6}")  # blists numbers a day's messages 1…999999
@@ -115,6 +126,49 @@ def _not_html(response: HttpResponse) -> str | None:
     return f"not an HTML page ({content_type or 'no Content-Type'})"
 
 
+class _LinkTarget:
+    """lxml parser target keeping a page's links, its first <base href> and its text only."""
+
+    def __init__(self) -> None:
+        self.base: str | None = None
+        self.links: list[str] = []
+        self.text: list[str] = []
+
+    def start(self, tag: str, attrib) -> None:
+        href = attrib.get("href")
+        if not href:
+            return
+        if tag == "a":
+            self.links.append(href)
+        elif tag == "base" and self.base is None:
+            self.base = href
+
+    def end(self, tag: str) -> None:
+        pass
+
+    def data(self, data: str) -> None:
+        self.text.append(data)
+
+    def comment(self, text: str) -> None:
+        pass
+
+    def close(self) -> _LinkTarget:
+        return self
+
+
+def _links(body: bytes) -> _LinkTarget:
+    from lxml import etree  # imported here: mail and mbox input never need it
+
+    target = _LinkTarget()
+    parser = etree.HTMLParser(target=target, no_network=True)
+    try:
+        parser.feed(body)
+        parser.close()
+    except etree.LxmlError:  # an empty or hopeless document: no links, no text
+        pass
+    return target
+
+
 def read_day_index(body: bytes, base_url: str, list_path: str,
                    day: datetime.date) -> list[int] | None:
     """Page numbers a day index links to; [] for a day without mail; None for another page.
@@ -123,18 +177,21 @@ def read_day_index(body: bytes, base_url: str, list_path: str,
     other days, the month and the list, attachment links (`N/A`) and the site banner do not.
     None means the answer is no day index at all (a challenge or error page).
     """
-    soup = _soup(body)
-    base_tag = soup.find("base", href=True)
-    base = urljoin(base_url, str(base_tag["href"])) if base_tag is not None else base_url
+    page = _links(body)
+    base = urljoin(base_url, page.base) if page.base is not None else base_url
     prefix = list_path + _day_path(day)
     numbers: set[int] = set()
-    for anchor in soup.find_all("a", href=True):
-        path = urlsplit(urljoin(base, str(anchor["href"]))).path
+    relative_ok = urlsplit(base).path == prefix  # "N" resolves to a page of this day
+    for href in page.links:
+        if relative_ok and _PAGE_NUMBER.fullmatch(href):
+            numbers.add(int(href))  # blists' own links: no urljoin for each of them
+            continue
+        path = urlsplit(urljoin(base, href)).path
         if path.startswith(prefix) and _PAGE_NUMBER.fullmatch(path[len(prefix):]):
             numbers.add(int(path[len(prefix):]))
     if numbers:
         return sorted(numbers)
-    text = _visible_text(soup)
+    text = " ".join(" ".join(page.text).split())
     heading = f"mailing list - {day.year:04d}/{day.month:02d}/{day.day:02d}"
     if _NO_MESSAGES in text or heading in text:
         return []
@@ -156,6 +213,7 @@ def message_page_kind(body: bytes) -> str | None:
 @dataclass
 class _Cursor:
     days: dict[datetime.date, int]  # day → highest page number fetched (0: none)
+    run: int = 0  # pages fetched by the back-to-back polls so far (PAGES_PER_RUN)
 
     @classmethod
     def read(cls, text: str | None, events: list[str]) -> _Cursor | None:
@@ -167,18 +225,20 @@ class _Cursor:
                 raise ValueError(f"version {data.get('v')!r}, this code writes {CURSOR_VERSION}")
             days = {datetime.date.fromisoformat(day): int(number)
                     for day, number in data["days"].items()}
+            run = max(0, int(data.get("run", 0)))
         except (ValueError, TypeError, KeyError, AttributeError) as error:
             # Reading the first-poll window again may miss older pages but duplicates nothing.
             events.append(f"openwall cursor {text[:80]!r} unreadable ({error}); "
                           f"reading as on a first poll")
             return None
-        return cls(days) if days else None
+        return cls(days, run) if days else None
 
     def text(self, recheck_days: int) -> str:
         keep_from = max(self.days) - recheck_days * _ONE_DAY
         days = {day.isoformat(): number for day, number in sorted(self.days.items())
                 if day >= keep_from}
-        return json.dumps({"v": CURSOR_VERSION, "days": days}, separators=(",", ":"))
+        data = {"v": CURSOR_VERSION, "days": days, **({"run": self.run} if self.run else {})}
+        return json.dumps(data, separators=(",", ":"))
 
 
 class OpenwallSource:
@@ -196,7 +256,9 @@ class OpenwallSource:
         the archive files under a day after we read it (its clock ahead of or behind ours, mail
         arriving around midnight). 1 costs one more index request per poll.
     max_messages_per_poll: pages fetched per poll (one store transaction); when more are
-        waiting the batch says `more` and the runner polls again.
+        waiting the batch says `more` and the runner polls again (MESSAGES_PER_POLL).
+    pages_per_run: pages fetched by polls that follow each other through `more`; when reached
+        the batch does not say `more` and the rest waits for the next poll (PAGES_PER_RUN).
     request_interval_seconds: pause between two requests of a poll, to spare the archive on
         long first polls; tests pass 0.
     list_name: stored with each message; default: the last path segment of list_url.
@@ -206,10 +268,12 @@ class OpenwallSource:
     def __init__(self, list_url: str, client: HttpClient, policy: HttpPolicy,
                  sleep: Sleeper = time.sleep, *, days_back: int = 2,
                  today: Callable[[], datetime.date] = _utc_today, recheck_days: int = 1,
-                 max_messages_per_poll: int = 100, request_interval_seconds: float = 1.0,
+                 max_messages_per_poll: int = MESSAGES_PER_POLL,
+                 pages_per_run: int = PAGES_PER_RUN, request_interval_seconds: float = 1.0,
                  list_name: str | None = None, rng: random.Random | None = None) -> None:
-        if days_back < 0 or recheck_days < 0 or max_messages_per_poll < 1:
-            raise ValueError("days_back and recheck_days must be >= 0, max_messages_per_poll >= 1")
+        if days_back < 0 or recheck_days < 0 or max_messages_per_poll < 1 or pages_per_run < 1:
+            raise ValueError("days_back and recheck_days must be >= 0, max_messages_per_poll and "
+                             "pages_per_run >= 1")
         address = parse_openwall_url(list_url)
         if address.day is not None:
             raise ValueError(f"{list_url}: a day or message page, not a list root "
@@ -222,6 +286,7 @@ class OpenwallSource:
         self.today = today
         self.recheck_days = recheck_days
         self.max_messages_per_poll = max_messages_per_poll
+        self.pages_per_run = pages_per_run
         self.request_interval_seconds = request_interval_seconds
         self.list_name = list_name or self.list_url.rstrip("/").rsplit("/", 1)[-1]
         self._list_path = urlsplit(self.list_url).path
@@ -249,21 +314,35 @@ class OpenwallSource:
             day = min(state.days)  # the cursor keeps exactly the days to read again
         last = max([today, *state.days])
         messages: list[FetchedMessage] = []
-        more = False
-        while day <= last and not more:
+        budget = max(1, min(self.max_messages_per_poll, self.pages_per_run - state.run))
+        pages = 0  # page requests of this poll, kept or skipped
+        stopped = False
+        while day <= last and not stopped:
             fetched_up_to = state.days.get(day, 0)
             state.days[day] = fetched_up_to
             for number in self._day_index(day, events):
                 if number <= fetched_up_to:
                     continue
-                if len(messages) >= self.max_messages_per_poll:
-                    more = True
+                if pages >= budget:
+                    stopped = True
                     break
+                pages += 1
                 message = self._message(day, number, events)
                 if message is not None:
                     messages.append(message)
                 state.days[day] = number
             day += _ONE_DAY
+        more = False
+        if stopped:
+            state.run += pages
+            if state.run >= self.pages_per_run:
+                events.append(f"{self.list_url}: {state.run} pages fetched in this run, the cap; "
+                              "the rest at the next poll")
+                state.run = 0
+            else:
+                more = True
+        else:
+            state.run = 0
         return Batch(messages=tuple(messages), cursor=state.text(self.recheck_days),
                      events=tuple(events), more=more)
 
@@ -272,8 +351,8 @@ class OpenwallSource:
         if self._requests and self.request_interval_seconds > 0:
             self.sleep(self.request_interval_seconds)
         self._requests += 1
-        return fetch(self.client, url, self.policy, sleep=self.sleep, accept=accept,
-                     events=events, rng=self._rng)
+        return fetch(self.client, url, self.policy, limit=PAGE_MAX_BYTES, sleep=self.sleep,
+                     accept=accept, events=events, rng=self._rng)
 
     def _day_index(self, day: datetime.date, events: list[str]) -> list[int]:
         """Page numbers of one day; [] when the archive has no mail for it (404)."""
@@ -290,7 +369,11 @@ class OpenwallSource:
             found.append(numbers)
             return None
 
-        response = self._get(url, accept, events)
+        try:
+            response = self._get(url, accept, events)
+        except ResponseRefused as error:  # over PAGE_MAX_BYTES, or a redirect elsewhere
+            events.append(f"{error}; the day's pages are skipped")
+            return []
         return [] if response.status == 404 else found[-1]
 
     def _message(self, day: datetime.date, number: int,
@@ -315,7 +398,11 @@ def _fetch_page(get: Callable[[str, Callable[[HttpResponse], str | None], list[s
         kinds.append(kind)
         return None
 
-    response = get(url, accept, events)
+    try:
+        response = get(url, accept, events)
+    except ResponseRefused as error:  # over PAGE_MAX_BYTES, or a redirect elsewhere
+        events.append(f"{error}; skipped")
+        return None
     if response.status == 404 or kinds[-1] == "gone":
         why = "HTTP 404" if response.status == 404 else _NO_SUCH_MESSAGE
         events.append(f"{url}: {context} not served ({why}); skipped")
@@ -351,8 +438,8 @@ class OpenwallPageSource:
 
         def get(url: str, accept: Callable[[HttpResponse], str | None],
                 events: list[str]) -> HttpResponse:
-            return fetch(self.client, url, self.policy, sleep=self.sleep, accept=accept,
-                         events=events, rng=self._rng)
+            return fetch(self.client, url, self.policy, limit=PAGE_MAX_BYTES, sleep=self.sleep,
+                         accept=accept, events=events, rng=self._rng)
 
         message = _fetch_page(get, self.page_url, self.list_name, events, "the page is")
         return Batch(messages=(message,) if message else (), cursor=None, events=tuple(events))

@@ -41,6 +41,16 @@ COMMIT_PLACEHOLDER = "{commit}"
 # human report is often only "the culprit's parent". Passed as one argv word, never to a shell.
 _COMMIT = re.compile(r"[0-9A-Za-z][0-9A-Za-z._/+-]{0,127}(?:\^|~\d{1,4})?")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+# A host's default process budget (max_processes): the processes and threads one plan may start.
+# 64 a thread lets hackbench's default 40-task groups run one a thread with room to spare;
+# small hosts get at least MIN_PROCESS_BUDGET (a benchmark's own helpers, fio's job processes).
+PROCESSES_PER_THREAD = 64
+MIN_PROCESS_BUDGET = 256
+
+
+def default_process_budget(threads: int) -> int:
+    """The processes and threads a plan may start on a host with `threads` hardware threads."""
+    return max(MIN_PROCESS_BUDGET, threads * PROCESSES_PER_THREAD)
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 
 
@@ -74,6 +84,12 @@ class Host:
     switch_kernel: tuple[str, ...] = ()  # empty: cannot switch, runs on the running kernel only
     running_kernel: tuple[str, ...] = ("uname", "-r")
     reboot_timeout_s: float = 900.0  # how long a kernel switch may keep the host unreachable
+    max_processes: int | None = None  # processes + threads one plan may start; None: default_process_budget
+    scratch_gb: int | None = None  # size of the scratch space; None: measured (local) or 20 GB (SSH)
+
+    @property
+    def process_budget(self) -> int:
+        return self.max_processes or default_process_budget(self.threads)
 
     @property
     def can_switch_kernel(self) -> bool:
@@ -92,7 +108,7 @@ class Host:
 
 _HOST_KEYS = {"name", "reach", "ssh", "cpu_model", "microarch", "threads", "sockets", "memory_gb",
               "disk", "scratch_dir", "scratch_devices", "labels", "switch_kernel",
-              "running_kernel", "reboot_timeout_s"}
+              "running_kernel", "reboot_timeout_s", "max_processes", "scratch_gb"}
 _SSH_KEYS = {"host", "port", "user", "identity_file", "known_hosts_file", "connect_timeout_s",
              "control_master"}
 
@@ -249,6 +265,8 @@ def _host(entry: _Entry, table: Any) -> Host:
         running_kernel=_argv(entry, table, "running_kernel", ["uname", "-r"], allow_commit=False)
         or ("uname", "-r"),
         reboot_timeout_s=_seconds(entry, table, "reboot_timeout_s", 900.0, 1, 86400),
+        max_processes=_integer(entry, table, "max_processes", 16, 1 << 22) if "max_processes" in table else None,
+        scratch_gb=_integer(entry, table, "scratch_gb", 1, 1 << 30) if "scratch_gb" in table else None,
     )
 
 

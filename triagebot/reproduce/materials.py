@@ -3,7 +3,10 @@
 An LKP report links a directory (`https://download.01.org/0day-ci/archive/<date>/<id>`) that
 holds the job file (`job.yaml`), the `reproduce` script and the kernel config (`config-<ver>`).
 `fetch_materials` GETs them with `triagebot.ingest.http.fetch` (timeouts and backoff from the
-HttpPolicy), refuses any file over its size cap, takes a 404 as "not there", and keeps each
+HttpPolicy, including its total deadline), refuses any file over its size cap while streaming
+it (an honest Content-Length over the cap before reading any of it; otherwise as soon as the
+body, decoded, passes the cap: never read whole first, so the job.yaml the planner's YAML
+reader sees is at most 4 MiB), takes a 404 as "not there", and keeps each
 file in the store by (directory URL, name), so a second fetch asks the network nothing.
 The config's name comes from the directory listing when the server serves one, else from the
 report's attachments' names; without either it is skipped.
@@ -28,7 +31,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
 from triagebot.ingest.http import fetch
-from triagebot.ingest.protocol import HttpClient, HttpPolicy, HttpResponse, Sleeper, SourceError
+from triagebot.ingest.protocol import BodyTooLarge, HttpClient, HttpPolicy, Sleeper, SourceError
 from triagebot.records import Report, Reproducer
 
 JOB_FILE = "job.yaml"
@@ -83,27 +86,26 @@ def _size(count: int) -> str:
     return f"{count} bytes" if count < 10 * 1024 else f"{count / 1024:.0f} KiB"
 
 
-def _capped(url: str, name: str, response: HttpResponse) -> bytes:
+def _refused(url: str, name: str, size: int | None) -> MaterialsError:
     cap = size_cap(name)
-    declared = response.headers.get("content-length", "")
-    size = len(response.body)
-    if declared.isdigit():
-        size = max(size, int(declared))
-    if size > cap:
-        raise MaterialsError(f"{url}: {name} is {size} bytes, over the {cap} byte cap: refused")
-    return response.body
+    what = f"{size} bytes" if size is not None else f"more than {cap} bytes (stopped reading at the cap)"
+    return MaterialsError(f"{url}: {name} is {what}, over the {cap} byte cap: refused")
 
 
 def _get(directory: str, name: str, client: HttpClient, policy: HttpPolicy, store, sleep: Sleeper,
          events: list[str], *, listing: bool = False) -> bytes | None:
     """One file from the store, else from the server (then kept); None when it is not there."""
     cached = store.get_material(directory, name)
+    if cached is not None and len(cached) > size_cap(name):
+        raise _refused(f"{file_url(directory, name)} (kept in the store)", name, len(cached))
     if cached is not None:
         events.append(f"{'the listing' if listing else name} of {directory}: from the store")
         return cached
     url = directory if listing else file_url(directory, name)
     try:
-        response = fetch(client, url, policy, sleep=sleep, events=events)
+        response = fetch(client, url, policy, limit=size_cap(name), sleep=sleep, events=events)
+    except BodyTooLarge as error:
+        raise _refused(url, name, error.declared) from error
     except SourceError as error:
         if listing and _NO_LISTING.search(str(error)):
             events.append(f"{url}: no directory listing ({error})")
@@ -112,7 +114,7 @@ def _get(directory: str, name: str, client: HttpClient, policy: HttpPolicy, stor
     if response.status == 404:
         events.append(f"{url}: not there (HTTP 404)")
         return None
-    body = _capped(url, name, response)
+    body = response.body  # at most size_cap(name) bytes: the client stopped there
     store.put_material(directory, name, body)
     events.append(f"{url}: fetched {'the directory listing' if listing else name} ({_size(len(body))})")
     return body

@@ -12,7 +12,6 @@ import argparse
 import contextlib
 import fcntl
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -22,7 +21,8 @@ from triagebot.records import Report, report_from_json
 from triagebot.reproduce.executors.protocol import executor_for
 from triagebot.reproduce.hosts import choose_host, load_hosts, score_host
 from triagebot.reproduce.materials import with_materials_from_rules
-from triagebot.reproduce.plan import HostShape, Plan, plan_report
+from triagebot.reproduce.limits import host_shape
+from triagebot.reproduce.plan import Plan, plan_report
 from triagebot.reproduce.runner import Sample, rerun
 from triagebot.reproduce.templates import load_templates
 from triagebot.store.protocol import normalize_message_id
@@ -106,14 +106,9 @@ def run(args: argparse.Namespace) -> int:
         else:
             match = choose_host(hosts, report.test_machine)
         host = match.host
-        scratch_gb = 20  # a remote host's free space is not known before connecting
-        if host.reach == "local":
-            Path(host.scratch_dir).mkdir(parents=True, exist_ok=True)
-            scratch_gb = shutil.disk_usage(host.scratch_dir).free // 2**30
         if not args.no_fetch:
             report = _with_materials(report, store, rules)
-        plan = plan_report(report, load_templates(rules),
-                           host=HostShape(threads=host.threads, memory_gb=host.memory_gb, scratch_gb=max(1, scratch_gb)))
+        plan = plan_report(report, load_templates(rules), host=host_shape(host))
         if not isinstance(plan, Plan):
             print(f"triage rerun: {message_id}: not planned: {plan.reason}", file=sys.stderr)
             return 1

@@ -31,7 +31,7 @@ _TOP_KEYS = {"program", "subcommand", "description", "parser", "timeout_seconds"
              "primary_when", "params", "aliases", "drop", "refuse", "metrics", "lkp",
              "lkp_metrics", "scratch_fraction", "memory_fraction", "collect"}
 _PARAM_KEYS = {"type", "flag", "min", "max", "choices", "default", "kind", "scale", "per_thread",
-               "times", "cap", "format", "reserved"}
+               "times", "cap", "format", "reserved", "tasks", "tasks_times", "assume"}
 _LKP_KEYS = {"testcases", "environment", "params"}
 _LKP_PARAM_KEYS = {"param", "kind", "map", "strip_suffix", "divide_by"}
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -99,6 +99,11 @@ class ParamSpec:
     cap: float | None = None        # cap: the ceiling values are scaled down to
     format: str = ""                # size: suffix / bytes; duration: seconds / suffix
     reserved: tuple[str, ...] = ()  # name: values refused (fio's --name=global defines no job)
+    tasks: int = 0                  # processes/threads each unit starts (× tasks_times): the plan
+                                    # keeps value × tasks_times × tasks within the host's process budget
+    tasks_times: tuple[str, ...] = ()  # params whose values multiply this one's tasks
+    assume: Any = None              # the program's own default when the option is not given: used
+                                    # for footprints (times, tasks_times), never rendered
 
 
 # The units parse/reported.py names a person's headline by, and which way each is better.
@@ -284,7 +289,7 @@ def build_template(name: str, path: str, data: Mapping[str, Any]) -> Template:
     params = tuple(_param(fail, key, value) for key, value in params_table.items())
     names = {spec.name for spec in params}
     for spec in params:
-        for other in spec.times:
+        for other in spec.times + spec.tasks_times:
             if other not in names:
                 raise fail(f"[params.{spec.name}]", f"times names unknown parameter {other!r}")
         for other in placeholders(spec.flag or ""):
@@ -449,10 +454,19 @@ def _param(fail, name: str, entry: Any) -> ParamSpec:
     if isinstance(per_thread, bool) or not isinstance(per_thread, int) or not 1 <= per_thread <= 64:
         raise fail(where, f"per_thread must be an integer from 1 to 64, not {per_thread!r}")
     fields["per_thread"] = per_thread
-    times = entry.get("times", [])
-    if not isinstance(times, list) or not all(isinstance(item, str) for item in times):
-        raise fail(where, "times must be a list of parameter names")
-    fields["times"] = tuple(times)
+    for key in ("times", "tasks_times"):
+        listed = entry.get(key, [])
+        if not isinstance(listed, list) or not all(isinstance(item, str) for item in listed):
+            raise fail(where, f"{key} must be a list of parameter names")
+        fields[key] = tuple(listed)
+    tasks = entry.get("tasks", 0)
+    if isinstance(tasks, bool) or not isinstance(tasks, int) or not 0 <= tasks <= 10000:
+        raise fail(where, f"tasks must be an integer from 0 to 10000, not {tasks!r}")
+    if (tasks or fields["tasks_times"]) and kind != "int":
+        raise fail(where, "tasks and tasks_times are for int parameters (counts)")
+    if fields["tasks_times"] and not tasks:
+        raise fail(where, "tasks_times needs tasks (how many processes or threads each unit starts)")
+    fields["tasks"] = tasks
 
     def typed(key: str, required: bool = False) -> Any:
         """A limit or default in this parameter's own type."""
@@ -505,6 +519,12 @@ def _param(fail, name: str, entry: Any) -> ParamSpec:
     if default is not None:
         _check_range(fail, where, "default", fields, default)
     fields["default"] = default
+    assume = typed("assume")
+    if assume is not None:
+        _check_range(fail, where, "assume", fields, assume)
+        if default is not None:
+            raise fail(where, "assume is for a parameter without a default (the program's own default)")
+    fields["assume"] = assume
     if fields.get("cap") is not None:
         _check_range(fail, where, "cap", fields, fields["cap"])
     return ParamSpec(**fields)
