@@ -90,7 +90,8 @@ def _summary(text: PlotText, medians: dict[str, float]) -> str:
     if measured is not None and math.isfinite(measured):
         parts.append(f"measured {_percent(measured)}")
     elif len(medians) == 2 and medians["base"]:
-        parts.append(f"medians differ by {_percent((medians['suspect'] / medians['base'] - 1) * 100)}")
+        ratio = medians["suspect"] / medians["base"]
+        parts.append(f"medians differ by {_percent((ratio - 1) * 100)}")
     if text.outcome:
         parts.append(f"verdict: {text.outcome}")
     return ", ".join(parts)
@@ -113,7 +114,8 @@ def samples_figure(base: Sequence[float], suspect: Sequence[float],
             medians[name] = _draw_side(axes, position, name, values, colour, not medians)
     reported = text.reported_change_percent
     if reported is not None and math.isfinite(reported) and "base" in medians:
-        axes.hlines(medians["base"] * (1 + reported / 100), 1 - MEDIAN_WIDTH / 2, 1 + MEDIAN_WIDTH / 2,
+        expected = medians["base"] * (1 + reported / 100)
+        axes.hlines(expected, 1 - MEDIAN_WIDTH / 2, 1 + MEDIAN_WIDTH / 2,
                     colors=REPORTED_COLOUR, linestyles="dashed", linewidth=1.5, zorder=2,
                     label=f"reported change {_percent(reported)} from the base median",
                     gid="reported")
@@ -175,9 +177,11 @@ def run_text(run: dict[str, Any]) -> PlotText:
 def run_figure(run: dict[str, Any]) -> Figure:
     """The strip plot of a stored run as a Figure: samples split by role."""
     samples = run.get("samples") or []
-    return samples_figure([sample["value"] for sample in samples if sample.get("role") == "base"],
-                          [sample["value"] for sample in samples if sample.get("role") == "suspect"],
-                          run_text(run))
+
+    def values(role: str) -> list[float]:
+        return [sample["value"] for sample in samples if sample.get("role") == role]
+
+    return samples_figure(values("base"), values("suspect"), run_text(run))
 
 
 def run_plot(run: dict[str, Any]) -> bytes:
