@@ -37,12 +37,13 @@ from triagebot.ingest.command import build_source
 from triagebot.ingest.protocol import SourceError
 from triagebot.ingest.runner import PollFailed, describe_error, ingest_once
 from triagebot.logs import event
-from triagebot.notify import outbox, render
+from triagebot.notify import outbox
 from triagebot.notify.slack import NotifyError, SlackNotifier
 from triagebot.notify.terminal import TerminalNotifier
 from triagebot.rules.settings import Settings, settings_for
+from triagebot.states import TriageState
+from triagebot.store.protocol import OUTBOX_STATUSES
 from triagebot.store.sqlite import SqliteStore, ensure_private_dir, resolve_db_path
-from triagebot.store.triage_tables import OUTBOX_STATUSES
 
 log = logging.getLogger("triagebot.daemon")
 
@@ -258,5 +259,5 @@ def run_pass(settings: Settings, store, state: DaemonState, lab: flow.Lab, metri
         step("plan", lambda: flow.plan_new(store, lab))
         step("run", run_planned)
         step("deliver", lab.deliver)
-    step("count", lambda: metrics.set_counts(store.triage_counts(), store.outbox_counts(), render.STATES,
+    step("count", lambda: metrics.set_counts(store.triage_counts(), store.outbox_counts(), tuple(TriageState),
                                              OUTBOX_STATUSES))

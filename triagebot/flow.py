@@ -1,7 +1,7 @@
 """The daemon's stages after ingest, each one step over stored state: admit, plan, run.
 
 A report moves new -> planned | refused -> running -> confirmed | not-reproduced |
-inconclusive | error (render.STATES). Each move is one transaction that also writes the outbox
+inconclusive | error (states.py). Each move is one transaction that also writes the outbox
 rows announcing it, so a crash anywhere leaves a state and its notifications together, and a
 restart simply takes every report up again where its state says:
 
@@ -42,13 +42,12 @@ from triagebot.reproduce.rerun_command import commits_of, host_lock, rounds_with
 from triagebot.reproduce.runner import Sample, rerun
 from triagebot.rules.hosts import HOSTS_FILE, Host
 from triagebot.rules.settings import Settings
-from triagebot.store.protocol import StoreError
-from triagebot.store.sqlite import utc_text
+from triagebot.states import RUN_STATES
+from triagebot.store.protocol import Store, StoreError, TriageRow, utc_text
 
 log = logging.getLogger("triagebot.daemon")
 
 REPORT_KINDS = ("lkp-regression", "human-report")  # what the daemon takes on: claimed slowdowns
-RUN_STATES = ("planned", "running")  # reports waiting for (or cut off in) a run
 MAX_REASON = 500  # characters of an unexpected error kept as a report's reason
 
 
@@ -69,7 +68,7 @@ class Lab:
     heartbeat: Callable[[], None] = lambda: None
 
 
-def admit(store, lab: Lab, admit_days: float, now: datetime | None = None) -> list[str]:
+def admit(store: Store, lab: Lab, admit_days: float, now: datetime | None = None) -> list[str]:
     """Take on the reports dated within `admit_days`: a triage row and a parent message each."""
     since = utc_text((now or datetime.now(timezone.utc)) - timedelta(days=admit_days))
     admitted = []
@@ -90,7 +89,7 @@ def _host_named(hosts: tuple[Host, ...], name: str | None) -> Host | None:
     return next((host for host in hosts if host.name == name), None)
 
 
-def plan_new(store, lab: Lab) -> list[str]:
+def plan_new(store: Store, lab: Lab) -> list[str]:
     """Plan each new report for its closest host; a refusal says why. Returns the ids planned."""
     hosts = lab.settings.need_hosts()
     templates = lab.settings.need_templates()
@@ -108,7 +107,7 @@ def plan_new(store, lab: Lab) -> list[str]:
     return done
 
 
-def _plan_one(store, lab: Lab, row, hosts: tuple[Host, ...], templates) -> None:
+def _plan_one(store: Store, lab: Lab, row: TriageRow, hosts: tuple[Host, ...], templates) -> None:
     """Plan one new report (or refuse it), with its replies."""
     record = store.get_record(row.message_id)
     report = report_from_json(record)
@@ -141,7 +140,7 @@ def _plan_one(store, lab: Lab, row, hosts: tuple[Host, ...], templates) -> None:
     lab.deliver()
 
 
-def fail_report(store, lab: Lab, row, stage: str, error: BaseException) -> None:
+def fail_report(store: Store, lab: Lab, row: TriageRow, stage: str, error: BaseException) -> None:
     """End one report in state `error` with the reason, told to its thread and parent."""
     reason = f"{stage} failed: {_reason(error)}"
     run_json = {"host": row.host or "?", "status": "error", "error": reason, "samples": []}
@@ -182,7 +181,7 @@ def _with_host_line(reply: dict, match, notes: list[str]) -> dict:
     return render.with_section(reply, line)
 
 
-def run_planned(store, lab: Lab) -> list[str]:
+def run_planned(store: Store, lab: Lab) -> list[str]:
     """Rerun each planned report whose host can switch kernels and is free; returns those decided."""
     hosts = lab.settings.need_hosts()
     decided = []
@@ -211,7 +210,7 @@ def run_planned(store, lab: Lab) -> list[str]:
     return decided
 
 
-def _run_one(store, lab: Lab, row, host: Host) -> str | None:
+def _run_one(store: Store, lab: Lab, row: TriageRow, host: Host) -> str | None:
     record = store.get_record(row.message_id)
     report = report_from_json(record)
     plan = plan_from_json(row.plan)

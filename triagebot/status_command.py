@@ -13,11 +13,11 @@ import sys
 from pathlib import Path
 
 from triagebot.daemon import LAST_POLL_KEY
-from triagebot.notify.render import STATE_MEANING, STATES
+from triagebot.notify.render import STATE_MEANING
 from triagebot.rules.settings import Settings, settings_for
+from triagebot.states import OPEN_STATES, TriageState
+from triagebot.store.protocol import Store
 from triagebot.store.sqlite import SqliteStore, resolve_db_path
-
-OPEN_STATES = ("new", "planned", "running")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,7 +40,7 @@ def host_busy(database: Path, host_name: str) -> bool:
     return False
 
 
-def gather(store: SqliteStore, database: Path, settings: Settings) -> dict:
+def gather(store: Store, database: Path, settings: Settings) -> dict:
     queue = [{"message_id": row.message_id, "state": row.state, "host": row.host or None, "channel": row.channel,
               "since": row.updated_at, "subject": (store.get_record(row.message_id) or {}).get("subject")}
              for row in store.triage_in(*OPEN_STATES)]
@@ -63,7 +63,7 @@ def render(status: dict) -> str:
     counts = status["reports"]
     if not counts:
         lines.append("  none taken on yet (the daemon takes on reports dated within --admit-days)")
-    for state in STATES:
+    for state in TriageState:
         if counts.get(state):
             lines.append(f"  {state:15} {counts[state]:>5}  {STATE_MEANING[state]}")
     lines += ["", "queue:" if status["queue"] else "queue: empty"]
