@@ -108,9 +108,9 @@ def _from_headers(headers: dict[str, str], body: str, above: str | None,
 
 def parse_page(markup: str) -> PageMessage:
     """One lists.openwall.net message page."""
-    from bs4 import BeautifulSoup  # imported here: mail and mbox input never need it (60 ms)
+    from triagebot.parse.html import soup_of  # imported here: mail and mbox input never need bs4 (60 ms)
 
-    soup = BeautifulSoup(markup, "lxml")
+    soup = soup_of(markup)
     nav: list[tuple[str, str]] = []
     for anchor in soup.find_all("a"):
         label = anchor.get_text(strip=True).strip("[]")
