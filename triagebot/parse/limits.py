@@ -15,3 +15,5 @@ MAX_PARTS = 1_000  # leaf MIME parts read; the rest are dropped
 MAX_DECODED_BYTES = 32 * 1024 * 1024  # decoded payload bytes read over all parts of one message
 MAX_LINE_CHARS = 10_000  # characters kept of one body line before the readers see it
 MAX_CHARSET_NAME = 40  # characters of a declared charset name; longer names are not looked up
+MAX_MACHINE_CHARS = 500  # characters of an LKP "test machine:" value read for threads, CPU and memory
+MAX_COMMITS = 200  # distinct commits taken from one text; each new one is compared with those kept

@@ -58,10 +58,11 @@ def _archive_date(raw: str) -> str | None:
 def split_header_block(text: str, *, search_lines: int = 80) -> tuple[dict[str, str], str, str | None]:
     """(headers, body, the line just above the block) for a page or paste; empty headers if none."""
     lines = text.replace("\r\n", "\n").split("\n")
+    scanned = 0  # lines before this one were read as part of a block already
     for start in range(min(search_lines, len(lines))):
-        if not _HEADER.match(lines[start]):
-            continue
-        headers: dict[str, str] = {}
+        if start < scanned or not _HEADER.match(lines[start]):
+            continue  # a block starting inside one already read holds no more known headers
+        parts: dict[str, list[str]] = {}  # joined once at the end: `+=` per line was quadratic
         index = start
         last = None
         while index < len(lines):
@@ -69,12 +70,14 @@ def split_header_block(text: str, *, search_lines: int = 80) -> tuple[dict[str, 
             match = _HEADER.match(line)
             if match:
                 last = match.group(1).lower()
-                headers.setdefault(last, match.group(2).strip())
+                parts.setdefault(last, [match.group(2).strip()])
             elif line[:1] in (" ", "\t") and line.strip() and last:
-                headers[last] += " " + line.strip()
+                parts[last].append(line.strip())
             else:
                 break
             index += 1
+        scanned = index
+        headers = {name: " ".join(values) for name, values in parts.items()}
         known = set(headers) & {"from", "date", "subject", "message-id"}
         if len(known) >= 2:
             if index < len(lines) and not lines[index].strip():
