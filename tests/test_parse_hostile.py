@@ -140,3 +140,24 @@ def test_a_subject_of_many_encoded_words_is_decoded_up_to_the_bound() -> None:
 def test_encoded_words_in_a_raising_charset_are_left_as_they_are() -> None:
     report = parse(HEAD.replace(b"Subject: hostile", b"Subject: =?undefined?q?x?= =?punycode?q?abc-=7F?=") + b"\r\nb\r\n")
     assert "undefined" in report.subject
+
+
+def test_deep_boundaries_are_never_given_to_the_stdlib_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its work per line grows with the open boundaries: 200k lines under 900 of them took minutes.
+    from triagebot.parse import message
+
+    def refuse(raw: bytes):
+        raise AssertionError("the stdlib parser was given a message nested too deep")
+    monkeypatch.setattr(message._PARSER, "parsebytes", refuse)
+    raw = nested(limits.MAX_MIME_DEPTH + 1).replace(b"the innermost text", b"line\r\n" * 1000)
+    assert any("nested deeper" in defect for defect in parse(raw).defects)
+
+
+def test_many_sibling_multiparts_are_parsed_as_mime() -> None:
+    # More boundaries than MAX_MIME_DEPTH, none nested more than two deep: read part by part.
+    siblings = [b"Content-Type: multipart/alternative; boundary=s%d\r\n\r\n--s%d\r\n"
+                b"Content-Type: application/octet-stream\r\n\r\nx\r\n--s%d--\r\n" % (index, index, index)
+                for index in range(limits.MAX_MIME_DEPTH * 2)]
+    report = parse(multipart(b"Content-Type: text/plain\r\n\r\nthe body\r\n", *siblings))
+    assert not any("nested deeper" in defect for defect in report.defects), report.defects
+    assert len(report.attachments) == limits.MAX_MIME_DEPTH * 2

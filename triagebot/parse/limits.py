@@ -10,7 +10,9 @@ MAX_HEADER_FIELDS = 1_000  # header fields kept of one message (or MIME part hea
 MAX_HEADER_FIELD_BYTES = 64 * 1024  # bytes kept of one header field, continuation lines included
 MAX_HEADER_BYTES = 256 * 1024  # bytes of the top-level header block kept
 MAX_HEADER_DECODE_CHARS = 8_192  # characters of one Subject/From given to RFC 2047 decoding (quadratic)
-MAX_MIME_DEPTH = 50  # nested multipart / message parts; deeper mail is read as plain text
+# Nested multipart / message parts; deeper mail is read as plain text. The stdlib parser
+# checks every line against each open boundary, so its work is lines x depth.
+MAX_MIME_DEPTH = 16
 MAX_PARTS = 1_000  # leaf MIME parts read; the rest are dropped
 MAX_DECODED_BYTES = 32 * 1024 * 1024  # decoded payload bytes read over all parts of one message
 MAX_LINE_CHARS = 10_000  # characters kept of one body line before the readers see it

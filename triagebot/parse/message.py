@@ -368,6 +368,38 @@ def _fast_single_part(raw: bytes) -> DecodedMessage | None:
                     (defect,) if defect else (), count)
 
 
+_BOUNDARY_PARAM = re.compile(rb'boundary\s*=\s*(?:"([^"\r\n]*)"|([^\s;"]+))', re.IGNORECASE)
+_DELIMITER_LINE = re.compile(rb"^--([^\r\n]*)", re.MULTILINE)
+
+
+def _boundary_depth(raw: bytes) -> int:
+    """How deep multipart boundaries nest in the raw message, from its delimiter lines.
+
+    Read before the stdlib parser, whose work per line grows with the open boundaries: a
+    message declaring no more than MAX_MIME_DEPTH boundaries needs no scan.
+    """
+    declared = {match.group(1) if match.group(1) is not None else match.group(2)
+                for match in _BOUNDARY_PARAM.finditer(raw)}
+    if len(declared) <= MAX_MIME_DEPTH:
+        return len(declared)
+    stack: list[bytes] = []
+    deepest = 0
+    for match in _DELIMITER_LINE.finditer(raw):
+        token = match.group(1).rstrip(b" \t")
+        closing = token.endswith(b"--") and token[:-2] in declared
+        boundary = token[:-2] if closing else token
+        if not closing and boundary not in declared:
+            continue
+        if boundary in stack:
+            del stack[stack.index(boundary) + (0 if closing else 1):]  # inner parts end with it
+        elif not closing:
+            stack.append(boundary)
+            deepest = max(deepest, len(stack))
+            if deepest > MAX_MIME_DEPTH:
+                break
+    return deepest
+
+
 def decode_message(raw: bytes) -> DecodedMessage:
     """Decode one RFC 822 message (CRLF or LF) into headers, main text and attachments.
 
@@ -378,10 +410,12 @@ def decode_message(raw: bytes) -> DecodedMessage:
     fast = _fast_single_part(raw)
     if fast is not None:
         return dataclasses.replace(fast, defects=bounded + fast.defects) if bounded else fast
-    try:
-        message = _PARSER.parsebytes(raw)
-    except RecursionError:  # the stdlib parser recurses once per nested part: ~1,000 levels
-        message = None
+    message = None
+    if _boundary_depth(raw) <= MAX_MIME_DEPTH:
+        try:
+            message = _PARSER.parsebytes(raw)
+        except RecursionError:  # it recurses once per nested part (message/rfc822 ~1,000 deep)
+            pass
     parts, depth = _flatten(message) if message is not None else ([], MAX_MIME_DEPTH + 1)
     if depth > MAX_MIME_DEPTH:
         return _as_plain_text(raw, bounded + (

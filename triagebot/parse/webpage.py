@@ -109,19 +109,35 @@ def _from_headers(headers: dict[str, str], body: str, above: str | None,
     )
 
 
+def _outer_blocks(blocks: list) -> list:
+    """The elements (all of one tag name, in document order) not inside another of them.
+
+    The text of a nested <pre> is in its outer block's text, and valid HTML nests no <a>:
+    reading each nested element's text again was quadratic (a page of 100k nested <pre>).
+    """
+    inside: set[int] = set()
+    outer = []
+    for block in blocks:
+        if id(block) in inside:
+            continue
+        outer.append(block)
+        inside.update(id(inner) for inner in block.find_all(block.name))
+    return outer
+
+
 def parse_page(markup: str) -> PageMessage:
     """One lists.openwall.net message page."""
     from triagebot.parse.html import soup_of  # imported here: mail and mbox input never need bs4 (60 ms)
 
     soup = soup_of(markup)
     nav: list[tuple[str, str]] = []
-    for anchor in soup.find_all("a"):
+    for anchor in _outer_blocks(soup.find_all("a")):  # an anchor inside another is no nav link
         label = anchor.get_text(strip=True).strip("[]")
         href = anchor.get("href")
         if label in _NAV_NAMES and href:
             nav.append((_NAV_NAMES[label], str(href)))
     defects: list[str] = []
-    blocks = soup.find_all("pre")
+    blocks = _outer_blocks(soup.find_all("pre"))
     text = "\n".join(block.get_text() for block in blocks) if blocks else soup.get_text("\n")
     if not blocks:
         defects.append("no <pre> block in the page")
