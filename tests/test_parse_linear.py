@@ -107,6 +107,22 @@ CASES = {
         headers, _, _ = webpage.split_header_block("Subject: x\\n" + " y\\n" * 400_000 + "From: a\\n\\nbody")
         assert headers["subject"].startswith("x y y") and headers["from"] == "a"
     """,
+    "a page of nested <pre> blocks and anchors": """
+        from triagebot.parse import webpage
+        for tag in ("<pre>", "<b><a href=x>"):
+            page = webpage.parse_page("<!DOCTYPE html><html><body>" + tag * 30_000 + "Subject: x")
+            assert page.subject == "x" or "no header block found in the page" in page.defects
+    """,
+    "a mail nested under 900 boundaries with 200k lines": """
+        from triagebot.parse.report import parse_message
+        from triagebot.records import Source
+        inner = b"Content-Type: text/plain\\n\\n" + b"line\\n" * 200_000
+        for level in range(900):
+            inner = (b"Content-Type: multipart/mixed; boundary=b%d\\n\\n--b%d\\n" % (level, level) + inner
+                     + b"\\n--b%d--\\n" % level)
+        raw = b"From: a@b\\nSubject: s\\nMessage-ID: <m@b>\\nMIME-Version: 1.0\\n" + inner
+        assert any("nested deeper" in defect for defect in parse_message(raw, Source("eml")).defects)
+    """,
     "a Subject of 200k encoded words": """
         from triagebot.parse.report import parse_message
         from triagebot.records import Source
