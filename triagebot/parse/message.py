@@ -201,9 +201,8 @@ def _flatten(message: email.message.Message) -> tuple[list[email.message.Message
         part, depth = stack.pop()
         parts.append(part)
         deepest = max(deepest, depth)
-        payload = part.get_payload()
-        if part.is_multipart() and isinstance(payload, list):
-            stack.extend((child, depth + 1) for child in reversed(payload))
+        if part.is_multipart():  # get_payload() of a leaf decodes it with its charset, which may raise
+            stack.extend((child, depth + 1) for child in reversed(part.get_payload()))
     return parts, deepest
 
 
