@@ -229,9 +229,11 @@ def bound_header_block(raw: bytes) -> tuple[bytes, str | None]:
     """The message with its header block cut to MAX_HEADER_FIELDS fields of at most
     MAX_HEADER_FIELD_BYTES bytes each and MAX_HEADER_BYTES in all (the body untouched); the
     defect when anything was cut."""
+    if len(raw) <= MAX_HEADER_FIELD_BYTES and raw.count(b"\n") < MAX_HEADER_FIELDS:
+        return raw, None  # the usual case, decided without looking for the header block's end
     end, body_start = _header_end(raw)
     if end <= MAX_HEADER_FIELD_BYTES and raw.count(b"\n", 0, end) < MAX_HEADER_FIELDS:
-        return raw, None  # the usual case: nothing to measure
+        return raw, None
     kept: list[bytes] = []
     total = fields = field_bytes = 0
     cut = False
@@ -374,9 +376,11 @@ _DELIMITER_LINE = re.compile(rb"^--([^\r\n]*)", re.MULTILINE)
 def _boundary_depth(raw: bytes) -> int:
     """How deep multipart boundaries nest in the raw message, from its delimiter lines.
 
-    Read before the stdlib parser, whose work per line grows with the open boundaries: a
-    message declaring no more than MAX_MIME_DEPTH boundaries needs no scan.
+    Read before the stdlib parser, whose work per line grows with the open boundaries. A
+    message naming "boundary" no more than MAX_MIME_DEPTH times cannot nest deeper: 0, unscanned.
     """
+    if raw.lower().count(b"boundary") <= MAX_MIME_DEPTH:
+        return 0  # too few declared to nest deeper (the count is cheaper than the regex)
     declared = {match.group(1) if match.group(1) is not None else match.group(2)
                 for match in _BOUNDARY_PARAM.finditer(raw)}
     if len(declared) <= MAX_MIME_DEPTH:
