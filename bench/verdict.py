@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from triagebot.rules.floors import DEFAULT_FLOOR_PERCENT
 from triagebot.verdict.decide import decide
-from triagebot.verdict.floors import DEFAULT_FLOOR_PERCENT
 from triagebot.verdict.sequential import Plan, decide_adaptively
 
 SIGMAS = (0.02, 0.05, 0.10, 0.20)

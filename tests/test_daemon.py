@@ -25,7 +25,6 @@ from tests.conftest import FIXTURES, PROJECT
 from tests.support.daemon_run import (
     CHANNEL_ID,
     SLACK_TOKEN,
-    daemon_env,
     final_state,
     free_port,
     lab_rules,
@@ -35,7 +34,9 @@ from tests.support.daemon_run import (
     thread_shape,
     wait_for,
 )
+from tests.support.daemon_run import daemon_env as plain_env
 from tests.support.fake_slack import FakeSlack
+from tests.support.lab import lab_path
 from tests.support.public_inbox import make_message, require_public_inbox, start_public_inbox
 
 pytestmark = pytest.mark.skipif(not (shutil.which("sysbench") and shutil.which("stress-ng")),
@@ -47,6 +48,12 @@ REPORT_ID = "20240415071244.lab1@tberg-ws"
 CLEAN_SHAPE = [("parent", None), ("plan", "parent"), ("progress-started", "parent"),
                ("progress-halfway", "parent"), ("verdict", "parent"), ("plot", "parent")]
 POLL_SECONDS = 6  # poll_minutes = 0.1
+
+
+def daemon_env(home: Path, slack_url: str | None) -> dict[str, str]:
+    """The daemon's environment with the lab's sysbench first on its PATH (tests/support/lab.py)."""
+    env = plain_env(home, slack_url)
+    return env | {"PATH": lab_path(home, env["PATH"])}
 
 
 def chatter() -> bytes:

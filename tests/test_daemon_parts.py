@@ -1,6 +1,7 @@
 """Parts of the daemon on their own: /healthz and /metrics, `triage status`, a refused token, admission."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -13,9 +14,10 @@ from tests.conftest import FIXTURES, PROJECT
 from tests.support.fake_slack import FakeSlack
 from triagebot import flow
 from triagebot.health import DaemonMetrics, HealthServer
-from triagebot.notify.routing import parse_routing
-from triagebot.records import Source, report_to_json
 from triagebot.parse.report import parse_message
+from triagebot.records import Source, report_to_json
+from triagebot.rules.routing import parse_routing
+from triagebot.rules.settings import load_settings
 from triagebot.store.sqlite import SqliteStore
 
 
@@ -107,9 +109,9 @@ def test_a_bad_health_port_is_refused_by_name(tmp_path: Path) -> None:
 def test_only_recent_reports_are_taken_on_and_each_once(tmp_path: Path) -> None:
     raw = (FIXTURES / "lab" / "sysbench-cpu-regression.eml").read_bytes()  # dated April 2024
     record = report_to_json(parse_message(raw, Source("eml")))
-    lab = flow.Lab(rules=PROJECT / "rules", database=tmp_path / "t.db",
-                   routing=parse_routing('default_channel = "#perf-triage"\n[[route]]\nchannel = "#sched-perf"\n'
-                                         'subsystem = "sched"\n', "test"), deliver=lambda: None)
+    settings = dataclasses.replace(load_settings(PROJECT / "rules"), routing=parse_routing(
+        'default_channel = "#perf-triage"\n[[route]]\nchannel = "#sched-perf"\nsubsystem = "sched"\n', "test"))
+    lab = flow.Lab(settings=settings, database=tmp_path / "t.db", deliver=lambda: None)
     with SqliteStore(tmp_path / "t.db") as store:
         store.put_message(record["message_id"], raw, "test", None, "2026-12-01T00:00:00+00:00")
         store.put_record(record["message_id"], record, "test")

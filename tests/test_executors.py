@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from tests.support.sshd import TestSshd
+from triagebot.reproduce.executors import private_tmp
 from triagebot.reproduce.executors.local import LocalExecutor
+from triagebot.reproduce.executors.pids_cgroup import PidsCgroups
 from triagebot.reproduce.executors.protocol import (
     ConnectionLost,
     ExecutorError,
@@ -23,7 +25,7 @@ from triagebot.reproduce.executors.protocol import (
     executor_for,
 )
 from triagebot.reproduce.executors.ssh import SshExecutor, remote_command
-from triagebot.reproduce.hosts import Host
+from triagebot.rules.hosts import Host
 
 PYTHON = sys.executable
 # Arguments a shell would act on; each must arrive as one literal argument and do nothing.
@@ -36,6 +38,28 @@ GRANDCHILD = ("import subprocess, sys, time; "
               "child = subprocess.Popen(['sleep', '30']); "
               "open(sys.argv[1], 'w').write(str(child.pid)); "
               "time.sleep(float(sys.argv[2]))")
+# Prints the rlimits it runs under, then how many of 200 files it could open.
+SHOW_LIMITS = ("import json, resource, tempfile; "
+               "names = ['AS', 'NOFILE', 'CORE', 'FSIZE', 'NPROC']; "
+               "limits = {name: list(resource.getrlimit(getattr(resource, 'RLIMIT_' + name))) for name in names}; "
+               "opened = []\n"
+               "try:\n"
+               "    for _ in range(200): opened.append(tempfile.TemporaryFile())\n"
+               "except OSError: pass\n"
+               "print(json.dumps([limits, len(opened)]))")
+LIMITS = Limits(address_space_bytes=4 << 30, open_files=64, core_file_bytes=0, file_size_bytes=1 << 30,
+                processes=500)
+# Starts up to 100 processes that wait, and prints how many it could start.
+FORKER = ("import os, time\n"
+          "started = 0\n"
+          "for _ in range(100):\n"
+          "    try:\n"
+          "        if os.fork() == 0:\n"
+          "            time.sleep(30); os._exit(0)\n"
+          "        started += 1\n"
+          "    except OSError:\n"
+          "        break\n"
+          "print(started)")
 
 
 def alive(pid: int) -> bool:
@@ -138,6 +162,82 @@ def test_local_process_limit(local: LocalExecutor) -> None:
     # this user already runs more than one process, so a limit of 1 leaves no room for a fork
     completed = local.run([PYTHON, "-c", "import os; os.fork()"], timeout=20, limits=Limits(processes=1))
     assert completed.returncode == 1 and b"BlockingIOError" in completed.stderr
+
+
+def test_local_rlimits_apply_nofile_core_as_fsize(local: LocalExecutor) -> None:
+    completed = local.run([PYTHON, "-c", SHOW_LIMITS], timeout=20, limits=LIMITS)
+    assert completed.ok, completed.stderr
+    limits, opened = json.loads(completed.stdout)
+    assert limits["AS"] == [4 << 30] * 2 and limits["NOFILE"] == [64, 64] and limits["CORE"] == [0, 0]
+    assert limits["FSIZE"] == [1 << 30] * 2 and limits["NPROC"] == [500, 500]
+    assert opened < 64  # stdin, stdout, stderr and the interpreter's own files count too
+
+
+def test_local_process_limit_holds_for_root_through_a_pids_cgroup(local: LocalExecutor) -> None:
+    """RLIMIT_NPROC does not bind root; the pids cgroup does, and is gone after the command."""
+    cgroups = PidsCgroups()
+    if not cgroups.available():
+        pytest.skip(f"no writable pids cgroup here: {cgroups.problem}")
+    before = set(os.listdir(cgroups.parent))
+    completed = local.run([PYTHON, "-c", FORKER], timeout=60, limits=Limits(processes=16))
+    assert completed.ok, completed.stderr
+    assert int(completed.stdout) < 16  # the interpreter itself is one of the 16
+    assert local.limit_notes == ()
+    assert set(os.listdir(cgroups.parent)) == before  # the command's cgroup removed
+    unlimited = local.run([PYTHON, "-c", FORKER], timeout=60)
+    assert int(unlimited.stdout) == 100
+
+
+def test_a_cgroup_left_by_a_killed_triagebot_is_removed() -> None:
+    cgroups = PidsCgroups()
+    if not cgroups.available():
+        pytest.skip(f"no writable pids cgroup here: {cgroups.problem}")
+    dead = next(pid for pid in range(4_000_000, 4_100_000) if not Path(f"/proc/{pid}").exists())
+    left = cgroups.parent / f"triagebot-{dead}-7"
+    left.mkdir()
+    PidsCgroups()
+    assert not left.exists()
+
+
+def test_local_says_when_it_cannot_bound_the_process_count(tmp_path: Path) -> None:
+    (tmp_path / "cgroup").mkdir()  # no controllers, no v1 hierarchy: nothing to make a cgroup in
+    executor = LocalExecutor(str(tmp_path / "scratch"), name="plain", cgroups=PidsCgroups(tmp_path / "cgroup"))
+    [note] = executor.limit_notes
+    assert note.startswith("plain: no pids cgroup (") and "RLIMIT_NPROC" in note
+    assert executor.run([PYTHON, "-c", "print(1)"], timeout=20, limits=Limits(processes=64)).ok
+
+
+@pytest.fixture
+def outside_tmp() -> Iterator[Path]:
+    """A scratch root that is not below /tmp (where pytest's tmp_path is)."""
+    import shutil
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="triagebot-test-", dir="/var/tmp"))
+    if private_tmp.under_tmp(str(root)):
+        pytest.skip("/var/tmp is /tmp here")
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_command_in_scratch_sees_scratch_as_its_tmp(outside_tmp: Path) -> None:
+    """stress-ng --open names "/tmp" itself: a plan's command finds its scratch directory there."""
+    executor = LocalExecutor(str(outside_tmp / "scratch"), name="private")
+    if private_tmp.possible() is False:
+        assert any("the host's /tmp" in note for note in executor.limit_notes)
+        pytest.skip("not root: commands see the host's /tmp")
+    scratch = executor.make_scratch()
+    marker = f"marker-{os.getpid()}-{time.monotonic_ns()}"
+    write = f"open('/tmp/{marker}', 'w').write('x'); import os; print(os.environ['TMPDIR'])"
+    completed = executor.run([PYTHON, "-c", write], timeout=20, cwd=scratch)
+    assert completed.ok, completed.stderr
+    assert completed.stdout.decode().strip() == scratch
+    assert not Path("/tmp", marker).exists() and Path(scratch, marker).read_text() == "x"
+    assert executor.limit_notes == ()
+    # a hook (not run in a scratch directory) sees the host's /tmp
+    hook = executor.run([PYTHON, "-c", f"import os; print(os.path.exists('/tmp/{marker}'))"], timeout=20)
+    assert hook.stdout.strip() == b"False"
+    executor.close()
 
 
 def test_local_environment_is_small_and_fixed(local: LocalExecutor, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -253,6 +353,24 @@ def test_ssh_timeout_ends_the_remote_process_group(remote: SshExecutor, tmp_path
     assert completed.timed_out and not completed.ok
     assert time.monotonic() - started < 8
     assert wait_dead(int(pid_file.read_text())), "the remote grandchild outlived the timeout"
+
+
+def test_remote_command_wraps_the_argv_in_prlimit() -> None:
+    command = remote_command(["fio", "--name=x"], timeout=5, cwd=None, env={"TMPDIR": "/s/run-1"},
+                             limits=Limits(address_space_bytes=1 << 30, open_files=8192, core_file_bytes=0))
+    assert command == ("exec env LC_ALL=C LANG=C TMPDIR=/s/run-1 timeout -k 2 5.000s prlimit "
+                       "--as=1073741824:1073741824 --nofile=8192:8192 --core=0:0 -- fio --name=x")
+
+
+def test_ssh_rlimits_apply_nofile_core_as_fsize(remote: SshExecutor) -> None:
+    completed = remote.run([PYTHON, "-c", SHOW_LIMITS], timeout=20, limits=LIMITS)
+    assert completed.ok, completed.stderr
+    limits, opened = json.loads(completed.stdout)
+    assert limits["AS"] == [4 << 30] * 2 and limits["NOFILE"] == [64, 64] and limits["CORE"] == [0, 0]
+    assert limits["FSIZE"] == [1 << 30] * 2 and limits["NPROC"] == [500, 500]
+    assert opened < 64
+    # no pids cgroup over SSH: for root, whom RLIMIT_NPROC does not bind, the run says so
+    assert bool(remote.limit_notes) == (remote.access.user == "root")
 
 
 def test_ssh_resource_limits_apply(remote: SshExecutor) -> None:

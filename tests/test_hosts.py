@@ -7,23 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import CORPUS, PROJECT
 from triagebot.errors import RulesError
 from triagebot.parse.lkp import parse_machine
 from triagebot.parse.report import parse_message
 from triagebot.records import Source, report_to_json
 from triagebot.reproduce import hosts_command
-from triagebot.reproduce.hosts import (
-    Host,
-    choose_host,
-    disk_from_parameters,
-    load_hosts,
-    microarch_of,
-    parse_hosts,
-    score_host,
-)
+from triagebot.reproduce.hosts import choose_host, disk_from_parameters, microarch_of, score_host
+from triagebot.rules.hosts import Host, load_hosts, parse_hosts
 from triagebot.store.sqlite import SqliteStore
-
-from tests.conftest import CORPUS, PROJECT
 
 CASCADE_LAKE_96 = ("96 threads 2 sockets Intel(R) Xeon(R) Platinum 8260L CPU @ 2.40GHz "
                    "(Cascade Lake) with 128G memory")
@@ -126,6 +118,9 @@ def _edit(text: str, old: str, new: str) -> str:
     (_edit(CASCADE, '"{commit}"]', '"{commit}", "{host}"]'), "unknown placeholder {host}"),
     (_edit(LOCAL, 'disk = "ssd"', 'disk = "floppy"'), "disk must be one of nvme, ssd, hdd"),
     (_edit(LOCAL, "threads = 2", "threads = 0"), "threads must be a whole number"),
+    # a process budget too small for any benchmark, or not a number
+    (_edit(LOCAL, "threads = 2", "threads = 2\nmax_processes = 1"), "max_processes must be a whole number from 16"),
+    (_edit(LOCAL, "threads = 2", "threads = 2\nscratch_gb = '20G'"), "scratch_gb must be a whole number"),
     (_edit(LOCAL, "threads = 2", 'threads = "2"'), "threads must be a whole number"),
     (_edit(LOCAL, 'reach = "local"', 'reach = "telnet"'), "reach must be one of local, ssh"),
     (_edit(LOCAL, '"/var/tmp/triage"', '"scratch"'), "scratch_dir must be an absolute path"),
@@ -139,7 +134,7 @@ def _edit(text: str, old: str, new: str) -> str:
     (_edit(CASCADE, 'host = "clx.lab.example"', 'host = "clx.lab.example"\nport = 0'), "port must be"),
     (LOCAL.replace("\nreach", "\nssh = {}\nreach"), "a local host takes no [host.ssh] table"),
     (LOCAL + LOCAL, "used by an earlier entry"),
-    ("[[hosts]]\nname = 'x'\n", "unknown table(s) hosts"),
+    ("[[hosts]]\nname = 'x'\n", "rules/hosts.toml:1: unknown key(s) hosts (expected host)"),
     ("[[host]\n", "not valid TOML"),
 ])
 def test_validation_names_file_line_and_entry(text: str, problem: str) -> None:
@@ -148,8 +143,17 @@ def test_validation_names_file_line_and_entry(text: str, problem: str) -> None:
     message = str(caught.value)
     assert message.startswith("rules/hosts.toml")
     assert problem in message
-    if "TOML" not in problem and "table(s)" not in problem:
+    if "TOML" not in problem and "key(s) hosts" not in problem:
         assert "[[host]] entry" in message
+
+
+def test_the_process_budget_is_64_a_thread_at_least_256_unless_given() -> None:
+    (small,) = hosts(LOCAL)
+    assert small.process_budget == 256 and small.scratch_gb is None
+    (large,) = hosts(_edit(LOCAL, "threads = 2", "threads = 224"))
+    assert large.process_budget == 224 * 64
+    (given,) = hosts(_edit(LOCAL, "threads = 2", "threads = 224\nmax_processes = 2000\nscratch_gb = 100"))
+    assert given.process_budget == 2000 and given.scratch_gb == 100
 
 
 def test_errors_point_at_the_entry_that_is_wrong() -> None:

@@ -11,8 +11,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 
 from tests.conftest import FIXTURES, SHARED, require_corpus
+from triagebot.errors import InputError
 from triagebot.ingest.files import FileSource
 from triagebot.ingest.runner import PARSER_VERSION, ingest_once
 from triagebot.inputs import split_mbox
@@ -200,3 +202,33 @@ def test_an_unreadable_file_cursor_reads_the_file_again_instead_of_failing_every
     for damaged in ("{not json", "[1, 2]", json.dumps({**same_file, "done": "many"}), "null"):
         batch = source.poll(damaged)
         assert len(batch.messages) == 17 and json.loads(batch.cursor)["done"] == 17, damaged
+
+
+def _maildir_message(folder: Path, name: str, message_id: str, body: str = "body") -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    raw = f"Message-ID: <{message_id}>\nSubject: {message_id}\n\n{body}\n"
+    (folder / name).write_bytes(raw.encode())
+
+
+def test_a_maildir_is_read_from_cur_and_new_once_and_again_when_one_arrives(tmp_path: Path) -> None:
+    box = tmp_path / "Maildir"
+    _maildir_message(box / "cur", "1700000001.M1P1.host:2,S", "read@x")  # flags after the colon
+    _maildir_message(box / "new", "1700000002.M2P1.host", "unread@x")
+    _maildir_message(box / "tmp", "1700000003.M3P1.host", "in-delivery@x")  # not delivered yet
+    _maildir_message(box / "cur", ".hidden", "dotfile@x")  # no message
+    with SqliteStore(tmp_path / "t.db") as store:
+        first = ingest_once(FileSource(box, list_name="own"), store, jobs=1)
+        assert first.new_ids == ["read@x", "unread@x"]  # by unique name: delivery order
+        assert store.get_message("unread@x").list_name == "own"
+        assert store.get_raw("read@x") == (box / "cur" / "1700000001.M1P1.host:2,S").read_bytes()
+        assert ingest_once(FileSource(box), store, jobs=1).seen == 0  # the cursor says it is done
+        _maildir_message(box / "new", "1700000004.M4P1.host", "later@x")
+        again = ingest_once(FileSource(box), store, jobs=1)
+        assert again.new_ids == ["later@x"]  # the maildir changed: read again, the known skipped
+
+
+def test_half_a_maildir_is_named_not_read_as_empty(tmp_path: Path) -> None:
+    box = tmp_path / "Maildir"
+    _maildir_message(box / "cur", "1700000001.M1P1.host:2,S", "read@x")
+    with pytest.raises(InputError, match=f"{box}: a maildir needs both cur/ and new/, and new/ is"):
+        FileSource(box).poll(None)

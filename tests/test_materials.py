@@ -30,10 +30,14 @@ from triagebot.parse.report import parse_message
 from triagebot.records import Links, Report, Source, report_from_json, report_to_json
 from triagebot.reproduce import materials as materials_module
 from triagebot.reproduce.materials import (
-    LISTING, MaterialsError, fetch_materials, reproduce_facts, with_materials,
+    LISTING,
+    MaterialsError,
+    fetch_materials,
+    reproduce_facts,
+    with_materials,
 )
 from triagebot.reproduce.plan import Plan, Refusal, plan_report
-from triagebot.reproduce.templates import load_templates
+from triagebot.rules.templates import load_templates
 from triagebot.store.sqlite import SqliteStore
 
 TEMPLATES = load_templates(PROJECT / "rules")

@@ -3,23 +3,29 @@ from __future__ import annotations
 
 import io
 import json
+import statistics
 import struct
+import subprocess
+import sys
 import time
 import zlib
 from pathlib import Path
 
+import matplotlib.text
 import pytest
+from PIL import Image
 
 from tests.conftest import FIXTURES, PROJECT
 from tests.support.fake_slack import FakeSlack
 from triagebot.errors import RulesError, TriageError
-from triagebot.notify import render
+from triagebot.notify import plot, render
 from triagebot.notify.plot import run_plot, strip_plot
-from triagebot.notify.routing import load_routing, parse_routing, subsystems
 from triagebot.notify.slack import NotifyError, SlackNotifier
 from triagebot.notify.terminal import TerminalNotifier, payload_to_text
 from triagebot.parse.report import parse_message
 from triagebot.records import Source, report_to_json
+from triagebot.rules.routing import load_routing, parse_routing, subsystems
+from triagebot.states import TriageState, triage_state
 
 TOKEN = "xoxb-1234-5678-triagetest"
 CHANNEL = "C0TRIAGE1"
@@ -139,7 +145,7 @@ def test_replies_are_threaded_and_update_changes_parent(notifier: SlackNotifier,
                                         "started", 40)
     progress_ts = notifier.post_reply(CHANNEL, parent, started)
     verdict_ts = notifier.post_reply(CHANNEL, parent, render.verdict_reply(None, run))
-    final = render.parent_message(lkp_report, render.triage_state(PLAN, run), plan=PLAN, run=run)
+    final = render.parent_message(lkp_report, triage_state(PLAN, run), plan=PLAN, run=run)
     notifier.update_parent(CHANNEL, parent, final)
 
     messages = slack.messages(CHANNEL)
@@ -240,19 +246,19 @@ def test_render_fits_slack_limits_and_server_accepts(notifier: SlackNotifier, sl
 
 
 # Each state renders, and the state names are the documented set.
-@pytest.mark.parametrize("state", render.STATES)
+@pytest.mark.parametrize("state", list(TriageState))
 def test_every_state_renders(lkp_report: dict, state: str) -> None:
     payload = render.parent_message(lkp_report, state)
     assert f"*{state}*" in block_texts(payload["blocks"]) and payload["text"].startswith(f"[{state}]")
 
 
 def test_triage_state_from_stored_records() -> None:
-    assert render.triage_state() == "new"
-    assert render.triage_state(PLAN) == "planned"
-    assert render.triage_state(REFUSAL) == "refused"
-    assert render.triage_state(PLAN, {**run_json(), "verdict": None, "status": "running"}) == "running"
-    assert render.triage_state(PLAN, {**run_json(), "verdict": None, "status": "error"}) == "error"
-    assert render.triage_state(PLAN, run_json()) == "confirmed"
+    assert triage_state() == "new"
+    assert triage_state(PLAN) == "planned"
+    assert triage_state(REFUSAL) == "refused"
+    assert triage_state(PLAN, {**run_json(), "verdict": None, "status": "running"}) == "running"
+    assert triage_state(PLAN, {**run_json(), "verdict": None, "status": "error"}) == "error"
+    assert triage_state(PLAN, run_json()) == "confirmed"
 
 
 def test_refusal_and_error_replies(lkp_report: dict) -> None:
@@ -286,14 +292,56 @@ def test_terminal_notifier_prints_the_same_content(lkp_report: dict, tmp_path: P
     assert payload_to_text({"text": "a &lt;b&gt;"}) == "a <b>"
 
 
-def test_plot_png_is_valid_and_deterministic() -> None:
+def png_size(png: bytes) -> tuple[int, int]:
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
+    return struct.unpack(">II", png[16:24])
+
+
+def test_plot_png_is_valid_sized_and_deterministic() -> None:
     png = strip_plot([10.0, 10.5, 9.8], [12.0, 12.2, float("nan")])
-    assert png[:8] == b"\x89PNG\r\n\x1a\n" and png == strip_plot([10.0, 10.5, 9.8], [12.0, 12.2])
-    width, height = struct.unpack(">II", png[16:24])
-    idat_length = struct.unpack(">I", png[33:37])[0]
-    assert png[37:41] == b"IDAT"
-    assert len(zlib.decompress(png[41:41 + idat_length])) == height * (width * 3 + 1)
-    assert strip_plot([], [])[:8] == b"\x89PNG\r\n\x1a\n" and strip_plot([5, 5], [5])
+    assert png == strip_plot([10.0, 10.5, 9.8], [12.0, 12.2])  # non-finite values are left out
+    assert png_size(png) == (plot.WIDTH_INCHES * plot.DPI, plot.HEIGHT_INCHES * plot.DPI)
+    with Image.open(io.BytesIO(png)) as image:  # a PNG an image library decodes whole
+        image.load()
+        colours = {colour for _, colour in image.convert("RGB").getcolors(1 << 20)}
+    assert {(31, 119, 180), (255, 127, 14)} <= colours  # base and suspect samples are drawn
+    # nothing to plot, or nothing but one value: still a plot, not an error
+    assert png_size(strip_plot([], [])) == png_size(strip_plot([5, 5], [5])) == png_size(png)
+
+
+def texts(figure) -> str:
+    return "\n".join(item.get_text() for item in figure.findobj(matplotlib.text.Text))
+
+
+def test_run_plot_names_the_commits_metric_medians_and_reported_change() -> None:
+    run = run_json()
+    figure = plot.run_figure(run)
+    [axes] = figure.axes
+    assert axes.get_xlabel() == "commit" and axes.get_ylabel() == "write_iops (higher is better)"
+    ticks = [label.get_text() for label in axes.get_xticklabels()]
+    assert ticks == ["base\n2708de7eae\n10 samples", "suspect\nef0b4a2fa7\n10 samples"]
+    values = {role: [sample["value"] for sample in run["samples"] if sample["role"] == role]
+              for role in ("base", "suspect")}
+    for role in ("base", "suspect"):  # every sample of each side, at its value
+        [points] = [item for item in axes.collections if item.get_gid() == f"{role}-samples"]
+        assert sorted(points.get_offsets()[:, 1]) == sorted(values[role])
+        [median] = [item for item in axes.collections if item.get_gid() == f"{role}-median"]
+        assert median.get_segments()[0][0][1] == statistics.median(values[role])
+    [reported] = [item for item in axes.collections if item.get_gid() == "reported"]
+    assert reported.get_segments()[0][0][1] == pytest.approx(statistics.median(values["base"]) * (1 - 0.084))
+    words = texts(figure)
+    assert "write_iops on lab-vm-1" in words and "reported \u22128.4%, measured \u22128.1%" in words
+    assert "verdict: confirmed" in words and "reported change \u22128.4% from the base median" in words
+    assert f"median {statistics.median(values['base']):,.6g}" in words
+    assert run_plot(run) == plot.png_of(plot.run_figure(run))
+
+
+def test_matplotlib_is_imported_only_to_draw_a_plot() -> None:
+    # `triage parse` / `status` start without it; the daemon loads it at its first plot
+    code = ("import sys, triagebot.cli, triagebot.daemon, triagebot.flow, triagebot.status_command;"
+            " assert 'matplotlib' not in sys.modules, 'matplotlib imported at start'")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PROJECT)
+    assert result.returncode == 0, result.stderr
 
 
 # --- routing ------------------------------------------------------------------------------------
@@ -363,11 +411,11 @@ def test_subsystem_prefixes() -> None:
 # A bad entry names the file, the entry and its line.
 @pytest.mark.parametrize("text, message", [
     ('default_channel = "#x"\n[[route]]\nchannel = "#a"\nsubsystem = "xfs"\n[[route]]\n'
-     'channel = "#b"\ncolour = "red"\n', "route entry 2, line 5: unknown key 'colour'"),
-    ('default_channel = "#x"\n[[route]]\nsubsystem = "xfs"\n', "route entry 1, line 2: channel is missing"),
-    ('default_channel = "#x"\n[[route]]\nchannel = "#a"\n', "route entry 1, line 2: matches everything"),
-    ('default_channel = "#x"\n[[route]]\nchannel = "not a channel"\nlist = "x"\n', "route entry 1, line 2: channel"),
-    ('default_channel = "#x"\n[[route]]\nchannel = "#a"\nmetric = []\n', "route entry 1, line 2: metric"),
+     'channel = "#b"\ncolour = "red"\n', ":5: [[route]] entry 2: unknown key(s) colour (expected channel, list, metric"),
+    ('default_channel = "#x"\n[[route]]\nsubsystem = "xfs"\n', ":2: [[route]] entry 1: channel is missing"),
+    ('default_channel = "#x"\n[[route]]\nchannel = "#a"\n', ":2: [[route]] entry 1: matches everything"),
+    ('default_channel = "#x"\n[[route]]\nchannel = "not a channel"\nlist = "x"\n', ":2: [[route]] entry 1: channel must be a Slack channel ID"),
+    ('default_channel = "#x"\n[[route]]\nchannel = "#a"\nmetric = []\n', ":2: [[route]] entry 1: metric must be a non-empty string"),
     ('[[route]]\nchannel = "#a"\nlist = "x"\n', "default_channel is missing"),
     ('default_channel = "#x"\nroute = 3\n', "array of tables"),
     ('default_channel = \n', "not valid TOML"),

@@ -12,6 +12,7 @@ from tests.support.fake_slack import FakeSlack
 from triagebot.notify import outbox, render
 from triagebot.notify.plot import strip_plot
 from triagebot.notify.slack import SlackNotifier, plot_file_name
+from triagebot.states import TriageState
 from triagebot.store.sqlite import SqliteStore
 
 TOKEN = "xoxb-1234-5678-outbox"
@@ -210,4 +211,4 @@ def test_the_terminal_gets_the_same_thread(store, tmp_path: Path) -> None:
 
 
 def test_state_meanings_cover_every_state() -> None:
-    assert set(render.STATE_MEANING) == set(render.STATES) == set(render.STATE_EMOJI)
+    assert set(render.STATE_MEANING) == set(TriageState) == set(render.STATE_EMOJI)

@@ -9,7 +9,7 @@ from triagebot.parse.report import parse_message
 from triagebot.parse.reported import reported_headline
 from triagebot.records import Headline, Source
 from triagebot.reproduce.plan import Plan, plan_report
-from triagebot.reproduce.templates import load_templates
+from triagebot.rules.templates import load_templates
 
 TEMPLATES = load_templates(PROJECT / "rules")
 

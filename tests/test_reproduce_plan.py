@@ -12,9 +12,16 @@ from triagebot.errors import RulesError
 from triagebot.parse.report import parse_message
 from triagebot.records import Headline, Report, Source
 from triagebot.reproduce.plan import (
-    HostShape, Plan, Refusal, flatten_job, plan_command, plan_from_json, plan_report, read_job,
+    HostShape,
+    Plan,
+    Refusal,
+    flatten_job,
+    plan_command,
+    plan_from_json,
+    plan_report,
+    read_job,
 )
-from triagebot.reproduce.templates import PARSERS, Templates, load_template_file, load_templates
+from triagebot.rules.templates import PARSERS, Templates, load_template_file, load_templates
 
 RULES = PROJECT / "rules"
 TEMPLATES = load_templates(RULES)
@@ -93,11 +100,11 @@ _BROKEN = [
     (_GOOD.replace("min = 1", "min = 100"), "[params.numjobs]: min 100 is above max 64"),
     # a shell string instead of an argv list
     (_GOOD.replace('argv = ["fio", "{options}"]', 'argv = "fio --name x; rm -rf /"'),
-     "argv: must be a list of strings, not a shell string"),
+     ":4: argv must be a list of strings, not a shell string"),
     # an output parser nobody implements
-    (_GOOD.replace('"fio-json"', '"fio-xml"'), "parser: unknown output parser 'fio-xml'"),
+    (_GOOD.replace('"fio-json"', '"fio-xml"'), "parser must be one of fio-json, sysbench-text"),
     # a better direction that is neither
-    (_GOOD.replace('better = "higher"', 'better = "up"'), "better must be 'higher' or 'lower'"),
+    (_GOOD.replace('better = "higher"', 'better = "up"'), "[[metrics]] entry 1 (write_iops): better must be one of higher, lower, not 'up'"),
     # an argv placeholder naming no parameter
     (_GOOD.replace('"{options}"]', '"{options}", "--size={size}"]'), "names unknown parameter 'size'"),
     # a shell metacharacter inside an argv element
@@ -111,11 +118,20 @@ _BROKEN = [
     # an unknown parameter type
     (_GOOD + '[params.x]\ntype = "float"\n', "[params.x]: type must be one of"),
     # a primary metric not among the metrics
-    (_GOOD.replace('primary_metric = "write_iops"', 'primary_metric = "read_iops"'), "primary_metric: 'read_iops'"),
+    (_GOOD.replace('primary_metric = "write_iops"', 'primary_metric = "read_iops"'), "primary_metric 'read_iops' is not one of the [[metrics]] names"),
     # a key the format does not have
-    ('shell = true\n' + _GOOD, "top level: unknown key(s) shell"),
+    ('shell = true\n' + _GOOD, "broken.toml:1: unknown key(s) shell (expected aliases, argv,"),
     # not TOML at all
     ("program = ", "not valid TOML"),
+    # a process count on something that is no count
+    (_GOOD + '[params.bs]\ntype = "size"\nmax = "1M"\ntasks = 1\n', "[params.bs]: tasks and tasks_times are for int"),
+    # a product of counts without saying how many processes each unit starts
+    (_GOOD.replace("max = 64", 'max = 64\ntasks_times = ["numjobs"]'), "tasks_times needs tasks"),
+    (_GOOD.replace("max = 64", 'max = 64\ntasks = 1\ntasks_times = ["groups"]'), "names unknown parameter 'groups'"),
+    (_GOOD.replace("max = 64", "max = 64\ntasks = -1"), "[params.numjobs]: tasks must be a whole number from 0 to 10000, not -1"),
+    # an assumed program default outside the range, or beside a default of the template's own
+    (_GOOD.replace("max = 64", "max = 64\nassume = 100"), "[params.numjobs]: assume 100 is above max 64"),
+    (_GOOD.replace("max = 64", "max = 64\ndefault = 1\nassume = 2"), "assume is for a parameter without a default"),
 ]
 
 

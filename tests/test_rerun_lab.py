@@ -1,8 +1,9 @@
-"""triage rerun end to end on a test lab on this machine: real sysbench, a real competing load.
+"""triage rerun end to end on a test lab on this machine: real sysbench, a slow commit.
 
-The lab's switch hook records the "running kernel" and, for the slow commit, starts a real
-`stress-ng --cpu` load (tests/support/lab.py), so samples on that commit really are slower.
-The regressing pair must be confirmed; the A/A pair must never be.
+The lab's switch hook records the "running kernel"; the lab's sysbench (real sysbench behind a
+shim, tests/support/lab.py) reports events per CPU-second, a fixed factor lower on the slow
+commit, so the slow commit is slower whatever else loads the machine. The regressing pair must
+be confirmed; the A/A pair must never be.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, PROJECT
-from tests.support.lab import write_lab_rules
+from tests.support.lab import lab_path, write_lab_rules
 
 LAB_REPORT = FIXTURES / "lab" / "sysbench-cpu-regression.eml"  # our own report, for the test lab
 MESSAGE_ID = "20240415071244.lab1@tberg-ws"
@@ -31,8 +32,9 @@ def triage(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture
-def lab(tmp_path: Path):
+def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     rules, state = write_lab_rules(tmp_path, PROJECT)
+    monkeypatch.setenv("PATH", lab_path(tmp_path))  # the lab's sysbench for the triage processes
     hook = [sys.executable, str(PROJECT / "tests" / "support" / "lab.py")]
     database = tmp_path / "lab.db"
     assert triage("ingest", "--db", str(database), str(LAB_REPORT)).returncode == 0
@@ -102,10 +104,10 @@ class TracingExecutor:
 
 def test_only_the_plan_and_the_hosts_hooks_are_ever_started(tmp_path: Path) -> None:
     from triagebot.reproduce.executors.local import LocalExecutor
-    from triagebot.reproduce.hosts import Host
     from triagebot.reproduce.plan import Plan, plan_command
     from triagebot.reproduce.runner import rerun
-    from triagebot.reproduce.templates import load_templates
+    from triagebot.rules.hosts import Host
+    from triagebot.rules.templates import load_templates
     from triagebot.verdict.sequential import Plan as RoundsPlan
 
     state = tmp_path / "state"
@@ -141,10 +143,10 @@ def test_one_rerun_per_host_at_a_time(lab, tmp_path: Path) -> None:
 def test_a_plan_that_collects_a_result_file(tmp_path: Path) -> None:
     """stress-ng writes its metrics to a YAML file in scratch: the runner reads it for the parser."""
     from triagebot.reproduce.executors.local import LocalExecutor
-    from triagebot.reproduce.hosts import Host
     from triagebot.reproduce.plan import Plan, plan_command
     from triagebot.reproduce.runner import rerun
-    from triagebot.reproduce.templates import load_templates
+    from triagebot.rules.hosts import Host
+    from triagebot.rules.templates import load_templates
     from triagebot.verdict.sequential import Plan as RoundsPlan
 
     host = Host(name="plain", reach="local", cpu_model="test", threads=2, sockets=1, memory_gb=24, disk="ssd",

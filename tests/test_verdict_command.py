@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import PROJECT
 from triagebot.errors import RulesError
-from triagebot.verdict.floors import DEFAULT_FLOOR_PERCENT, RULES_PATH, load_floors, parse_floors
+from triagebot.rules.floors import DEFAULT_FLOOR_PERCENT, RULES_PATH, load_floors, parse_floors
 
 BASE = "3.10,3.00,3.05,3.12,2.98,3.07,3.02,3.09,3.01,3.04"
 SLOWER = "2.30,2.32,2.28,2.35,2.31,2.29,2.33,2.30,2.27,2.34"
@@ -118,8 +118,8 @@ def test_bad_rules_file_is_one_line_naming_file_and_entry(tmp_path: Path) -> Non
                      '[[floor]]\npattern = "*.bw"\nfloor_percent = "two"\n')
     result = run_decide("--base", BASE, "--suspect", SLOWER, "--better", "higher", "--rules", str(rules))
     assert result.returncode == 1
-    assert result.stderr.strip() == (f"triage decide: {rules}: floor entry 2, line 5 (pattern '*.bw'): "
-                                     "floor_percent must be a number, got 'two'")
+    assert result.stderr.strip() == (f"triage decide: {rules}:5: [[floor]] entry 2 (pattern '*.bw'): "
+                                     "floor_percent must be a number above 0 and at most 50, not 'two'")
 
 
 # The floors file itself.
@@ -137,25 +137,25 @@ def test_shipped_floors_file_loads_and_matches_corpus_metric_names() -> None:
 
 @pytest.mark.parametrize("text, message", [
     # Not TOML at all: tomllib's position is kept.
-    ("[[floor]\n", "rules/f.toml: not valid TOML: "),
+    ("[[floor]\n", "rules/f.toml:1: not valid TOML: "),
     # An unknown top-level key.
-    ("floors = 1\n", "rules/f.toml: unknown key 'floors'"),
+    ("floors = 1\n", "rules/f.toml:1: unknown key(s) floors (expected default_floor_percent, floor)"),
     # A misspelt key inside an entry.
-    ('[[floor]]\npattern = "a"\nfloor_pct = 1\n', "rules/f.toml: floor entry 1, line 1: unknown key 'floor_pct'"),
+    ('[[floor]]\npattern = "a"\nfloor_pct = 1\n', "rules/f.toml:1: [[floor]] entry 1 (pattern 'a'): unknown key(s) floor_pct"),
     # A missing floor.
-    ('[[floor]]\npattern = "a"\n', "rules/f.toml: floor entry 1, line 1 (pattern 'a'): floor_percent is missing"),
+    ('[[floor]]\npattern = "a"\n', "rules/f.toml:1: [[floor]] entry 1 (pattern 'a'): floor_percent is missing"),
     # Zero and over-large floors.
-    ('[[floor]]\npattern = "a"\nfloor_percent = 0\n', "must be above 0 and at most 50, got 0"),
-    ('[[floor]]\npattern = "a"\nfloor_percent = 80.0\n', "must be above 0 and at most 50, got 80.0"),
+    ('[[floor]]\npattern = "a"\nfloor_percent = 0\n', "must be a number above 0 and at most 50, not 0"),
+    ('[[floor]]\npattern = "a"\nfloor_percent = 80.0\n', "must be a number above 0 and at most 50, not 80.0"),
     # A boolean is no number.
-    ('[[floor]]\npattern = "a"\nfloor_percent = true\n', "floor_percent must be a number, got True"),
+    ('[[floor]]\npattern = "a"\nfloor_percent = true\n', "floor_percent must be a number above 0 and at most 50, not True"),
     # An empty pattern.
     ('[[floor]]\npattern = " "\nfloor_percent = 1\n', "pattern must be a non-empty string"),
     # The same pattern twice: the second would never match.
     ('[[floor]]\npattern = "a"\nfloor_percent = 1\n[[floor]]\npattern = "a"\nfloor_percent = 2\n',
-     "rules/f.toml: floor entry 2, line 4: pattern 'a' repeats entry 1"),
+     "rules/f.toml:4: [[floor]] entry 2 (pattern 'a'): pattern 'a' repeats entry 1"),
     # A bad default.
-    ('default_floor_percent = "1.5"\n', "rules/f.toml: default_floor_percent must be a number"),
+    ('default_floor_percent = "1.5"\n', "rules/f.toml:1: default_floor_percent must be a number above 0"),
 ])
 def test_bad_floor_entries_raise_rules_error(text: str, message: str) -> None:
     with pytest.raises(RulesError) as caught:

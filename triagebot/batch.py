@@ -70,11 +70,29 @@ def likely_parallel(path: str) -> bool:
     return size >= (PARALLEL_GZIP_BYTES if path.endswith(".gz") else PARALLEL_FILE_BYTES)
 
 
+MAX_ERROR_CHARS = 300  # characters of an unexpected exception's text kept in Outcome.error
+
+
+def failure_text(error: BaseException) -> str:
+    """One line for an exception the parser should not have raised: its type and its text."""
+    text = " ".join(str(error).split())
+    if len(text) > MAX_ERROR_CHARS:
+        text = text[:MAX_ERROR_CHARS] + "…"
+    return f"parser failed: {type(error).__name__}" + (f": {text}" if text else "")
+
+
 def _parse_one(name: str, kind: str, raw: bytes, url: str | None, render: Render) -> Outcome:
+    """One message's Outcome; any exception of its parse or render is its error, never raised.
+
+    MessageError is the parser's own refusal (empty, binary); anything else is a parser bug
+    that one message hit, and must not stop the batch (the ingest quarantines that message).
+    """
     try:
         return Outcome(name, render(parse_message(raw, Source(kind, url))), None)
     except MessageError as error:
         return Outcome(name, None, str(error))
+    except Exception as error:  # noqa: BLE001 - one message's failure, kept as its outcome
+        return Outcome(name, None, failure_text(error))
 
 
 def _parse_deferring(name: str, kind: str, raw: bytes, url: str | None, render: Render) -> Outcome:
@@ -85,11 +103,20 @@ def _parse_deferring(name: str, kind: str, raw: bytes, url: str | None, render: 
         report = parse_message(raw, Source(kind, url))
     except MessageError as error:
         return Outcome(name, None, str(error))
+    except Exception as error:  # noqa: BLE001 - as in _parse_one
+        return Outcome(name, None, failure_text(error))
     finally:
         stance.DEFERRED.reset(token)
     if pending:
         return Outcome(name, None, None, (report, pending))
-    return Outcome(name, render(report), None)
+    return _rendered(name, report, render)
+
+
+def _rendered(name: str, report: Report, render: Render) -> Outcome:
+    try:
+        return Outcome(name, render(report), None)
+    except Exception as error:  # noqa: BLE001 - as in _parse_one
+        return Outcome(name, None, failure_text(error))
 
 
 def _parse_chunk(bounds: tuple[int, int]) -> list[Outcome]:
@@ -124,10 +151,18 @@ def _start_reader() -> None:
 _READER_START_ERROR: list[Exception] = []
 
 
+def _read_one(request: dict[str, tuple]) -> dict[str, Any]:
+    """The reader's answer for one message; {"error": …} when reading it raised."""
+    try:
+        return stance.read_pending(request)
+    except Exception as error:  # noqa: BLE001 - that message's outcome, not the batch's
+        return {"error": failure_text(error)}
+
+
 def _read_chunk(requests: list[dict[str, tuple]]) -> list[dict[str, Any]]:
     if _READER_START_ERROR:
-        raise _READER_START_ERROR[0]
-    return [stance.read_pending(request) for request in requests]
+        raise _READER_START_ERROR[0]  # spaCy could not load: every message's reading fails
+    return [_read_one(request) for request in requests]
 
 
 class Reader:
@@ -180,12 +215,15 @@ def _completed(outcomes: list[Outcome], answers: list[dict[str, Any]], render: R
             continue
         report, _ = outcome.pending
         answer = next(replies)
+        if "error" in answer:
+            yield Outcome(outcome.name, None, answer["error"])
+            continue
         changes: dict[str, Any] = {}
         if "stance" in answer:
             changes.update(stance=answer["stance"].stance, stance_evidence=answer["stance"].evidence)
         if "objections" in answer:
             changes["objections"] = answer["objections"]
-        yield Outcome(outcome.name, render(dataclasses.replace(report, **changes)), None)
+        yield _rendered(outcome.name, dataclasses.replace(report, **changes), render)
 
 
 def parse_messages(messages: Sequence[tuple[str, str, bytes, str | None]], render: Render, jobs: int, *,

@@ -8,7 +8,7 @@ import sys
 
 from triagebot.batch import Reader, default_jobs, likely_parallel, parse_messages
 from triagebot.errors import InputError, TriageError
-from triagebot.inputs import read_messages
+from triagebot.inputs import iter_inputs
 from triagebot.records import report_to_json
 from triagebot.summary import render_report
 
@@ -29,17 +29,41 @@ def _parse_command(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
+# An input is parsed a chunk of messages at a time, so that memory holds one chunk however big
+# the input (a year of a list is one chunk: ~5,000 messages, ~60 MB).
+CHUNK_MESSAGES = 10_000
+CHUNK_BYTES = 128 * 1024 * 1024
+
+
 def _parse_path(path: str, args: argparse.Namespace, render, reader: Reader, records: list) -> int:
     """Parse one input and print its records; the number of failures."""
-    out = sys.stdout
     failures = 0
     if args.jobs > 1 and likely_parallel(path):
         reader.start()  # spaCy loads on the other core while this process reads the file
+    chunk: list[tuple[str, str, bytes, None]] = []
+    size = 0
     try:
-        messages = [(name, kind, raw, None) for name, kind, raw in read_messages(path)]
+        for entry in iter_inputs(path):
+            if entry.raw is None or len(chunk) >= CHUNK_MESSAGES or size >= CHUNK_BYTES:
+                failures += _parse_chunk(chunk, args, render, reader, records)
+                chunk, size = [], 0
+            if entry.raw is None:  # a message the reading refused (too large): its own error line
+                print(f"triage parse: {entry.name}: {entry.error}", file=sys.stderr)
+                failures += 1
+                continue
+            chunk.append((entry.name, entry.kind, entry.raw, None))
+            size += len(entry.raw)
     except InputError as error:
+        failures += _parse_chunk(chunk, args, render, reader, records)  # what was read before it
         print(f"triage parse: {error}", file=sys.stderr)
-        return 1
+        return failures + 1
+    return failures + _parse_chunk(chunk, args, render, reader, records)
+
+
+def _parse_chunk(messages: list, args: argparse.Namespace, render, reader: Reader, records: list) -> int:
+    """Parse and print some messages of an input; the number of failures."""
+    out = sys.stdout
+    failures = 0
     for outcome in parse_messages(messages, render, args.jobs, reader=reader):
         if outcome.error is not None:
             print(f"triage parse: {outcome.name}: {outcome.error}", file=sys.stderr)

@@ -31,19 +31,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from triagebot import flow, logs
-from triagebot.config import load_settings, rules_dir
 from triagebot.errors import TriageError
 from triagebot.health import DaemonMetrics, HealthServer
 from triagebot.ingest.command import build_source
 from triagebot.ingest.protocol import SourceError
 from triagebot.ingest.runner import PollFailed, describe_error, ingest_once
 from triagebot.logs import event
-from triagebot.notify import outbox, render
-from triagebot.notify.routing import load_routing
+from triagebot.notify import outbox
 from triagebot.notify.slack import NotifyError, SlackNotifier
 from triagebot.notify.terminal import TerminalNotifier
+from triagebot.rules.settings import Settings, settings_for
+from triagebot.states import TriageState
+from triagebot.store.protocol import OUTBOX_STATUSES
 from triagebot.store.sqlite import SqliteStore, ensure_private_dir, resolve_db_path
-from triagebot.store.triage_tables import OUTBOX_STATUSES
 
 log = logging.getLogger("triagebot.daemon")
 
@@ -70,7 +70,7 @@ def _stoppable_sleep(state: DaemonState) -> Callable[[float], None]:
     return sleep
 
 
-def poll_due_sources(settings, store, state: DaemonState, metrics: DaemonMetrics, *,
+def poll_due_sources(settings: Settings, store, state: DaemonState, metrics: DaemonMetrics, *,
                      now: Callable[[], float] = time.monotonic, jobs: int | None = None) -> list[str]:
     """Poll the sources that are due; returns the new message ids.
 
@@ -92,7 +92,7 @@ def poll_due_sources(settings, store, state: DaemonState, metrics: DaemonMetrics
     return new_ids
 
 
-def _poll_one(source_settings, settings, store, state: DaemonState, metrics: DaemonMetrics,
+def _poll_one(source_settings, settings: Settings, store, state: DaemonState, metrics: DaemonMetrics,
               jobs: int | None) -> list[str]:
     url = source_settings.url
     metrics.last_poll.labels(url).set(time.time())
@@ -176,11 +176,9 @@ def _health_port(value: str | None, once: bool) -> int | None:
 
 def run(args: argparse.Namespace) -> int:
     logs.configure()
-    settings = load_settings(rules_dir(args.rules))
+    settings = settings_for(args.rules)  # every rules file, read and checked once, here
     if not settings.sources:
         raise TriageError(f"no sources in {settings.rules_dir / 'sources.toml'}: nothing to watch")
-    routing_path = settings.rules_dir / "routing.toml"
-    routing = load_routing(routing_path if routing_path.exists() else None)
     port = _health_port(args.health_port, args.once)
     state = DaemonState()
 
@@ -215,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
                 if result.error is not None:
                     metrics.notify_failures.labels(result.error.code).inc()
 
-            lab = flow.Lab(rules=settings.rules_dir, database=database, routing=routing, deliver=deliver,
+            lab = flow.Lab(settings=settings, database=database, deliver=deliver,
                            budget=args.budget, stop_requested=lambda: state.stop, heartbeat=metrics.beat)
             event(log, logging.INFO, "daemon started", event="daemon.started", db=str(database),
                   rules=str(settings.rules_dir), sources=[source.url for source in settings.sources])
@@ -235,7 +233,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_pass(settings, store, state: DaemonState, lab: flow.Lab, metrics: DaemonMetrics, *,
+def run_pass(settings: Settings, store, state: DaemonState, lab: flow.Lab, metrics: DaemonMetrics, *,
              admit_days: float) -> None:
     """One pass: deliver, poll, admit, plan, run, deliver. A step that raises is logged and skipped."""
     def step(name: str, action: Callable[[], object]) -> None:
@@ -261,5 +259,5 @@ def run_pass(settings, store, state: DaemonState, lab: flow.Lab, metrics: Daemon
         step("plan", lambda: flow.plan_new(store, lab))
         step("run", run_planned)
         step("deliver", lab.deliver)
-    step("count", lambda: metrics.set_counts(store.triage_counts(), store.outbox_counts(), render.STATES,
+    step("count", lambda: metrics.set_counts(store.triage_counts(), store.outbox_counts(), tuple(TriageState),
                                              OUTBOX_STATUSES))

@@ -1,7 +1,7 @@
 """The daemon's stages after ingest, each one step over stored state: admit, plan, run.
 
 A report moves new -> planned | refused -> running -> confirmed | not-reproduced |
-inconclusive | error (render.STATES). Each move is one transaction that also writes the outbox
+inconclusive | error (states.py). Each move is one transaction that also writes the outbox
 rows announcing it, so a crash anywhere leaves a state and its notifications together, and a
 restart simply takes every report up again where its state says:
 
@@ -12,10 +12,16 @@ restart simply takes every report up again where its state says:
 - run: a planned report (or one whose run a crash or a stop cut short: it starts over) is
   rerun when its host can switch kernels and is free; progress replies at the first sample
   and halfway to the first look; then the verdict reply, the samples plot and the final parent.
+
+Whatever goes wrong with ONE report while it is planned, run or decided (a plan that cannot be
+read, a benchmark or hook that fails, a bug) ends that report in state `error` with the reason,
+told to the team like any failed run, and the pass goes on with the other reports: one report
+never stops the daemon. Only a failing store stops the pass (it is no report's fault).
 """
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,21 +32,23 @@ from triagebot.errors import TriageError
 from triagebot.logs import event
 from triagebot.notify import render
 from triagebot.notify.plot import run_plot
-from triagebot.notify.routing import Routing
 from triagebot.records import report_from_json
 from triagebot.reproduce.executors.protocol import executor_for
-from triagebot.reproduce.hosts import Host, choose_host, load_hosts
-from triagebot.reproduce.materials import with_materials_from_rules
-from triagebot.reproduce.plan import HostShape, Plan, Refusal, plan_from_json, plan_report
+from triagebot.reproduce.hosts import choose_host
+from triagebot.reproduce.limits import host_shape
+from triagebot.reproduce.materials import with_materials_over_http
+from triagebot.reproduce.plan import Plan, Refusal, plan_from_json, plan_report
 from triagebot.reproduce.rerun_command import commits_of, host_lock, rounds_within
 from triagebot.reproduce.runner import Sample, rerun
-from triagebot.reproduce.templates import load_templates
-from triagebot.store.sqlite import utc_text
+from triagebot.rules.hosts import HOSTS_FILE, Host
+from triagebot.rules.settings import Settings
+from triagebot.states import RUN_STATES
+from triagebot.store.protocol import Store, StoreError, TriageRow, utc_text
 
 log = logging.getLogger("triagebot.daemon")
 
 REPORT_KINDS = ("lkp-regression", "human-report")  # what the daemon takes on: claimed slowdowns
-RUN_STATES = ("planned", "running")  # reports waiting for (or cut off in) a run
+MAX_REASON = 500  # characters of an unexpected error kept as a report's reason
 
 
 class StopRequested(Exception):
@@ -49,25 +57,25 @@ class StopRequested(Exception):
 
 @dataclass
 class Lab:
-    """What the stages need besides the store: rules, where host locks live, how to notify."""
+    """What the stages need besides the store: the rules (loaded once, at start), where host
+    locks live, how to notify."""
 
-    rules: Path
+    settings: Settings
     database: Path
-    routing: Routing
     deliver: Callable[[], object]  # send what the outbox holds (called after each state change)
     budget: int = 20  # runs a side at most
     stop_requested: Callable[[], bool] = lambda: False
     heartbeat: Callable[[], None] = lambda: None
 
 
-def admit(store, lab: Lab, admit_days: float, now: datetime | None = None) -> list[str]:
+def admit(store: Store, lab: Lab, admit_days: float, now: datetime | None = None) -> list[str]:
     """Take on the reports dated within `admit_days`: a triage row and a parent message each."""
     since = utc_text((now or datetime.now(timezone.utc)) - timedelta(days=admit_days))
     admitted = []
     for message_id in store.reports_to_admit(REPORT_KINDS, since):
         record = store.get_record(message_id)
         stored = store.get_message(message_id)
-        channel = lab.routing.channel_for(record, stored.list_name if stored else None)
+        channel = lab.settings.routing.channel_for(record, stored.list_name if stored else None)
         with store.transaction():
             if store.start_triage(message_id, channel):
                 store.enqueue(message_id, "parent", channel, render.parent_message(record, "new"))
@@ -81,46 +89,83 @@ def _host_named(hosts: tuple[Host, ...], name: str | None) -> Host | None:
     return next((host for host in hosts if host.name == name), None)
 
 
-def plan_new(store, lab: Lab) -> list[str]:
+def plan_new(store: Store, lab: Lab) -> list[str]:
     """Plan each new report for its closest host; a refusal says why. Returns the ids planned."""
-    hosts = load_hosts(lab.rules)
-    templates = load_templates(lab.rules)
+    hosts = lab.settings.need_hosts()
+    templates = lab.settings.need_templates()
     done = []
     for row in store.triage_in("new"):
         if lab.stop_requested():
             break
-        record = store.get_record(row.message_id)
-        report = report_from_json(record)
-        match = choose_host(hosts, report.test_machine)
-        notes: list[str] = []
-        if match is None:
-            plan_json = Refusal(f"no host in {lab.rules / 'hosts.toml'}", ("a lab host",),
-                                message_id=row.message_id).to_json()
-            host_name = None
-        else:
-            report, notes = with_materials_from_rules(report, store, lab.rules)
-            plan = plan_report(report, templates, host=HostShape(threads=match.host.threads,
-                                                                 memory_gb=match.host.memory_gb))
-            plan_json = plan.to_json()
-            host_name = match.host.name
-            if isinstance(plan, Plan) and not commits_of(report)[1]:
-                plan_json = Refusal("the report names no culprit commit to rerun", ("a culprit commit",),
-                                    plan.source, row.message_id).to_json()
-        state = "planned" if plan_json["kind"] == "plan" else "refused"
-        reply = render.plan_reply(plan_json)
-        if state == "planned" and match is not None:
-            reply = _with_host_line(reply, match, notes)
-        with store.transaction():
-            store.set_triage(row.message_id, state, plan=plan_json, host=host_name or "")
-            store.enqueue(row.message_id, "plan", row.channel, reply)
-            store.enqueue(row.message_id, "update-planned", row.channel,
-                          render.parent_message(record, state, plan=plan_json))
-        event(log, logging.INFO, "report planned" if state == "planned" else "report refused",
-              event=f"triage.{state}", message_id=row.message_id, host=host_name,
-              reason=plan_json.get("reason"))
+        try:
+            _plan_one(store, lab, row, hosts, templates)
+        except StoreError:
+            raise
+        except Exception as error:  # noqa: BLE001 - one report's failure is that report's error
+            fail_report(store, lab, row, "planning", error)
         done.append(row.message_id)
-        lab.deliver()
     return done
+
+
+def _plan_one(store: Store, lab: Lab, row: TriageRow, hosts: tuple[Host, ...], templates) -> None:
+    """Plan one new report (or refuse it), with its replies."""
+    record = store.get_record(row.message_id)
+    report = report_from_json(record)
+    match = choose_host(hosts, report.test_machine)
+    notes: list[str] = []
+    if match is None:
+        plan_json = Refusal(f"no host in {lab.settings.rules_dir / HOSTS_FILE}", ("a lab host",),
+                            message_id=row.message_id).to_json()
+        host_name = None
+    else:
+        report, notes = with_materials_over_http(report, store, lab.settings.http)
+        plan = plan_report(report, templates, host=host_shape(match.host))
+        plan_json = plan.to_json()
+        host_name = match.host.name
+        if isinstance(plan, Plan) and not commits_of(report)[1]:
+            plan_json = Refusal("the report names no culprit commit to rerun", ("a culprit commit",),
+                                plan.source, row.message_id).to_json()
+    state = "planned" if plan_json["kind"] == "plan" else "refused"
+    reply = render.plan_reply(plan_json)
+    if state == "planned" and match is not None:
+        reply = _with_host_line(reply, match, notes)
+    with store.transaction():
+        store.set_triage(row.message_id, state, plan=plan_json, host=host_name or "")
+        store.enqueue(row.message_id, "plan", row.channel, reply)
+        store.enqueue(row.message_id, "update-planned", row.channel,
+                      render.parent_message(record, state, plan=plan_json))
+    event(log, logging.INFO, "report planned" if state == "planned" else "report refused",
+          event=f"triage.{state}", message_id=row.message_id, host=host_name,
+          reason=plan_json.get("reason"))
+    lab.deliver()
+
+
+def fail_report(store: Store, lab: Lab, row: TriageRow, stage: str, error: BaseException) -> None:
+    """End one report in state `error` with the reason, told to its thread and parent."""
+    reason = f"{stage} failed: {_reason(error)}"
+    run_json = {"host": row.host or "?", "status": "error", "error": reason, "samples": []}
+    reply = render.verdict_reply(None, run_json)
+    try:
+        record = store.get_record(row.message_id) or {"message_id": row.message_id}
+        parent = render.parent_message(record, "error", plan=row.plan, run=run_json)
+    except StoreError:
+        raise
+    except Exception:  # noqa: BLE001 - a record the parent cannot show: the state still moves
+        parent = render.parent_message({"message_id": row.message_id}, "error")
+    with store.transaction():
+        store.set_triage(row.message_id, "error", note=reason)
+        store.enqueue(row.message_id, "verdict", row.channel, reply)
+        store.enqueue(row.message_id, "update-final", row.channel, parent)
+    event(log, logging.ERROR, "report failed", event="triage.error", message_id=row.message_id,
+          stage=stage, reason=reason)
+    lab.deliver()
+
+
+def _reason(error: BaseException) -> str:
+    """The error in one line: a TriageError's own words, anything else with its type."""
+    text = str(error) if isinstance(error, TriageError) else f"{type(error).__name__}: {error}"
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_REASON else text[:MAX_REASON - 1] + "…"
 
 
 def _with_host_line(reply: dict, match, notes: list[str]) -> dict:
@@ -136,9 +181,9 @@ def _with_host_line(reply: dict, match, notes: list[str]) -> dict:
     return render.with_section(reply, line)
 
 
-def run_planned(store, lab: Lab) -> list[str]:
+def run_planned(store: Store, lab: Lab) -> list[str]:
     """Rerun each planned report whose host can switch kernels and is free; returns those decided."""
-    hosts = load_hosts(lab.rules)
+    hosts = lab.settings.need_hosts()
     decided = []
     for row in store.triage_in(*RUN_STATES):
         if lab.stop_requested():
@@ -146,19 +191,26 @@ def run_planned(store, lab: Lab) -> list[str]:
         host = _host_named(hosts, row.host)
         if host is None or not host.can_switch_kernel or row.plan is None:
             continue  # not runnable here: stays planned (the plan reply said why)
-        try:
-            with host_lock(lab.database, host.name):
+        with contextlib.ExitStack() as held:
+            try:
+                held.enter_context(host_lock(lab.database, host.name))
+            except TriageError as error:  # the host is busy with another rerun: try next pass
+                event(log, logging.INFO, "host busy", event="run.queued", message_id=row.message_id,
+                      host=host.name, reason=str(error))
+                continue
+            try:
                 outcome = _run_one(store, lab, row, host)
-        except TriageError as error:  # the host is busy with another rerun: try next pass
-            event(log, logging.INFO, "host busy", event="run.queued", message_id=row.message_id,
-                  host=host.name, reason=str(error))
-            continue
+            except StoreError:
+                raise
+            except Exception as error:  # noqa: BLE001 - one report's failure is that report's error
+                fail_report(store, lab, row, "the run", error)
+                outcome = "error"
         if outcome is not None:
             decided.append(row.message_id)
     return decided
 
 
-def _run_one(store, lab: Lab, row, host: Host) -> str | None:
+def _run_one(store: Store, lab: Lab, row: TriageRow, host: Host) -> str | None:
     record = store.get_record(row.message_id)
     report = report_from_json(record)
     plan = plan_from_json(row.plan)
@@ -189,7 +241,8 @@ def _run_one(store, lab: Lab, row, host: Host) -> str | None:
 
     try:
         with executor_for(host) as executor:
-            result = rerun(plan, host, executor, base, suspect, on_sample=on_sample, rounds=rounds)
+            result = rerun(plan, host, executor, base, suspect, on_sample=on_sample, rounds=rounds,
+                           floor_percent=lab.settings.floors.floor_for(plan.report_metric or plan.metric))
     except StopRequested:
         store.set_triage(row.message_id, "planned", note="stopped during a run: it starts over")
         event(log, logging.INFO, "run stopped: starts over next time", event="run.stopped",

@@ -1,25 +1,77 @@
-"""Ingest edge for the CLI: read files, stdin, mbox and mbox.gz into (name, bytes) messages."""
+"""Ingest edge for the CLI: read files, stdin, mbox and mbox.gz into (name, bytes) messages.
+
+Reading streams: a file is read (and gunzipped) a block at a time and an mbox is split as it
+arrives, so memory holds about one message, whatever the size of the file. A message larger
+than MAX_MESSAGE_BYTES is not kept: inside an mbox it becomes an error entry for that message
+and the rest are read; a gzip stream that inflates past its cap stops with an InputError.
+"""
 from __future__ import annotations
 
 import gzip
+import logging
 import os
 import re
 import sys
-from collections.abc import Iterator
+import zlib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO, NamedTuple
 
 from triagebot.errors import InputError
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # one message larger than this is refused, not parsed
+MAX_DECOMPRESSED_BYTES = 4 * 1024 ** 3  # a .gz input inflating past this stops there
+# ... and past this many times its compressed size, once over GZIP_RATIO_FROM (a gzip bomb:
+# mail archives inflate about 4 times).
+MAX_GZIP_RATIO = 100
+GZIP_RATIO_FROM = 64 * 1024 * 1024
+READ_BLOCK = 1024 * 1024  # bytes read (or inflated) at a time
+_SEPARATOR_WINDOW = 200  # bytes of a "From " line looked at to decide whether it separates
+
 # The separator line proper: "From <sender> <asctime date>"; a body line that merely starts
 # with "From " (which mboxo writers leave unescaped) does not split a message.
 _MBOX_SEPARATOR = re.compile(rb"^From \S+ +\w{3} \w{3} [ \d]\d \d{2}:\d{2}:\d{2}(?: [+-]\d{4})? \d{4}")
 _UNQUOTE_FROM = re.compile(rb"^>(>*From )", re.MULTILINE)
 
+_log = logging.getLogger(__name__)
 
-def _read_path(path: str) -> bytes:
+
+class Entry(NamedTuple):
+    """One message of an input: its bytes, or (raw None) why it was not read."""
+    name: str
+    kind: str
+    raw: bytes | None
+    error: str | None
+
+
+class _Oversized(int):
+    """A message's size, in place of its bytes, when it is over MAX_MESSAGE_BYTES."""
+
+
+def _inflated(handle: BinaryIO, name: str, compressed_size: int) -> Iterator[bytes]:
+    """The gunzipped blocks of a .gz file, stopping with InputError at the caps."""
+    cap = min(MAX_DECOMPRESSED_BYTES, max(GZIP_RATIO_FROM, MAX_GZIP_RATIO * compressed_size))
+    total = 0
+    stream = gzip.GzipFile(fileobj=handle)
+    while True:
+        try:
+            block = stream.read(READ_BLOCK)
+        except (OSError, EOFError, zlib.error) as error:
+            raise InputError(name, f"damaged gzip data ({error})") from error
+        if not block:
+            return
+        total += len(block)
+        if total > cap:
+            raise InputError(name, f"gzip data inflates past {cap} bytes ({compressed_size} compressed): "
+                                   f"the rest not read")
+        yield block
+
+
+def _blocks(path: str) -> Iterator[bytes]:
     if path == "-":
-        return sys.stdin.buffer.read(MAX_MESSAGE_BYTES * 4 + 1)
+        while block := sys.stdin.buffer.read(READ_BLOCK):
+            yield block
+        return
     target = Path(path)
     if not target.exists():
         raise InputError(path, "no such file")
@@ -28,35 +80,81 @@ def _read_path(path: str) -> bytes:
     try:
         with open(target, "rb") as handle:
             if path.endswith(".gz"):
-                try:
-                    return gzip.GzipFile(fileobj=handle).read()
-                except (OSError, EOFError) as error:
-                    raise InputError(path, f"damaged gzip data ({error})") from error
-            return handle.read()
+                yield from _inflated(handle, path, os.fstat(handle.fileno()).st_size)
+                return
+            while block := handle.read(READ_BLOCK):
+                yield block
     except PermissionError as error:
         raise InputError(path, "permission denied") from error
 
 
+def _chunks(blocks: Iterable[bytes]) -> Iterator[bytes | _Oversized]:
+    """The stream cut before each mbox separator line: each piece a message with its "From "
+    line (or, first, any text before the first separator); an _Oversized size for a piece over
+    MAX_MESSAGE_BYTES, whose bytes are dropped as they arrive."""
+    buffer = bytearray()
+    scan = 0  # no separator starts before this offset of the buffer
+    dropped = 0  # bytes of the current piece thrown away: it is over the limit
+    blocks = iter(blocks)
+    ended = False
+    while not ended:
+        block = next(blocks, None)
+        if block is None:
+            ended = True
+        else:
+            buffer += block
+        while True:
+            position = buffer.find(b"\nFrom ", scan)
+            if position == -1:
+                scan = max(scan, len(buffer) - 5)
+                break
+            start = position + 1
+            if not ended and len(buffer) - start < _SEPARATOR_WINDOW:
+                scan = position  # the line may not be all here yet: decide with the next block
+                break
+            if not _MBOX_SEPARATOR.match(bytes(buffer[start:start + _SEPARATOR_WINDOW])):
+                scan = start
+                continue
+            yield _Oversized(dropped + start) if dropped else _copy(buffer, start)
+            del buffer[:start]  # cheap: a bytearray advances its start
+            scan = dropped = 0
+        limit = MAX_MESSAGE_BYTES + _SEPARATOR_WINDOW
+        if len(buffer) > limit and scan > _SEPARATOR_WINDOW:
+            # Over the limit: keep only what a separator search still needs.
+            cut = scan - _SEPARATOR_WINDOW
+            dropped += cut
+            del buffer[:cut]
+            scan -= cut
+    if dropped:
+        yield _Oversized(dropped + len(buffer))
+    elif buffer:
+        yield bytes(buffer)
+
+
+def _copy(buffer: bytearray, end: int) -> bytes:
+    """buffer[:end] as bytes, copied once (a slice would copy it twice)."""
+    with memoryview(buffer) as view:
+        with view[:end] as head:
+            return bytes(head)
+
+
+def _message_of(piece: bytes) -> bytes | None:
+    """A piece's message: the separator line dropped, `>From ` lines unquoted; None if blank."""
+    if piece.startswith(b"From ") and _MBOX_SEPARATOR.match(piece[:_SEPARATOR_WINDOW]):
+        line_end = piece.find(b"\n")
+        piece = piece[line_end + 1:] if line_end != -1 else b""
+    if not piece.strip():
+        return None
+    return _UNQUOTE_FROM.sub(rb"\1", piece) if b">From " in piece else piece
+
+
 def split_mbox(data: bytes) -> list[bytes]:
     """Messages of an mboxrd/mboxo file; `>From ` lines unquoted one level."""
-    starts = [0] if data.startswith(b"From ") else []
-    position = data.find(b"\nFrom ")
-    while position != -1:
-        starts.append(position + 1)
-        position = data.find(b"\nFrom ", position + 1)
-    boundaries = [start for start in starts if _MBOX_SEPARATOR.match(data[start:start + 200])]
-    messages: list[bytes] = []
-    if not boundaries or boundaries[0] != 0:
-        boundaries.insert(0, -1)  # text before the first separator is a message of its own
-    for index, start in enumerate(boundaries):
-        end = boundaries[index + 1] if index + 1 < len(boundaries) else len(data)
-        if start == -1:
-            body = data[:end]
-        else:
-            line_end = data.find(b"\n", start)
-            body = data[line_end + 1 if line_end != -1 else end:end]
-        if body.strip():
-            messages.append(_UNQUOTE_FROM.sub(rb"\1", body) if b">From " in body else body)
+    messages = []
+    for piece in _chunks([data]):
+        message = _message_of(piece) if not isinstance(piece, _Oversized) else None
+        if message is not None:
+            messages.append(message)
     return messages
 
 
@@ -65,24 +163,66 @@ def is_mbox(data: bytes) -> bool:
     return first.startswith(b"From ") and bool(_MBOX_SEPARATOR.match(first))
 
 
-def read_messages(path: str) -> Iterator[tuple[str, str, bytes]]:
-    """(display name, source kind, raw bytes) for each message in one input path."""
-    if path != "-" and os.path.isfile(path) and os.path.getsize(path) > MAX_MESSAGE_BYTES \
-            and not (path.endswith(".gz") or _looks_like_mbox_file(path)):
+def _head(blocks: Iterator[bytes], size: int) -> bytes:
+    """At least `size` bytes from the start of the stream (fewer at its end)."""
+    head = b""
+    while len(head) < size:
+        block = next(blocks, None)
+        if block is None:
+            break
+        head += block
+    return head
+
+
+def iter_inputs(path: str) -> Iterator[Entry]:
+    """Each message of one input path as an Entry, read as a stream; an oversized message of an
+    mbox is an Entry with its error. InputError when the input itself cannot be read (raised
+    where reading fails: the entries before it have been given)."""
+    name = "<stdin>" if path == "-" else path
+    blocks = _blocks(path)
+    head = _head(blocks, 4096)
+    stream = _prepend(head, blocks)
+    if is_mbox(head):
+        index = 0
+        for piece in _chunks(stream):
+            if isinstance(piece, _Oversized):
+                index += 1
+                yield Entry(f"{name}#{index}", "mbox", None,
+                            f"message of {piece // (1024 * 1024)} MiB, larger than the "
+                            f"{MAX_MESSAGE_BYTES // (1024 * 1024)} MiB a single message may be")
+                continue
+            message = _message_of(piece)
+            if message is not None:
+                index += 1
+                yield Entry(f"{name}#{index}", "mbox", message, None)
+        return
+    if path != "-" and not path.endswith(".gz") and os.path.getsize(path) > MAX_MESSAGE_BYTES:
         raise InputError(path, f"file is {os.path.getsize(path) // (1024 * 1024)} MiB, larger than "
                                f"the {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB a single message may be")
-    data = _read_path(path)
-    name = "<stdin>" if path == "-" else path
-    if is_mbox(data):
-        for index, message in enumerate(split_mbox(data), start=1):
-            yield f"{name}#{index}", "mbox", message
-        return
-    if len(data) > MAX_MESSAGE_BYTES:
-        raise InputError(name, "input larger than a single message may be")
+    data = bytearray()
+    for block in stream:
+        data += block
+        if len(data) > MAX_MESSAGE_BYTES:
+            raise InputError(name, f"input larger than the {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB "
+                                   f"a single message may be")
     kind = "eml" if path.endswith((".eml", ".mbox")) else "text"
-    yield name, kind, data
+    yield Entry(name, kind, bytes(data), None)
 
 
-def _looks_like_mbox_file(path: str) -> bool:
-    with open(path, "rb") as handle:
-        return is_mbox(handle.read(200))
+def _prepend(head: bytes, blocks: Iterator[bytes]) -> Iterator[bytes]:
+    if head:
+        yield head
+    yield from blocks
+
+
+def read_messages(path: str) -> Iterator[tuple[str, str, bytes]]:
+    """(display name, source kind, raw bytes) for each message in one input path.
+
+    An oversized message inside an mbox is skipped with a warning; iter_inputs gives it as an
+    entry with its error instead.
+    """
+    for entry in iter_inputs(path):
+        if entry.raw is None:
+            _log.warning("%s: %s; skipped", entry.name, entry.error)
+            continue
+        yield entry.name, entry.kind, entry.raw

@@ -12,13 +12,12 @@ import json
 import sys
 from pathlib import Path
 
-from triagebot.config import load_settings, rules_dir
 from triagebot.daemon import LAST_POLL_KEY
-from triagebot.notify.render import STATE_MEANING, STATES
-from triagebot.reproduce.hosts import load_hosts
+from triagebot.notify.render import STATE_MEANING
+from triagebot.rules.settings import Settings, settings_for
+from triagebot.states import OPEN_STATES, TriageState
+from triagebot.store.protocol import Store
 from triagebot.store.sqlite import SqliteStore, resolve_db_path
-
-OPEN_STATES = ("new", "planned", "running")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,13 +40,12 @@ def host_busy(database: Path, host_name: str) -> bool:
     return False
 
 
-def gather(store: SqliteStore, database: Path, rules: Path) -> dict:
-    settings = load_settings(rules)
+def gather(store: Store, database: Path, settings: Settings) -> dict:
     queue = [{"message_id": row.message_id, "state": row.state, "host": row.host or None, "channel": row.channel,
               "since": row.updated_at, "subject": (store.get_record(row.message_id) or {}).get("subject")}
              for row in store.triage_in(*OPEN_STATES)]
     hosts = [{"name": host.name, "reach": host.reach, "can_switch_kernel": host.can_switch_kernel,
-              "busy": host_busy(database, host.name)} for host in load_hosts(rules)]
+              "busy": host_busy(database, host.name)} for host in settings.need_hosts()]
     polls = []
     for source in settings.sources:
         last = store.get_cursor(LAST_POLL_KEY + source.url)
@@ -65,7 +63,7 @@ def render(status: dict) -> str:
     counts = status["reports"]
     if not counts:
         lines.append("  none taken on yet (the daemon takes on reports dated within --admit-days)")
-    for state in STATES:
+    for state in TriageState:
         if counts.get(state):
             lines.append(f"  {state:15} {counts[state]:>5}  {STATE_MEANING[state]}")
     lines += ["", "queue:" if status["queue"] else "queue: empty"]
@@ -107,6 +105,6 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     with SqliteStore(database) as store:
-        status = gather(store, database, rules_dir(args.rules))
+        status = gather(store, database, settings_for(args.rules))
     print(json.dumps(status, ensure_ascii=False) if args.json else render(status))
     return 0

@@ -1,37 +1,77 @@
-"""A test lab on this machine: kernel-switch hooks that fake two kernels with a real load.
+"""A test lab on this machine: kernel-switch hooks that fake two kernels, slow by construction.
 
 `python3 -m tests.support.lab switch COMMIT STATE_DIR` records COMMIT as the "running kernel";
-when COMMIT is the lab's slow commit (the one named in STATE_DIR/slow) it also starts a real
-competing load (`stress-ng --cpu N`) in a session of its own, so benchmarks on that "kernel"
-really are slower; switching to any other commit stops the load.
-`python3 -m tests.support.lab running STATE_DIR` prints the commit last switched to.
-The load runs in a session of its own, so with the scheduler's autogroups it takes about the
-share of the CPUs a second group gets: a benchmark using every core loses about half.
-`python3 -m tests.support.lab stop STATE_DIR` stops any load (test clean-up).
+`python3 -m tests.support.lab running STATE_DIR` prints the commit last switched to;
+`python3 -m tests.support.lab stop STATE_DIR` is the tests' clean-up (nothing runs between samples).
+
+The lab's benchmark is real sysbench behind a shim, `LAB_BIN/sysbench`, that `write_lab_rules`
+puts first on the PATH the tests give triagebot (`lab_path`). The shim runs the real sysbench
+with the same arguments and rewrites its "events per second" to events per CPU-second of
+sysbench itself, times SLOW_FACTOR when the running "kernel" is the slow commit. Events per
+CPU-second do not depend on how busy the machine is (a competing load takes CPU time, not
+work per event), so the slow commit is slower by a fixed factor whatever else runs beside the
+tests: the regressing pair is confirmed and an A/A pair is not, on an idle machine or a loaded one.
 """
 from __future__ import annotations
 
+import json
 import os
-import signal
-import subprocess
+import shutil
 import sys
-import time
 from pathlib import Path
 
-
-SLOW_COMMIT = "c0ffee1234ab"  # the lab's regressing commit: its "kernel" runs under a load
+SLOW_COMMIT = "c0ffee1234ab"  # the lab's regressing commit: its "kernel" does each event's work slower
+SLOW_FACTOR = 0.6  # the slow kernel's events per CPU-second, as a share of the others'
 HOOK = (sys.executable, str(Path(__file__).resolve()))
+LAB_BIN = "lab-bin"  # below the lab's root: the sysbench shim
+
+_SHIM = '''#!{python}
+"""The test lab's sysbench (tests/support/lab.py): real sysbench, events per CPU-second."""
+import re, resource, subprocess, sys
+STATE, REAL, SLOW, FACTOR = {state!r}, {real!r}, {slow!r}, {factor!r}
+completed = subprocess.run([REAL, *sys.argv[1:]], stdout=subprocess.PIPE)
+used = resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = used.ru_utime + used.ru_stime
+text = completed.stdout.decode("utf-8", "replace")
+events = re.search(r"total number of events:\\s*(\\d+)", text)
+try:
+    running = open(STATE + "/running").read().strip()
+except OSError:
+    running = ""
+if events and cpu > 0:
+    rate = int(events.group(1)) / cpu * (FACTOR if running == SLOW else 1.0)
+    text = re.sub(r"(events per second:\\s*)[0-9.]+", lambda m: m.group(1) + "%.2f" % rate, text)
+sys.stdout.write(text)
+sys.exit(completed.returncode)
+'''
+
+
+def write_shim(root: Path, state: Path) -> Path:
+    """The lab's sysbench shim in `root/lab-bin`; its path."""
+    real = shutil.which("sysbench", path=os.environ.get("PATH", "/usr/bin:/bin"))
+    if real is None:
+        raise FileNotFoundError("sysbench is not installed")
+    shim = root / LAB_BIN / "sysbench"
+    shim.parent.mkdir(parents=True, exist_ok=True)
+    shim.write_text(_SHIM.format(python=sys.executable, state=str(state), real=real, slow=SLOW_COMMIT,
+                                 factor=SLOW_FACTOR))
+    shim.chmod(0o755)
+    return shim
+
+
+def lab_path(root: Path, path: str | None = None) -> str:
+    """A PATH with the lab's shims first (for the environment of the triagebot under test)."""
+    return f"{root / LAB_BIN}:{path if path is not None else os.environ.get('PATH', '/usr/bin:/bin')}"
 
 
 def write_lab_rules(root: Path, project: Path) -> tuple[Path, Path]:
-    """A rules directory (the project's templates, one lab host) and the lab's state directory."""
-    import json
-    import shutil
-
+    """A rules directory (the project's templates, one lab host), the lab's state directory and
+    its sysbench shim (run triagebot with PATH=lab_path(root))."""
     rules, state = root / "rules", root / "lab-state"
     shutil.copytree(project / "rules" / "reproducers", rules / "reproducers")
     state.mkdir(parents=True)
     (state / "slow").write_text(SLOW_COMMIT)
+    write_shim(root, state)
     (rules / "hosts.toml").write_text(f"""
 [[host]]
 name = "lab-local"
@@ -48,38 +88,18 @@ running_kernel = {json.dumps([*HOOK, "running", str(state)])}
     return rules, state
 
 
-def _stop(state: Path) -> None:
-    pid_file = state / "load.pid"
-    if pid_file.exists():
-        try:
-            os.killpg(int(pid_file.read_text()), signal.SIGKILL)
-        except (ProcessLookupError, ValueError, PermissionError):
-            pass
-        pid_file.unlink()
-
-
 def main(argv: list[str]) -> int:
     command, *rest = argv
     state = Path(rest[-1])
     state.mkdir(parents=True, exist_ok=True)
     if command == "switch":
-        commit = rest[0]
-        _stop(state)
-        slow = (state / "slow").read_text().strip() if (state / "slow").exists() else None
-        if commit == slow:
-            load = subprocess.Popen(["stress-ng", "--cpu", str(os.cpu_count() or 2), "--timeout", "900s", "--quiet"],
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                    start_new_session=True)
-            (state / "load.pid").write_text(str(load.pid))
-            time.sleep(1.0)  # let its workers start, as a booted kernel is settled before samples
-        (state / "running").write_text(commit)
+        (state / "running").write_text(rest[0])
         return 0
     if command == "running":
         print((state / "running").read_text() if (state / "running").exists() else "none")
         return 0
     if command == "stop":
-        _stop(state)
-        return 0
+        return 0  # nothing of the lab runs between samples
     print(f"unknown lab command {command!r}", file=sys.stderr)
     return 2
 

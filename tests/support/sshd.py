@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from triagebot.reproduce.hosts import SshAccess
+from triagebot.rules.hosts import SshAccess
 
 SSHD_CANDIDATES = ("/usr/sbin/sshd", "/usr/local/sbin/sshd", "/usr/bin/sshd")
 PRIVSEP_DIR = Path("/run/sshd")

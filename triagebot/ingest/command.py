@@ -11,20 +11,20 @@ on stderr says how many were, and `triage list --failed` lists them.
 from __future__ import annotations
 
 import argparse
-import time
 import os
 import sys
+import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from urllib.parse import urlsplit
 
 from triagebot.batch import default_jobs
-from triagebot.config import load_settings, rules_dir
 from triagebot.errors import InputError, TriageError
 from triagebot.ingest.files import FileSource
 from triagebot.ingest.lore_thread import LoreThreadSource, message_base_url
 from triagebot.ingest.protocol import HttpPolicy, Source
 from triagebot.ingest.runner import IngestResult, describe_error, ingest_once
+from triagebot.rules.settings import settings_for
 from triagebot.store.sqlite import SqliteStore, ensure_private_dir, resolve_db_path
 
 
@@ -103,7 +103,7 @@ class _Progress:
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = load_settings(rules_dir(args.rules))
+    settings = settings_for(args.rules)
     references = list(args.sources)
     if not references:
         references = [source.url for source in settings.sources]

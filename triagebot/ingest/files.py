@@ -5,18 +5,27 @@ the cursor (the file's identity and how many messages were stored) is written wi
 chunk, so an import killed midway resumes where it stopped, and a file imported before gives
 nothing on the next run. A file that changed (other size or mtime) is read from the start;
 the store ignores the messages it already has.
+
+A maildir (a folder with cur/ and new/) is read through the standard library's
+`mailbox.Maildir`: one message per file of cur/ and new/ (tmp/ holds deliveries not finished,
+and is left alone), in the order of their unique names (which begin with the delivery time).
+Its identity is its message count and the newer mtime of cur/ and new/: delivering, removing or
+renaming a message changes a folder's mtime, and maildir never rewrites a message in place.
 """
 from __future__ import annotations
 
 import gzip
 import json
+import mailbox
 import os
 import zlib
 from pathlib import Path
 
 from triagebot.errors import InputError
 from triagebot.ingest.protocol import Batch, FetchedMessage
-from triagebot.inputs import is_mbox, read_messages
+from triagebot.inputs import MAX_MESSAGE_BYTES, is_mbox, read_messages
+
+MAILDIR_FOLDERS = ("cur", "new")  # where a maildir keeps delivered messages
 
 CHUNK_MESSAGES = 1000  # messages stored (with the cursor) per transaction
 SNIFF_BYTES = 8192  # the start of a folder's file read to tell mail, pages and pastes from data
@@ -44,25 +53,50 @@ class FileSource:
         return f"file:{self.path.resolve()}"
 
     def _identity(self) -> dict[str, int]:
-        """What tells this input apart from a changed one: size and mtime (of a folder: its files)."""
+        """What tells this input apart from a changed one: size and mtime (of a folder: its
+        messages; see the module text for a maildir's)."""
+        maildir = self._maildir()
+        if maildir is not None:
+            folders = [self.path / name for name in MAILDIR_FOLDERS]
+            return {"size": len(_maildir_keys(maildir)),
+                    "mtime_ns": max(folder.stat().st_mtime_ns for folder in folders)}
         if self.path.is_dir():
             files = self._files()
-            return {"size": len(files), "mtime_ns": max((item.stat().st_mtime_ns for item in files), default=0)}
+            return {"size": len(files),
+                    "mtime_ns": max((item.stat().st_mtime_ns for item in files), default=0)}
         status = self.path.stat()
         return {"size": status.st_size, "mtime_ns": status.st_mtime_ns}
 
+    def _maildir(self) -> mailbox.Maildir | None:
+        """The maildir at this path; None when the path is no maildir (a file, a plain folder)."""
+        if not self.path.is_dir():
+            return None
+        present = [name for name in MAILDIR_FOLDERS if (self.path / name).is_dir()]
+        if not present:
+            return None
+        if len(present) < len(MAILDIR_FOLDERS):
+            missing = next(name for name in MAILDIR_FOLDERS if name not in present)
+            raise InputError(str(self.path),
+                             f"a maildir needs both cur/ and new/, and {missing}/ is missing")
+        return mailbox.Maildir(self.path, factory=None, create=False)
+
     def _files(self) -> list[Path]:
+        """The message files of a file or a plain folder (not a maildir)."""
         if not self.path.is_dir():
             return [self.path]
-        maildir = [self.path / "cur", self.path / "new"]
-        folders = [folder for folder in maildir if folder.is_dir()] or [self.path]
-        return sorted(item for folder in folders for item in folder.iterdir()
+        return sorted(item for item in self.path.iterdir()
                       if item.is_file() and not item.name.startswith("."))
 
     def _read(self) -> list[FetchedMessage]:
         if self._messages is None:
             if not self.path.exists():
                 raise InputError(str(self.path), "no such file or directory")
+            maildir = self._maildir()
+            if maildir is not None:
+                self._messages = [
+                    FetchedMessage(raw, kind, source_url=None, list_name=self.list_name)
+                    for kind, raw in _maildir_messages(self.path, maildir)]
+                return self._messages
             messages = []
             self._skipped = []
             for file in self._files():
@@ -71,7 +105,8 @@ class FileSource:
                     self._skipped.append(f"{file}: skipped, not mail, a page or a paste: {reason}")
                     continue
                 for _, kind, raw in read_messages(str(file)):
-                    messages.append(FetchedMessage(raw, kind, source_url=None, list_name=self.list_name))
+                    messages.append(FetchedMessage(raw, kind, source_url=None,
+                                                   list_name=self.list_name))
             self._messages = messages
         return self._messages
 
@@ -86,6 +121,27 @@ class FileSource:
         return Batch(messages=tuple(chunk), cursor=json.dumps({**identity, "done": done}),
                      events=tuple(self._skipped) if done == len(chunk) else (),
                      more=done < len(messages), total=len(messages))
+
+
+def _maildir_keys(maildir: mailbox.Maildir) -> list[str]:
+    """The maildir's messages by unique name; a dot file is no message (as for a plain folder)."""
+    return sorted(key for key in maildir.keys() if not key.startswith("."))
+
+
+def _maildir_messages(path: Path, maildir: mailbox.Maildir) -> list[tuple[str, bytes]]:
+    """(source kind, raw bytes) of each message; InputError naming one too large to be a message."""
+    messages = []
+    for key in _maildir_keys(maildir):
+        try:
+            with maildir.get_file(key) as handle:
+                raw = handle.read(MAX_MESSAGE_BYTES + 1)
+        except (KeyError, OSError) as error:  # removed meanwhile: the next poll reads again
+            raise InputError(f"{path} message {key}", f"cannot be read ({error})") from None
+        if len(raw) > MAX_MESSAGE_BYTES:
+            raise InputError(f"{path} message {key}", f"larger than the"
+                             f" {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB a single message may be")
+        messages.append(("eml" if key.endswith((".eml", ".mbox")) else "text", raw))
+    return messages
 
 
 def _not_mail(path: Path) -> str | None:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from triagebot.notify.slack import Notifier, NotifyError, Posted, plot_file_name
-from triagebot.store.triage_tables import OutboxRow
+from triagebot.store.protocol import OutboxRow, OutboxStore
 
 log = logging.getLogger("triagebot.notify")
 
@@ -74,7 +74,7 @@ def _find(row: OutboxRow, notifier: Notifier, parent: OutboxRow | None) -> Poste
     return notifier.find(parent.posted_channel, row.key, thread_ts=parent.posted_ts, file_name=file_name)
 
 
-def deliver(store, notifier: Notifier, *, retry_seconds: float = DEFAULT_RETRY_SECONDS,
+def deliver(store: OutboxStore, notifier: Notifier, *, retry_seconds: float = DEFAULT_RETRY_SECONDS,
             on_sent: Callable[[OutboxRow], None] | None = None) -> Delivery:
     """Send what the outbox holds, oldest first; see the module text for the guarantees."""
     result = Delivery()

@@ -1,164 +1,189 @@
-"""Notify stage: a run's A/B samples as a PNG strip plot, drawn without a plotting library.
+"""Notify stage: a run's A/B samples as a PNG strip plot, drawn by matplotlib's Agg backend.
 
-matplotlib is not a dependency (and not installed where this was written), so the image is
-rasterised here and written as a PNG with zlib + struct: base samples in blue on the left,
-suspect samples in orange on the right, each in sample order across its strip, a black bar at
-each median, grid lines at the axis ticks, and the tick values and strip labels in a tiny
-built-in 3x5 pixel font. Deterministic: the same samples give the same bytes.
+One strip per commit, base on the left and suspect on the right, each labelled with its short
+sha and sample count; the samples of each side in run order across its strip; a black bar at
+each side's median with its value; and, where the report claimed a change, a dashed line where
+the suspect's median would sit if the claim held (base median × (1 + reported change)). The
+y axis is the plan's metric (with which way is better), the title names the host, and a second
+line gives the reported and measured change with the verdict.
+
+matplotlib is imported only when a plot is drawn, so `triage parse` and `triage status` start
+without it. The figure is built on its own `Figure` + Agg canvas (no pyplot, no global state),
+so plots can be drawn from any thread. Deterministic: the same samples give the same bytes.
 """
 from __future__ import annotations
 
+import io
 import math
-import struct
-import zlib
+import statistics
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-WIDTH, HEIGHT = 640, 360
-LEFT, RIGHT, TOP, BOTTOM = 90, 20, 20, 40  # margins in pixels: room for tick labels and names
-BASE_COLOUR = (31, 119, 180)
-SUSPECT_COLOUR = (255, 127, 14)
-GRID = (225, 225, 225)
-AXIS = (60, 60, 60)
-WHITE = (255, 255, 255)
-BLACK = (0, 0, 0)
-DOT_RADIUS = 4
-FONT_SCALE = 2
+from triagebot.notify.render import short_commit
 
-# 3x5 glyphs, rows top to bottom, "1" = ink.
-_FONT = {
-    "0": ("111", "101", "101", "101", "111"), "1": ("010", "110", "010", "010", "111"),
-    "2": ("111", "001", "111", "100", "111"), "3": ("111", "001", "111", "001", "111"),
-    "4": ("101", "101", "111", "001", "001"), "5": ("111", "100", "111", "001", "111"),
-    "6": ("111", "100", "111", "101", "111"), "7": ("111", "001", "010", "010", "010"),
-    "8": ("111", "101", "111", "101", "111"), "9": ("111", "101", "111", "001", "111"),
-    ".": ("000", "000", "000", "000", "010"), "-": ("000", "000", "111", "000", "000"),
-    "+": ("000", "010", "111", "010", "000"), "e": ("111", "101", "111", "100", "111"),
-    "a": ("111", "001", "111", "101", "111"), "b": ("100", "100", "111", "101", "111"),
-    "s": ("111", "100", "111", "001", "111"), "u": ("000", "101", "101", "101", "111"),
-    "p": ("111", "101", "111", "100", "100"), "c": ("000", "111", "100", "100", "111"),
-    "t": ("010", "111", "010", "010", "011"), " ": ("000", "000", "000", "000", "000"),
-}
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+WIDTH_INCHES, HEIGHT_INCHES, DPI = 8.0, 4.5, 100  # 800 x 450 pixels: readable inline in Slack
+BASE_COLOUR = "#1f77b4"
+SUSPECT_COLOUR = "#ff7f0e"
+REPORTED_COLOUR = "#d62728"
+STRIP_WIDTH = 0.6  # share of a strip the samples spread over, in run order
+MEDIAN_WIDTH = 0.8  # share of a strip the median bar spans
+MINUS = "\u2212"  # a real minus sign, as the verdict's reasons print it
 
 
-class _Canvas:
-    def __init__(self, width: int, height: int) -> None:
-        self.width, self.height = width, height
-        self.pixels = bytearray(WHITE * (width * height))
+@dataclass(frozen=True)
+class PlotText:
+    """What the plot says besides the samples; every field is optional."""
 
-    def set(self, x: int, y: int, colour: tuple[int, int, int]) -> None:
-        if 0 <= x < self.width and 0 <= y < self.height:
-            offset = (y * self.width + x) * 3
-            self.pixels[offset:offset + 3] = bytes(colour)
-
-    def rectangle(self, x0: int, y0: int, x1: int, y1: int, colour: tuple[int, int, int]) -> None:
-        for y in range(max(0, y0), min(self.height, y1 + 1)):
-            for x in range(max(0, x0), min(self.width, x1 + 1)):
-                self.set(x, y, colour)
-
-    def dot(self, cx: int, cy: int, radius: int, colour: tuple[int, int, int]) -> None:
-        for y in range(cy - radius, cy + radius + 1):
-            for x in range(cx - radius, cx + radius + 1):
-                if (x - cx) ** 2 + (y - cy) ** 2 <= radius * radius:
-                    self.set(x, y, colour)
-
-    def text(self, x: int, y: int, text: str, colour: tuple[int, int, int] = AXIS) -> None:
-        for glyph_index, character in enumerate(text.lower()):
-            glyph = _FONT.get(character, _FONT[" "])
-            for row, bits in enumerate(glyph):
-                for column, bit in enumerate(bits):
-                    if bit == "1":
-                        left = x + (glyph_index * 4 + column) * FONT_SCALE
-                        top = y + row * FONT_SCALE
-                        self.rectangle(left, top, left + FONT_SCALE - 1, top + FONT_SCALE - 1, colour)
-
-    def png(self) -> bytes:
-        rows = b"".join(b"\x00" + bytes(self.pixels[y * self.width * 3:(y + 1) * self.width * 3])
-                        for y in range(self.height))
-        return encode_png(self.width, self.height, rows)
+    metric: str | None = None
+    better: str | None = None  # "higher" / "lower"
+    base_commit: str | None = None
+    suspect_commit: str | None = None
+    host: str | None = None
+    reported_change_percent: float | None = None
+    measured_change_percent: float | None = None
+    outcome: str | None = None
 
 
-def text_width(text: str) -> int:
-    return len(text) * 4 * FONT_SCALE - FONT_SCALE
+def _percent(value: float) -> str:
+    return f"{value:+.1f}%".replace("-", MINUS)
 
 
-def encode_png(width: int, height: int, filtered_rows: bytes) -> bytes:
-    """An 8-bit RGB PNG from rows that each start with their filter byte."""
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
-            + chunk(b"IDAT", zlib.compress(filtered_rows, 9)) + chunk(b"IEND", b""))
+def _number(value: float) -> str:
+    return f"{value:,.6g}".replace("-", MINUS)
 
 
-def _ticks(low: float, high: float, count: int = 5) -> list[float]:
-    span = high - low
-    raw = span / max(1, count - 1)
-    magnitude = 10 ** math.floor(math.log10(raw))
-    step = next(multiple * magnitude for multiple in (1, 2, 2.5, 5, 10) if multiple * magnitude >= raw)
-    first = math.ceil(low / step) * step
-    ticks, value = [], first
-    while value <= high + step * 1e-9:
-        ticks.append(round(value, 12))
-        value += step
-    return ticks
+def _finite(values: Sequence[float]) -> list[float]:
+    return [float(value) for value in values if math.isfinite(value)]
 
 
-def _label(value: float) -> str:
-    return f"{value:.4g}".replace("e+0", "e").replace("e-0", "e-")
+def _strip_label(name: str, commit: str | None, count: int) -> str:
+    sha = short_commit(commit) if commit else "commit unknown"
+    return f"{name}\n{sha}\n{count} sample{'' if count == 1 else 's'}"
 
 
-def strip_plot(base: Sequence[float], suspect: Sequence[float]) -> bytes:
-    """PNG bytes of the base and suspect values side by side (non-finite values are left out)."""
-    base = [value for value in base if math.isfinite(value)]
-    suspect = [value for value in suspect if math.isfinite(value)]
-    canvas = _Canvas(WIDTH, HEIGHT)
-    values = base + suspect
-    plot_top, plot_bottom = TOP, HEIGHT - BOTTOM
-    plot_left, plot_right = LEFT, WIDTH - RIGHT
-    if values:
-        low, high = min(values), max(values)
-        if high == low:  # all equal: centre them in a band of +-1% (or +-1 around 0)
-            pad = abs(low) * 0.01 or 1.0
-            low, high = low - pad, high + pad
-        margin = (high - low) * 0.08
-        low, high = low - margin, high + margin
+def _draw_side(axes: Any, position: int, name: str, values: list[float], colour: str,
+               legend_median: bool) -> float:
+    """One strip: the samples in run order across it, and a bar at their median (returned)."""
+    spread = [position + STRIP_WIDTH * ((index + 0.5) / len(values) - 0.5)
+              for index in range(len(values))]
+    axes.scatter(spread, values, s=28, color=colour, edgecolors="white", linewidths=0.5,
+                 zorder=3, label=f"{name} samples (run order)", gid=f"{name}-samples")
+    median = statistics.median(values)
+    axes.hlines(median, position - MEDIAN_WIDTH / 2, position + MEDIAN_WIDTH / 2, colors="black",
+                linewidth=2.5, zorder=2, label="median" if legend_median else "_nolegend_",
+                gid=f"{name}-median")
+    axes.annotate(f"median {_number(median)}", (position + MEDIAN_WIDTH / 2, median),
+                  xytext=(4, 0), textcoords="offset points", va="center", fontsize=8)
+    return median
+
+
+def _summary(text: PlotText, medians: dict[str, float]) -> str:
+    """The title's second line: reported and measured change, and the verdict."""
+    parts = []
+    reported, measured = text.reported_change_percent, text.measured_change_percent
+    if reported is not None and math.isfinite(reported):
+        parts.append(f"reported {_percent(reported)}")
+    if measured is not None and math.isfinite(measured):
+        parts.append(f"measured {_percent(measured)}")
+    elif len(medians) == 2 and medians["base"]:
+        ratio = medians["suspect"] / medians["base"]
+        parts.append(f"medians differ by {_percent((ratio - 1) * 100)}")
+    if text.outcome:
+        parts.append(f"verdict: {text.outcome}")
+    return ", ".join(parts)
+
+
+def samples_figure(base: Sequence[float], suspect: Sequence[float],
+                   text: PlotText | None = None) -> Figure:
+    """The strip plot as a matplotlib Figure (non-finite values are left out)."""
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter
+
+    text = text or PlotText()
+    sides = (("base", _finite(base), BASE_COLOUR, text.base_commit),
+             ("suspect", _finite(suspect), SUSPECT_COLOUR, text.suspect_commit))
+    figure = Figure(figsize=(WIDTH_INCHES, HEIGHT_INCHES), dpi=DPI)
+    axes = figure.add_subplot()
+    medians: dict[str, float] = {}
+    for position, (name, values, colour, _) in enumerate(sides):
+        if values:
+            medians[name] = _draw_side(axes, position, name, values, colour, not medians)
+    reported = text.reported_change_percent
+    if reported is not None and math.isfinite(reported) and "base" in medians:
+        expected = medians["base"] * (1 + reported / 100)
+        axes.hlines(expected, 1 - MEDIAN_WIDTH / 2, 1 + MEDIAN_WIDTH / 2,
+                    colors=REPORTED_COLOUR, linestyles="dashed", linewidth=1.5, zorder=2,
+                    label=f"reported change {_percent(reported)} from the base median",
+                    gid="reported")
+    axes.set_xlim(-0.7, 1.9)
+    axes.set_xticks([0, 1], [_strip_label(name, commit, len(values))
+                             for name, values, _, commit in sides])
+    axes.set_xlabel("commit")
+    metric = text.metric or "value"
+    better = text.better in ("higher", "lower")
+    axes.set_ylabel(f"{metric} ({text.better} is better)" if better else metric)
+    axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _: _number(value)))
+    axes.grid(axis="y", color="#e1e1e1", zorder=0)
+    if medians:
+        axes.legend(loc="best", fontsize=8, framealpha=0.9)
     else:
-        low, high = 0.0, 1.0
+        axes.text(0.5, 0.5, "no samples", transform=axes.transAxes, ha="center", va="center")
+    summary = _summary(text, medians)
+    title = f"{metric} on {text.host}" if text.host else metric
+    axes.set_title(title + (f"\n{summary}" if summary else ""), fontsize=10)
+    figure.tight_layout()
+    return figure
 
-    def y_of(value: float) -> int:
-        return round(plot_bottom - (value - low) / (high - low) * (plot_bottom - plot_top))
 
-    for tick in _ticks(low, high):
-        y = y_of(tick)
-        canvas.rectangle(plot_left, y, plot_right, y, GRID)
-        label = _label(tick)
-        canvas.text(plot_left - 8 - text_width(label), y - 5, label)
-    canvas.rectangle(plot_left, plot_top, plot_left, plot_bottom, AXIS)
-    canvas.rectangle(plot_left, plot_bottom, plot_right, plot_bottom, AXIS)
-    strip = (plot_right - plot_left) // 2
-    for index, (name, samples, colour) in enumerate((("base", base, BASE_COLOUR),
-                                                      ("suspect", suspect, SUSPECT_COLOUR))):
-        left = plot_left + index * strip + strip // 5
-        width = strip * 3 // 5
-        for position, value in enumerate(samples):
-            x = left + (width * (position + 0.5) / len(samples))
-            canvas.dot(round(x), y_of(value), DOT_RADIUS, colour)
-        if samples:
-            ordered = sorted(samples)
-            middle = len(ordered) // 2
-            median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-            y = y_of(median)
-            canvas.rectangle(left - 6, y - 1, left + width + 6, y + 1, BLACK)
-        label = f"{name} {len(samples)}"
-        centre = plot_left + index * strip + strip // 2
-        canvas.text(centre - text_width(label) // 2, plot_bottom + 14, label, colour)
-    return canvas.png()
+def png_of(figure: Figure) -> bytes:
+    """The figure rendered by the Agg canvas, as an 8-bit RGB PNG (the figure is opaque, so the
+    alpha channel Agg draws with would only add bytes). Pillow, which matplotlib itself needs,
+    writes it without metadata, so the bytes depend on the pixels alone."""
+    import numpy
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from PIL import Image
+
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    pixels = numpy.ascontiguousarray(numpy.asarray(canvas.buffer_rgba())[:, :, :3])
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def strip_plot(base: Sequence[float], suspect: Sequence[float],
+               text: PlotText | None = None) -> bytes:
+    """PNG bytes of the base and suspect values side by side (non-finite values are left out)."""
+    return png_of(samples_figure(base, suspect, text))
+
+
+def run_text(run: dict[str, Any]) -> PlotText:
+    """What a stored run (RunRecord.to_json) tells the plot: metric, commits, host, changes."""
+    plan = run.get("plan") or {}
+    verdict = run.get("verdict") or {}
+    reported = verdict.get("reported_change_percent", plan.get("reported_change_percent"))
+    return PlotText(metric=plan.get("metric"),
+                    better=verdict.get("better") or plan.get("better"),
+                    base_commit=run.get("base_commit"), suspect_commit=run.get("suspect_commit"),
+                    host=run.get("host"), reported_change_percent=reported,
+                    measured_change_percent=verdict.get("measured_change_percent"),
+                    outcome=verdict.get("outcome"))
+
+
+def run_figure(run: dict[str, Any]) -> Figure:
+    """The strip plot of a stored run as a Figure: samples split by role."""
+    samples = run.get("samples") or []
+
+    def values(role: str) -> list[float]:
+        return [sample["value"] for sample in samples if sample.get("role") == role]
+
+    return samples_figure(values("base"), values("suspect"), run_text(run))
 
 
 def run_plot(run: dict[str, Any]) -> bytes:
-    """The strip plot of a stored run (RunRecord.to_json): samples split by role."""
-    samples = run.get("samples") or []
-    return strip_plot([sample["value"] for sample in samples if sample.get("role") == "base"],
-                      [sample["value"] for sample in samples if sample.get("role") == "suspect"])
+    """The strip plot of a stored run (RunRecord.to_json) as PNG bytes."""
+    return png_of(run_figure(run))

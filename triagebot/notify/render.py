@@ -16,6 +16,8 @@ import re
 from typing import Any
 from urllib.parse import quote
 
+from triagebot.states import TriageState
+
 Payload = dict[str, Any]
 Json = dict[str, Any]
 
@@ -33,43 +35,31 @@ TRUNCATED = "… (truncated)"
 MAX_METRIC_ROWS = 12  # rows of the report's comparison table in the parent (headline first)
 LORE_BASE = "https://lore.kernel.org/all/"  # lore resolves any Message-ID under /all/
 
-STATES = ("new", "planned", "running", "confirmed", "not-reproduced", "inconclusive", "error",
-          "refused")
+# How each triage state (triagebot/states.py) is shown: its emoji and a line saying what it means.
 STATE_EMOJI = {
-    "new": ":new:",
-    "planned": ":clipboard:",
-    "running": ":hourglass_flowing_sand:",
-    "confirmed": ":red_circle:",
-    "not-reproduced": ":white_check_mark:",
-    "inconclusive": ":grey_question:",
-    "error": ":warning:",
-    "refused": ":no_entry_sign:",
+    TriageState.NEW: ":new:",
+    TriageState.PLANNED: ":clipboard:",
+    TriageState.RUNNING: ":hourglass_flowing_sand:",
+    TriageState.CONFIRMED: ":red_circle:",
+    TriageState.NOT_REPRODUCED: ":white_check_mark:",
+    TriageState.INCONCLUSIVE: ":grey_question:",
+    TriageState.ERROR: ":warning:",
+    TriageState.REFUSED: ":no_entry_sign:",
 }
 STATE_MEANING = {
-    "new": "received, not yet planned",
-    "planned": "a rerun is planned, waiting for a lab host",
-    "running": "base and suspect samples are being taken",
-    "confirmed": "the rerun shows the reported change",
-    "not-reproduced": "the rerun rules the reported change out",
-    "inconclusive": "the budget of runs was spent without a decision",
-    "error": "the rerun failed; see the thread",
-    "refused": "no safe rerun could be planned from the report; see the thread",
+    TriageState.NEW: "received, not yet planned",
+    TriageState.PLANNED: "a rerun is planned, waiting for a lab host",
+    TriageState.RUNNING: "base and suspect samples are being taken",
+    TriageState.CONFIRMED: "the rerun shows the reported change",
+    TriageState.NOT_REPRODUCED: "the rerun rules the reported change out",
+    TriageState.INCONCLUSIVE: "the budget of runs was spent without a decision",
+    TriageState.ERROR: "the rerun failed; see the thread",
+    TriageState.REFUSED: "no safe rerun could be planned from the report; see the thread",
 }
+_STATE_TEXTS = frozenset(state.value for state in TriageState)
 
 
-# --- state and links ----------------------------------------------------------------------------
-
-def triage_state(plan: Json | None = None, run: Json | None = None,
-                 verdict: Json | None = None) -> str:
-    """The state a report is in, from what is stored about it."""
-    verdict = verdict or (run or {}).get("verdict")
-    if verdict:
-        return str(verdict["outcome"])
-    if run:
-        return "error" if run.get("status") == "error" else "running"
-    if plan:
-        return "refused" if plan.get("kind") == "refusal" else "planned"
-    return "new"
+# --- links --------------------------------------------------------------------------------------
 
 
 def lore_url(message_id: str | None, base: str = LORE_BASE) -> str | None:
@@ -228,8 +218,7 @@ def _metric_table(report: Json) -> str | None:
 def parent_message(report: Json, state: str, *, plan: Json | None = None, run: Json | None = None,
                    verdict: Json | None = None, lore_base: str = LORE_BASE) -> Payload:
     """The one top-level message per report, re-rendered (chat.update) as the state moves."""
-    if state not in STATES:
-        raise ValueError(f"unknown triage state {state!r} (one of {', '.join(STATES)})")
+    state = TriageState.of(state)
     verdict = verdict or (run or {}).get("verdict")
     headline = _headline_text(report)
     lore = lore_url(report.get("message_id"), lore_base)
@@ -288,14 +277,14 @@ def plan_reply(plan: Json) -> Payload:
     if plan.get("kind") == "refusal":
         missing = plan.get("missing") or []
         text = f"No rerun planned: {plan['reason']}"
-        body = f"{STATE_EMOJI['refused']} *No rerun planned*: {escape(plan['reason'])}"
+        body = f"{STATE_EMOJI[TriageState.REFUSED]} *No rerun planned*: {escape(plan['reason'])}"
         if missing:
             body += "\nWould need: " + "; ".join(escape(item) for item in missing)
             text += " Would need: " + "; ".join(missing)
         return fit({"text": text, "blocks": [_section(body)]})
     argv = " ".join(plan.get("argv") or [])
     better = plan.get("better", "?")
-    lines = [f"{STATE_EMOJI['planned']} *Plan*: template `{escape(plan.get('template', '?'))}` "
+    lines = [f"{STATE_EMOJI[TriageState.PLANNED]} *Plan*: template `{escape(plan.get('template', '?'))}` "
              f"({escape(plan.get('source') or '?')}), measuring *{escape(plan.get('metric', '?'))}* "
              f"({better} is better)"]
     if plan.get("reported_change_percent") is not None:
@@ -333,7 +322,7 @@ def run_progress_reply(run: Json, moment: str, budget_samples: int | None = None
     samples = run.get("samples") or []
     done = len(samples)
     of = f" of up to {budget_samples}" if budget_samples else ""
-    head = (f"{STATE_EMOJI['running']} *Run {escape(moment)}* on `{escape(run.get('host', '?'))}`: "
+    head = (f"{STATE_EMOJI[TriageState.RUNNING]} *Run {escape(moment)}* on `{escape(run.get('host', '?'))}`: "
             f"base `{escape(short_commit(run.get('base_commit', '?')))}` vs suspect "
             f"`{escape(short_commit(run.get('suspect_commit', '?')))}`, {done}{of} samples")
     text = (f"Run {moment} on {run.get('host', '?')}: base {short_commit(run.get('base_commit', '?'))} vs "
@@ -357,9 +346,9 @@ def verdict_reply(verdict: Json | None, run: Json | None = None) -> Payload:
     if not verdict:
         error = (run or {}).get("error") or "the run ended without a verdict"
         return fit({"text": f"Run failed: {error}",
-                    "blocks": [_section(f"{STATE_EMOJI['error']} *Run failed*: {escape(error)}")]})
+                    "blocks": [_section(f"{STATE_EMOJI[TriageState.ERROR]} *Run failed*: {escape(error)}")]})
     outcome = str(verdict["outcome"])
-    emoji = STATE_EMOJI.get(outcome, "")
+    emoji = STATE_EMOJI[TriageState(outcome)] if outcome in _STATE_TEXTS else ""
     confidence = verdict.get("confidence")
     interval = (f"[{percent(verdict.get('ci_low'))}, {percent(verdict.get('ci_high'))}]"
                 + (f" at {confidence:.0%}" if isinstance(confidence, (int, float)) else ""))

@@ -3,14 +3,24 @@ from __future__ import annotations
 
 import re
 
-_LKP_SENDER = re.compile(r"kernel test robot|lkp@intel\.com|oliver\.sang@intel\.com|"
-                         r"\blkp\b.*@intel\.com", re.IGNORECASE)
+_LKP_SENDER = re.compile(r"kernel test robot|lkp@intel\.com|oliver\.sang@intel\.com", re.IGNORECASE)
+# "lkp" then, anywhere after it, "@intel.com": two searches, where `\blkp\b.*@intel\.com` scanned
+# to the end once per "lkp" (quadratic in a From of many).
+_LKP_WORD = re.compile(r"\blkp\b", re.IGNORECASE)
+_INTEL = re.compile(r"@intel\.com", re.IGNORECASE)
+
+
+def _lkp_sender(sender: str) -> bool:
+    if _LKP_SENDER.search(sender):
+        return True
+    word = _LKP_WORD.search(sender)
+    return word is not None and _INTEL.search(sender, word.end()) is not None
 _LKP_BODY = re.compile(r"kernel test robot noticed|FYI, we noticed|we noticed (?:a|the following)")
 _LKP_PERF = re.compile(r"noticed an? [-+]?\d+(?:\.\d+)?% (regression|improvement) of")
 _SYZBOT_SENDER = re.compile(r"syzbot", re.IGNORECASE)
 _SYZBOT_BODY = re.compile(r"syzbot (?:found|has found) the following")
-_REPLY_SUBJECT = re.compile(r"^\s*(?:re|aw|sv|antw)\s*(?:\[\d+\])?\s*:", re.IGNORECASE)
-_REPLY_PREFIXES = re.compile(r"^(?:\s*(?:re|aw|sv|antw)\s*(?:\[\d+\])?\s*:)+", re.IGNORECASE)
+_REPLY_SUBJECT = re.compile(r"^\s*(?:re|aw|sv|antw)\s*+(?:\[\d+\])?\s*+:", re.IGNORECASE)
+_REPLY_PREFIXES = re.compile(r"^(?:\s*(?:re|aw|sv|antw)\s*+(?:\[\d+\])?\s*+:)+", re.IGNORECASE)
 _PATCH_SUBJECT = re.compile(r"^\s*\[[^\]]*\bPATCH\b", re.IGNORECASE)
 _REPORT_WORDS = re.compile(
     r"\bregress(?:ion|ed|ions)?\b|\bperf(?:ormance)? (?:drop|degradation|loss|hit)\b|"
@@ -28,7 +38,7 @@ def classify(subject: str, sender: str, own_text: str) -> str:
         return "reply"
     if _SYZBOT_BODY.search(head) or (_SYZBOT_SENDER.search(sender) and subject.startswith("[syzbot]")):
         return "syzbot"
-    if _LKP_BODY.search(head) and (_LKP_SENDER.search(sender) or "kernel test robot" in head):
+    if _LKP_BODY.search(head) and (_lkp_sender(sender) or "kernel test robot" in head):
         perf = _LKP_PERF.search(" ".join(head.split()))
         if perf:
             # LKP states the sign with the word: "regression" or "improvement" decides.

@@ -4,6 +4,7 @@ from __future__ import annotations
 import bisect
 import re
 
+from triagebot.parse.limits import MAX_COMMITS
 from triagebot.records import Commit
 
 _URL = re.compile(r"\b(?:https?|git)://\S+")
@@ -12,7 +13,7 @@ _URL_COMMIT = re.compile(r"(?:[?&;]id=|/commit/|/commits?/)([0-9a-f]{12,40})\b")
 _SHA_WITH_SUBJECT = re.compile(r"(?<![\w./=@+-])([0-9a-f]{7,40})\s*\((?:\"|“)(.+?)(?:\"|”)\)")
 _COMMIT_WORD = re.compile(r"\bcommit:?\s+([0-9a-f]{7,40})\b(?![\w.-])", re.IGNORECASE)
 _BARE_SHA = re.compile(r"(?<![\w./=@+:-])([0-9a-f]{12,40})(?![\w.@/-])")
-_FIXES = re.compile(r"^\s*Fixes:\s*([0-9a-f]{7,40})\b(?:\s*\((?:\"|“)(.+?)(?:\"|”)\))?", re.MULTILINE)
+_FIXES = re.compile(r"^[ \t]*Fixes:\s*([0-9a-f]{7,40})\b(?:\s*\((?:\"|“)(.+?)(?:\"|”)\))?", re.MULTILINE)
 _FIRST_BAD = re.compile(r"\b([0-9a-f]{12,40}) is the first bad commit")
 _BISECT_FIRST_BAD = re.compile(r"first bad commit:?\s*\[?([0-9a-f]{7,40})\]?\s*(.*)$",
                                re.IGNORECASE | re.MULTILINE)
@@ -32,14 +33,27 @@ _NOISE_PREFIX = re.compile(r"^(?:index |From |[+-]{3} |@@ |\s*[A-Z]{2,3}\d?:|\s*
 _HAS_DIGIT_AND_LETTER = re.compile(r"(?=.*[0-9])(?=.*[a-f])")
 
 
+_LOOK_BACK = 400  # characters searched back for the start of a hash's line
+
+
 def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
     """Bounds of the sentence holding text[start:end], at most about 300 characters either side.
 
     Kernel style sets a commit reference on a line of its own between blank lines ("the first
     bad commit is\n\n  abc123 ("subject")\n\n"): such a line belongs to the sentence before it.
     """
-    line_start = text.rfind("\n", 0, start) + 1
-    if not text[line_start:start].strip():
+    # Looked for within a window first: from far along a long line, a search back to its start
+    # for every hash on it was quadratic.
+    window = max(0, start - _LOOK_BACK)
+    line_start = text.rfind("\n", window, start) + 1
+    if line_start == 0 and window > 0:  # the line starts further back
+        alone = not text[window:start].strip()
+        if alone:  # a long run of blanks before the hash: see what is before it on the line
+            line_start = text.rfind("\n", 0, window) + 1
+            alone = not text[line_start:window].strip()
+    else:
+        alone = not text[line_start:start].strip()
+    if alone:
         start = line_start
         while start > 0 and text[start - 1] in " \t\n":
             start -= 1
@@ -89,6 +103,8 @@ def find_commits(text: str, *, subject: str = "") -> list[Commit]:
                 order[order.index(known)] = longer
                 found[longer] = merged
                 return
+        if len(order) >= MAX_COMMITS:
+            return  # the loop above is over every kept commit: a flood of hashes would be quadratic
         found[sha] = Commit(sha, subject_text, role)
         order.append(sha)
 

@@ -10,7 +10,7 @@ import email.utils
 import re
 from datetime import datetime, timezone
 
-_REPLY_PREFIXES = re.compile(r"^(?:\s*(?:re|aw|sv|fwd?)\s*(?:\[\d+\])?\s*:)+", re.IGNORECASE)
+_REPLY_PREFIXES = re.compile(r"^(?:\s*(?:re|aw|sv|fwd?)\s*+(?:\[\d+\])?\s*+:)+", re.IGNORECASE)
 
 
 def _minute_utc(date_iso: str | None) -> str:

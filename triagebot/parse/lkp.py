@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from triagebot.parse.limits import MAX_COMMITS, MAX_MACHINE_CHARS
 from triagebot.records import AlsoImpacted, Commit, Headline, TestMachine
 
 # 2023+: "kernel test robot noticed a -5.7% regression of fsmark.files_per_sec on:"
@@ -14,21 +15,24 @@ _HEADLINE = re.compile(
 _FUNCTIONAL_HEADLINE = re.compile(
     r"noticed (?:\"([^\"]+)\"|(\S+:\S+)) (?:on|due to)"
 )
-_COMMIT_LINE = re.compile(r"^commit:\s*([0-9a-f]{7,40})\s*(?:\(\"(.*?)\"\))?\s*$")
+# Values run to their last non-space character and runs of spaces are taken possessively
+# (`\s*+`): a lazy value before `\s*$`, or two `\s*` around an optional part, backtrack
+# quadratically on a long run of spaces.
+_COMMIT_LINE = re.compile(r"^commit:\s*+([0-9a-f]{7,40})\s*+(?:\(\"(.*?)\"\))?\s*$")
 _COMMIT_LIST_ENTRY = re.compile(r"^\s+([0-9a-f]{7,40})\s+\(\"(.*)\"\)\s*$")
 _TREE_LINE = re.compile(r"^(https?://\S+|git://\S+)\s+(\S+)\s*$")
 _TEST_ON = re.compile(
     r"^\[(?:test failed|still regression|test failed again|regression) on ([\w./-]+) ([0-9a-f]{7,40})\]"
 )
 _KEY_LINE = re.compile(r"^(?:in )?(testcase|config|compiler|version|url|base|patch link|"
-                       r"patch subject):\s*(.*?)\s*$")
-_MACHINE_LINE = re.compile(r"^(?:on )?test machine:\s*(.+?)\s*$")
+                       r"patch subject):\s*+(.*\S|)\s*$")
+_MACHINE_LINE = re.compile(r"^(?:on )?test machine:\s*+(\S(?:.*\S)?)\s*$")
 _MACHINE = re.compile(
-    r"^(?P<threads>\d+) threads(?: (?P<sockets>\d+) sockets)?\s*(?P<cpu>.*?)\s*"
-    r"(?:\((?P<arch>[^()]*)\))?\s*with (?P<memory>\d+)\s*G(?:B)? memory"
+    r"^(?P<threads>\d+) threads(?: (?P<sockets>\d+) sockets)?\s*+(?P<cpu>.*?)\s*+"
+    r"(?:\((?P<arch>[^()]*)\))?\s*+with (?P<memory>\d+)\s*+G(?:B)? memory"
 )
 _PARAMETERS_START = re.compile(r"^(?:with following )?parameters:\s*$")
-_PARAMETER = re.compile(r"^[ \t]+([\w.-]+):\s*(.*?)\s*$")
+_PARAMETER = re.compile(r"^[ \t]++([\w.-]+):\s*+(.*\S|)\s*$")
 _MATERIALS = re.compile(r"https?://download\.01\.org/0day-ci/archive/\d{8}/\S+")
 _ALSO_BOX_START = "also has significant impact on the following tests"
 
@@ -62,7 +66,9 @@ def parse_headline(text: str) -> tuple[Headline | None, str | None]:
 
 
 def parse_machine(description: str, tbox_group: str | None = None) -> TestMachine:
-    match = _MACHINE.match(description)
+    # The lazy CPU name still retries the rest at each of its characters: only a machine
+    # line's worth is read (LKP's are under 200 characters).
+    match = _MACHINE.match(description[:MAX_MACHINE_CHARS])
     if not match:
         return TestMachine(description=description, tbox_group=tbox_group)
     cpu = match.group("cpu").strip() or None
@@ -189,7 +195,8 @@ def parse_lkp(text: str) -> LkpFacts:
                 sha, subject = entry.groups()
                 if culprit.sha.startswith(sha) or sha.startswith(culprit.sha):
                     pass  # the culprit again: one record, not two
-                elif not any(known.startswith(sha) or sha.startswith(known) for known in seen):
+                elif len(seen) < MAX_COMMITS and not any(known.startswith(sha) or sha.startswith(known)
+                                                         for known in seen):
                     role = "base" if position == 0 else "mentioned"
                     facts.commits.append(Commit(sha=sha, subject=subject, role=role))
                     seen.add(sha)

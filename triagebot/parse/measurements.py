@@ -15,15 +15,15 @@ MAX_MEASUREMENTS = 200
 _MULTIPLIER = {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6}
 
 _FIO_RESULT = re.compile(
-    r"^\s*(read|write|trim)\s*:\s*IOPS=([\d.]+)([kKM]?)\s*,\s*BW=([\d.]+)([KMGT]i?B/s)", re.MULTILINE)
+    r"^[ \t]*(read|write|trim)\s*:\s*IOPS=([\d.]+)([kKM]?)\s*,\s*BW=([\d.]+)([KMGT]i?B/s)", re.MULTILINE)
 _FIO_LATENCY = re.compile(
-    r"^\s*(clat|slat|lat)\s*\((nsec|usec|msec)\)\s*:\s*min=\s*([\d.]+)\s*,\s*max=\s*([\d.]+)\s*,"
+    r"^[ \t]*(clat|slat|lat)\s*\((nsec|usec|msec)\)\s*:\s*min=\s*([\d.]+)\s*,\s*max=\s*([\d.]+)\s*,"
     r"\s*avg=\s*([\d.]+)\s*,\s*stdev=\s*([\d.]+)", re.MULTILINE)
 _MMTESTS_ROW = re.compile(
-    r"^\s*(Amean|Hmean|Gmean|Stddev|CoeffVar|Min|Max|BAmean-\d+)\s+(\S+)\s+([\d.]+)\s*\(\s*[-+\d.]+%\)"
-    r"\s+([\d.]+)\s*\*?\s*\(\s*([-+\d.]+)%\)", re.MULTILINE)
+    r"^[ \t]*(Amean|Hmean|Gmean|Stddev|CoeffVar|Min|Max|BAmean-\d+)\s+(\S+)\s+([\d.]+)\s*\(\s*[-+\d.]+%\)"
+    r"\s+([\d.]+)\s*+\*?\s*+\(\s*([-+\d.]+)%\)", re.MULTILINE)
 _RATE = re.compile(
-    r"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*([kKM])?\s*"
+    r"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*+([kKM])?\s*+"
     r"((?:write |read )?(?:IOPS|IOPs|iops)|files/s(?:ec)?|ops/s(?:ec)?)\b")
 
 

@@ -5,6 +5,8 @@ then Windows-1252, and every fallback is recorded as a defect rather than raised
 """
 from __future__ import annotations
 
+import codecs
+import dataclasses
 import email.errors
 import email.header
 import email.message
@@ -13,6 +15,17 @@ import email.policy
 import email.utils
 import re
 from dataclasses import dataclass
+
+from triagebot.parse.limits import (
+    MAX_CHARSET_NAME,
+    MAX_DECODED_BYTES,
+    MAX_HEADER_BYTES,
+    MAX_HEADER_DECODE_CHARS,
+    MAX_HEADER_FIELD_BYTES,
+    MAX_HEADER_FIELDS,
+    MAX_MIME_DEPTH,
+    MAX_PARTS,
+)
 
 # compat32 parsing is several times cheaper than policy.default and we decode parts ourselves.
 _PARSER = email.parser.BytesParser(policy=email.policy.compat32)
@@ -46,16 +59,29 @@ class DecodedMessage:
 
 
 def decode_header_value(raw: str | None) -> str:
-    """Decode RFC 2047 encoded words and unfold; never raises."""
+    """Decode RFC 2047 encoded words and unfold; never raises.
+
+    The stdlib decoding is quadratic in the number of encoded words, so only the first
+    MAX_HEADER_DECODE_CHARS characters are decoded (cut at a space, between words).
+    """
     if raw is None:
         return ""
     text = str(raw)
+    if len(text) > MAX_HEADER_DECODE_CHARS:
+        cut = text.rfind(" ", 0, MAX_HEADER_DECODE_CHARS)
+        text = text[:cut if cut > 0 else MAX_HEADER_DECODE_CHARS]
     if "=?" in text:
         try:
             text = str(email.header.make_header(email.header.decode_header(text)))
-        except (email.errors.HeaderParseError, LookupError, UnicodeError, ValueError):
-            pass
+        except (email.errors.HeaderParseError, LookupError, ValueError, TypeError):
+            pass  # ValueError includes UnicodeError: a charset such as "undefined"
     return " ".join(text.split())
+
+
+def _header_str(message: email.message.Message, name: str) -> str | None:
+    """A header's value as str: compat32 gives a Header object for 8-bit bytes in it."""
+    value = message.get(name)
+    return None if value is None else str(value)
 
 
 def strip_message_id(raw: str | None) -> str | None:
@@ -89,6 +115,20 @@ def iso_date(raw: str | None) -> str | None:
     return parsed.isoformat()
 
 
+# Codecs that are no mail charset and are refused as one: "undefined" always raises, punycode and
+# idna (domain names) decode in quadratic time, the escape codecs read backslashes as code.
+_REFUSED_CODECS = frozenset({"undefined", "punycode", "idna", "unicode_escape", "raw_unicode_escape"})
+
+
+def _usable_charset(name: str) -> bool:
+    if len(name) > MAX_CHARSET_NAME or not name.isascii() or not name.isprintable():
+        return False  # e.g. "utf-8\0": codec lookup raises ValueError on a NUL
+    try:
+        return codecs.lookup(name).name not in _REFUSED_CODECS
+    except (LookupError, ValueError):
+        return False
+
+
 def decode_text(payload: bytes, declared: str | None) -> tuple[str, str | None]:
     """Bytes to text using the declared charset; returns (text, defect or None)."""
     candidates: list[str] = []
@@ -97,12 +137,12 @@ def decode_text(payload: bytes, declared: str | None) -> tuple[str, str | None]:
     if "utf-8" not in candidates:
         candidates.append("utf-8")
     for charset in candidates:
+        if charset != "utf-8" and not _usable_charset(charset):
+            continue
         try:
             text = payload.decode(charset)
-        except LookupError:
-            continue
-        except UnicodeDecodeError:
-            continue
+        except (LookupError, ValueError):
+            continue  # ValueError includes UnicodeDecodeError and a codec's own UnicodeError
         if charset == candidates[0] or declared is None:
             return text, None
         return text, f"charset {declared!r} did not decode the body; read as {charset}"
@@ -130,17 +170,103 @@ def _part_payload(part: email.message.Message, defects: list[str]) -> bytes:
     return payload
 
 
+def _filename(part: email.message.Message) -> str | None:
+    """The part's file name; None when there is none or its RFC 2231 charset cannot decode it."""
+    try:
+        name = part.get_filename()
+    except (LookupError, ValueError, TypeError):
+        return None
+    return None if name is None else str(name)
+
+
+def _charset(part: email.message.Message) -> str | None:
+    try:
+        charset = part.get_content_charset()
+    except (LookupError, ValueError, TypeError):
+        return None
+    return None if charset is None else str(charset)
+
+
 def _is_attachment(part: email.message.Message) -> bool:
-    disposition = (part.get("Content-Disposition") or "").lower()
-    return disposition.startswith("attachment") or part.get_filename() is not None
+    disposition = (_header_str(part, "Content-Disposition") or "").lower()
+    return disposition.startswith("attachment") or _filename(part) is not None
 
 
-def _defect_names(message: email.message.Message) -> list[str]:
+def _flatten(message: email.message.Message) -> tuple[list[email.message.Message], int]:
+    """Every part in walk() order, without recursion, and the deepest nesting level."""
+    parts: list[email.message.Message] = []
+    deepest = 0
+    stack = [(message, 0)]
+    while stack:
+        part, depth = stack.pop()
+        parts.append(part)
+        deepest = max(deepest, depth)
+        if part.is_multipart():  # get_payload() of a leaf decodes it with its charset, which may raise
+            stack.extend((child, depth + 1) for child in reversed(part.get_payload()))
+    return parts, deepest
+
+
+def _defect_names(parts: list[email.message.Message]) -> list[str]:
     names = []
-    for part in message.walk():
+    for part in parts:
         for defect in getattr(part, "defects", []):
             names.append(type(defect).__name__)
     return names
+
+
+def _header_end(raw: bytes) -> tuple[int, int]:
+    """(end of the header block, start of the body); (len, len) when there is no blank line."""
+    separator = raw.find(b"\n\n")
+    crlf = raw.find(b"\r\n\r\n", 0, len(raw) if separator == -1 else separator + 1)
+    if crlf != -1 and (separator == -1 or crlf < separator):
+        return crlf, crlf + 4
+    if separator != -1:
+        return separator, separator + 2
+    return len(raw), len(raw)
+
+
+def bound_header_block(raw: bytes) -> tuple[bytes, str | None]:
+    """The message with its header block cut to MAX_HEADER_FIELDS fields of at most
+    MAX_HEADER_FIELD_BYTES bytes each and MAX_HEADER_BYTES in all (the body untouched); the
+    defect when anything was cut."""
+    if len(raw) <= MAX_HEADER_FIELD_BYTES and raw.count(b"\n") < MAX_HEADER_FIELDS:
+        return raw, None  # the usual case, decided without looking for the header block's end
+    end, body_start = _header_end(raw)
+    if end <= MAX_HEADER_FIELD_BYTES and raw.count(b"\n", 0, end) < MAX_HEADER_FIELDS:
+        return raw, None
+    kept: list[bytes] = []
+    total = fields = field_bytes = 0
+    cut = False
+    position = 0
+    while position < end:
+        line_end = raw.find(b"\n", position, end)
+        line_end = end if line_end == -1 else line_end + 1
+        line = raw[position:line_end]
+        position = line_end
+        if line[:1] not in (b" ", b"\t"):
+            fields += 1
+            field_bytes = 0
+            if fields > MAX_HEADER_FIELDS:
+                cut = True
+                break
+        room = min(MAX_HEADER_FIELD_BYTES - field_bytes, MAX_HEADER_BYTES - total)
+        if len(line) > room:
+            cut = True
+            line = line[:max(room, 0)].rstrip(b"\r\n")
+            line = line + b"\n" if line else line
+        kept.append(line)
+        field_bytes += len(line)
+        total += len(line)
+        if total >= MAX_HEADER_BYTES:
+            cut = True
+            break
+    if not cut:
+        return raw, None
+    head = b"".join(kept).rstrip(b"\r\n")
+    separator = raw[end:body_start] or b"\n\n"
+    return (head + separator + raw[body_start:],
+            f"header block over {MAX_HEADER_FIELDS} fields, {MAX_HEADER_FIELD_BYTES} bytes in a field "
+            f"or {MAX_HEADER_BYTES} bytes in all; the rest cut")
 
 
 _FAST_HEADERS = frozenset({
@@ -226,8 +352,7 @@ def _fast_single_part(raw: bytes) -> DecodedMessage | None:
         head, body = raw[:separator], raw[separator + 2:]
     else:
         return None
-    header_text = head.decode("utf-8", "replace").replace("\r\n", "\n")
-    scanned = _scan_header_block(header_text)
+    scanned = _scan_header_block(head.decode("utf-8", "replace").replace("\r\n", "\n"))
     if scanned is None:
         return None  # not a clean header block: let the full parser judge it
     headers, count = scanned
@@ -244,14 +369,62 @@ def _fast_single_part(raw: bytes) -> DecodedMessage | None:
                     (defect,) if defect else (), count)
 
 
+_BOUNDARY_PARAM = re.compile(rb'boundary\s*=\s*(?:"([^"\r\n]*)"|([^\s;"]+))', re.IGNORECASE)
+_DELIMITER_LINE = re.compile(rb"^--([^\r\n]*)", re.MULTILINE)
+
+
+def _boundary_depth(raw: bytes) -> int:
+    """How deep multipart boundaries nest in the raw message, from its delimiter lines.
+
+    Read before the stdlib parser, whose work per line grows with the open boundaries. A
+    message naming "boundary" no more than MAX_MIME_DEPTH times cannot nest deeper: 0, unscanned.
+    """
+    if raw.lower().count(b"boundary") <= MAX_MIME_DEPTH:
+        return 0  # too few declared to nest deeper (the count is cheaper than the regex)
+    declared = {match.group(1) if match.group(1) is not None else match.group(2)
+                for match in _BOUNDARY_PARAM.finditer(raw)}
+    if len(declared) <= MAX_MIME_DEPTH:
+        return len(declared)
+    stack: list[bytes] = []
+    deepest = 0
+    for match in _DELIMITER_LINE.finditer(raw):
+        token = match.group(1).rstrip(b" \t")
+        closing = token.endswith(b"--") and token[:-2] in declared
+        boundary = token[:-2] if closing else token
+        if not closing and boundary not in declared:
+            continue
+        if boundary in stack:
+            del stack[stack.index(boundary) + (0 if closing else 1):]  # inner parts end with it
+        elif not closing:
+            stack.append(boundary)
+            deepest = max(deepest, len(stack))
+            if deepest > MAX_MIME_DEPTH:
+                break
+    return deepest
+
+
 def decode_message(raw: bytes) -> DecodedMessage:
-    """Decode one RFC 822 message (CRLF or LF) into headers, main text and attachments."""
+    """Decode one RFC 822 message (CRLF or LF) into headers, main text and attachments.
+
+    Never raises: damage and every bound passed (see triagebot.parse.limits) become defects.
+    """
+    raw, cut = bound_header_block(raw)
+    bounded = (cut,) if cut else ()
     fast = _fast_single_part(raw)
     if fast is not None:
-        return fast
-    message = _PARSER.parsebytes(raw)
-    defects: list[str] = []
-    for name in _defect_names(message):
+        return dataclasses.replace(fast, defects=bounded + fast.defects) if bounded else fast
+    message = None
+    if _boundary_depth(raw) <= MAX_MIME_DEPTH:
+        try:
+            message = _PARSER.parsebytes(raw)
+        except RecursionError:  # it recurses once per nested part (message/rfc822 ~1,000 deep)
+            pass
+    parts, depth = _flatten(message) if message is not None else ([], MAX_MIME_DEPTH + 1)
+    if depth > MAX_MIME_DEPTH:
+        return _as_plain_text(raw, bounded + (
+            f"MIME parts nested deeper than {MAX_MIME_DEPTH} levels; the body read as plain text",))
+    defects: list[str] = list(bounded)
+    for name in _defect_names(parts):
         if name in ("StartBoundaryNotFoundDefect", "CloseBoundaryNotFoundDefect"):
             defects.append(f"truncated multipart ({name})")
         elif name == "MissingHeaderBodySeparatorDefect":
@@ -262,14 +435,21 @@ def decode_message(raw: bytes) -> DecodedMessage:
     body_parts: list[str] = []
     html_parts: list[str] = []
     attachments: list[DecodedAttachment] = []
-    for part in message.walk():
-        if part.is_multipart():
-            continue
+    leaves = [part for part in parts if not part.is_multipart()]
+    if len(leaves) > MAX_PARTS:
+        defects.append(f"{len(leaves)} MIME parts; only the first {MAX_PARTS} read")
+        del leaves[MAX_PARTS:]
+    budget = MAX_DECODED_BYTES
+    for part in leaves:
         content_type = part.get_content_type()
         payload = _part_payload(part, defects)
-        charset = part.get_content_charset()
-        if _is_attachment(part) or (body_parts and content_type == "text/plain"
-                                    and part.get_filename()):
+        if len(payload) > budget:
+            defects.append(f"decoded parts over {MAX_DECODED_BYTES} bytes; the rest cut")
+            payload = payload[:budget]
+        budget -= len(payload)
+        charset = _charset(part)
+        filename = _filename(part)
+        if _is_attachment(part) or (body_parts and content_type == "text/plain" and filename):
             text = None
             size = len(payload)
             if part.get_content_maintype() == "text":
@@ -280,8 +460,8 @@ def decode_message(raw: bytes) -> DecodedMessage:
                 text, defect = decode_text(payload, charset)
                 text = text[:MAX_ATTACHMENT_TEXT]
                 if defect:
-                    defects.append(f"attachment {part.get_filename()!r}: {defect}")
-            attachments.append(DecodedAttachment(part.get_filename(), content_type, size, text))
+                    defects.append(f"attachment {filename!r}: {defect}")
+            attachments.append(DecodedAttachment(filename, content_type, size, text))
             continue
         if content_type == "text/plain":
             text, defect = decode_text(payload, charset)
@@ -303,8 +483,18 @@ def decode_message(raw: bytes) -> DecodedMessage:
     else:
         body = ""
     body = body.replace("\r\n", "\n").replace("\r", "\n")
-    return _decoded(message.get, body, tuple(attachments), tuple(dict.fromkeys(defects)),
-                    len(message.keys()))
+    return _decoded(lambda name: _header_str(message, name), body, tuple(attachments),
+                    tuple(dict.fromkeys(defects)), len(message.keys()))
+
+
+def _as_plain_text(raw: bytes, defects: tuple[str, ...]) -> DecodedMessage:
+    """The top-level headers, and everything after them read as one text body (no MIME)."""
+    message = _HEADERS_PARSER.parsebytes(raw)
+    _, body_start = _header_end(raw)
+    text, defect = decode_text(raw[body_start:], None)
+    return _decoded(lambda name: _header_str(message, name),
+                    text.replace("\r\n", "\n").replace("\r", "\n"), (),
+                    defects + ((defect,) if defect else ()), len(message.keys()))
 
 
 def peek_headers(raw: bytes) -> email.message.Message:

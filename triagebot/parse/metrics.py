@@ -16,7 +16,7 @@ _ROW = re.compile(
 )
 # `          1:4          -25%            :4     dmesg.WARNING:at#for_ip_interrupt_entry/0x`
 _FAILURE_ROW = re.compile(
-    r"^\s*(\d*):(\d+)\s+([-+]?\d+(?:\.\d+)?)%\s+(\d*):(\d+)\s+(\S.*?)\s*$"
+    r"^\s*(\d*):(\d+)\s+([-+]?\d+(?:\.\d+)?)%\s+(\d*):(\d+)\s+(\S(?:.*\S)?)\s*$"  # not (\S.*?)\s*$: quadratic
 )
 _TABLE_HEADER = re.compile(r"^\s*%stddev\s+%change\s+%stddev\s*$")
 _FAILURE_HEADER = re.compile(r"^\s*fail:runs\s+%reproduction\s+fail:runs\s*$")

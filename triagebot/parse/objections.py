@@ -78,10 +78,10 @@ PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
 _LABEL_ORDER = {label: index for index, label in enumerate(PATTERNS)}
 _DIFF_IN_OWN_TEXT = re.compile(r"^diff --git |^--- a/\S+\n\+\+\+ b/", re.MULTILINE)
 _TRAILER = re.compile(
-    r"^[ \t]*(Fixes|Reported-by|Tested-by|Reviewed-by|Acked-by|Closes|Link|Suggested-by|Cc):[ \t]*(\S.*?)\s*$",
+    r"^[ \t]*+(Fixes|Reported-by|Tested-by|Reviewed-by|Acked-by|Closes|Link|Suggested-by|Cc):[ \t]*+(\S(?:.*\S)?)\s*$",
     re.MULTILINE | re.IGNORECASE)
 _REGZBOT = re.compile(r"^[ \t]*#regzbot[ \t]+(\^?introduced|fix|dup-of|title|link|monitor|resolve|ignore-activity|"
-                      r"invalid|inconclusive)\b:?[ \t]*(.*?)\s*$", re.MULTILINE | re.IGNORECASE)
+                      r"invalid|inconclusive)\b:?[ \t]*+(.*\S|)\s*$", re.MULTILINE | re.IGNORECASE)
 _TRAILER_NAMES = {name.lower(): name for name in
                   ("Fixes", "Reported-by", "Tested-by", "Reviewed-by", "Acked-by", "Closes", "Link",
                    "Suggested-by", "Cc")}

@@ -40,7 +40,7 @@ _QUOTED_LINE = re.compile(r"^[ \t]{0,3}>.*$", re.MULTILINE)
 _QUOTE_PREFIX = re.compile(r"^[ \t]{0,3}((?:>[ \t]?)+)", re.MULTILINE)
 # An attribution (one line, or wrapped over two) directly before quoted lines.
 _ATTRIBUTION_BLOCK = re.compile(
-    r"^[ \t]*(On\b[^\n]{0,200}(?:\n[^\n>]{0,120})?\b(?:wrote|writes|said)\s*:|"
+    r"^[ \t]*+(On\b[^\n]{0,200}(?:\n[^\n>]{0,120})?\b(?:wrote|writes|said)\s*:|"
     r"[^\n>]{0,120}\b(?:wrote|writes)(?: on [^\n]{0,60})?\s*:)[ \t]*\n(?=(?:[ \t]*\n){0,2}[ \t]{0,3}>)",
     re.MULTILINE | re.IGNORECASE,
 )

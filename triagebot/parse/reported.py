@@ -34,7 +34,7 @@ UNITS = {
 _UNIT = (r"(events/sec|events/s|ops/sec|ops/s|files/sec|files/s|kIOPS|IOPS|iops|MiB/s|MB/s|GiB/s|GB/s|KiB/s|"
          r"KB/s|kB/s|msec|ms|usec|us|µs|seconds|secs|sec)(?![\w/])")
 # "1780 events/s", and the quantity of a change in words: "20% less IOPS".
-_VALUE_UNIT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s*[kKM]?\s*" + _UNIT + r"|%\s+(?:less|fewer|more)\s+" + _UNIT)
+_VALUE_UNIT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s*+[kKM]?\s*+" + _UNIT + r"|%\s+(?:less|fewer|more)\s+" + _UNIT)
 _SIGNED_PERCENT = re.compile(r"(?<![\w.])([-+−])\s?(\d+(?:\.\d+)?)\s*%")
 # "20% less IOPS", "a 22% slowdown", "about 25% slower": a word at most two words after it.
 _WORDED_PERCENT = re.compile(r"(?<![\w.+−-])(\d+(?:\.\d+)?)\s*%(?:\s+[\w/-]+){0,2}?\s+(\w+)")

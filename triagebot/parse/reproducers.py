@@ -25,7 +25,7 @@ _PROGRAMS = {
     "qemu-system-x86_64": "command",
     "qemu-system-aarch64": "command",
 }
-_PROMPT = re.compile(r"^\s*(?:[$#%]\s+|\w+@[\w.-]+[:~\w/]*[$#]\s*|\[[^\]\n]{1,60}\][$#]\s*|>\s+)?"
+_PROMPT = re.compile(r"^\s*(?:[$#%]\s+|\w++@[\w.-]++[:~\w/]*+[$#]\s*|\[[^\]\n]{1,60}\][$#]\s*|>\s+)?"
                      r"(?:sudo\s+|time\s+)*")
 _PROGRAM = re.compile(r"^(?:\./|/usr/(?:local/)?bin/|/usr/sbin/|\S*/)?([\w.-]+)(?=\s|$)")
 _MAX_COMMAND = 20_000
@@ -73,7 +73,7 @@ def _program_kind(command: str) -> str | None:
         return None
     arguments = command[match.end():].strip()
     # "fio is slower" in prose is not a command: a command carries options or a job file.
-    if not arguments or not re.match(r"^(?:-|[\w./]+\.(?:fio|job|ini|f)\b|[\w./-]*(?:job|fio)[\w./-]*(?:\s|$)|"
+    if not arguments or not re.match(r"^(?:-|[\w./]+\.(?:fio|job|ini|f)\b|(?=[\w./-]*(?:job|fio))[\w./-]*+(?:\s|$)|"
                                      r"\w+=|[\w./-]+\s+-|"
                                      r"bench(?=\s|$)|run(?=\s|$)|prepare(?=\s|$)|cleanup(?=\s|$)|[cx][a-z]*f\b|if=|of=)",
                                      arguments):

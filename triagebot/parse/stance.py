@@ -232,7 +232,7 @@ def pipeline() -> tuple[Any, Any]:
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|\n[ \t]*\n")
 _SENTENCE_STARTS = (". ", ".\n", "? ", "?\n", "! ", "!\n", "\n\n")
 # Program output and tables carry numbers, not statements: "read: IOPS=203k, BW=49.6GiB/s".
-_LOG_LINE = re.compile(r"^\s*(?:\[[ \d.]+\]|[\w-]+:\s*\(g=|\S+\s*[:=]\s*[\d.]+[\w/%]*\s*(?:,|$))")
+_LOG_LINE = re.compile(r"^\s*(?:\[[ \d.]+\]|[\w-]+:\s*\(g=|\S+\s*[:=]\s*[\d.]++[\w/%]*+\s*(?:,|$))")
 
 
 def _sentences_around_gate(text: str, gate: Gate) -> list[str]:

@@ -58,10 +58,11 @@ def _archive_date(raw: str) -> str | None:
 def split_header_block(text: str, *, search_lines: int = 80) -> tuple[dict[str, str], str, str | None]:
     """(headers, body, the line just above the block) for a page or paste; empty headers if none."""
     lines = text.replace("\r\n", "\n").split("\n")
+    scanned = 0  # lines before this one were read as part of a block already
     for start in range(min(search_lines, len(lines))):
-        if not _HEADER.match(lines[start]):
-            continue
-        headers: dict[str, str] = {}
+        if start < scanned or not _HEADER.match(lines[start]):
+            continue  # a block starting inside one already read holds no more known headers
+        parts: dict[str, list[str]] = {}  # joined once at the end: `+=` per line was quadratic
         index = start
         last = None
         while index < len(lines):
@@ -69,12 +70,14 @@ def split_header_block(text: str, *, search_lines: int = 80) -> tuple[dict[str, 
             match = _HEADER.match(line)
             if match:
                 last = match.group(1).lower()
-                headers.setdefault(last, match.group(2).strip())
+                parts.setdefault(last, [match.group(2).strip()])
             elif line[:1] in (" ", "\t") and line.strip() and last:
-                headers[last] += " " + line.strip()
+                parts[last].append(line.strip())
             else:
                 break
             index += 1
+        scanned = index
+        headers = {name: " ".join(values) for name, values in parts.items()}
         known = set(headers) & {"from", "date", "subject", "message-id"}
         if len(known) >= 2:
             if index < len(lines) and not lines[index].strip():
@@ -106,19 +109,35 @@ def _from_headers(headers: dict[str, str], body: str, above: str | None,
     )
 
 
+def _outer_blocks(blocks: list) -> list:
+    """The elements (all of one tag name, in document order) not inside another of them.
+
+    The text of a nested <pre> is in its outer block's text, and valid HTML nests no <a>:
+    reading each nested element's text again was quadratic (a page of 100k nested <pre>).
+    """
+    inside: set[int] = set()
+    outer = []
+    for block in blocks:
+        if id(block) in inside:
+            continue
+        outer.append(block)
+        inside.update(id(inner) for inner in block.find_all(block.name))
+    return outer
+
+
 def parse_page(markup: str) -> PageMessage:
     """One lists.openwall.net message page."""
-    from bs4 import BeautifulSoup  # imported here: mail and mbox input never need it (60 ms)
+    from triagebot.parse.html import soup_of  # imported here: mail and mbox input never need bs4 (60 ms)
 
-    soup = BeautifulSoup(markup, "lxml")
+    soup = soup_of(markup)
     nav: list[tuple[str, str]] = []
-    for anchor in soup.find_all("a"):
+    for anchor in _outer_blocks(soup.find_all("a")):  # an anchor inside another is no nav link
         label = anchor.get_text(strip=True).strip("[]")
         href = anchor.get("href")
         if label in _NAV_NAMES and href:
             nav.append((_NAV_NAMES[label], str(href)))
     defects: list[str] = []
-    blocks = soup.find_all("pre")
+    blocks = _outer_blocks(soup.find_all("pre"))
     text = "\n".join(block.get_text() for block in blocks) if blocks else soup.get_text("\n")
     if not blocks:
         defects.append("no <pre> block in the page")

@@ -12,7 +12,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from triagebot.reproduce.templates import Template, Templates
+from triagebot.rules.templates import Template, Templates
 
 MAX_ARGUMENT = 4096          # longer words are refused: no benchmark option needs one
 MAX_COMMAND = 65536          # and so is a longer command

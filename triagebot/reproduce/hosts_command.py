@@ -12,16 +12,10 @@ import shlex
 import sys
 from typing import Any
 
-from triagebot.config import rules_dir
 from triagebot.records import Report, report_from_json
-from triagebot.reproduce.hosts import (
-    Host,
-    HostMatch,
-    disk_from_parameters,
-    host_to_json,
-    load_hosts,
-    score_host,
-)
+from triagebot.reproduce.hosts import HostMatch, disk_from_parameters, host_to_json, score_host
+from triagebot.rules.hosts import Host
+from triagebot.rules.settings import settings_for
 from triagebot.store.protocol import normalize_message_id
 from triagebot.store.sqlite import SqliteStore, resolve_db_path
 
@@ -78,7 +72,7 @@ def _match_json(match: HostMatch) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    hosts = load_hosts(rules_dir(args.rules))
+    hosts = settings_for(args.rules).need_hosts()
     matches: list[HostMatch] | None = None
     report: Report | None = None
     if args.match:

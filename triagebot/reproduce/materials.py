@@ -428,18 +428,15 @@ def with_materials(report: Report, store, client: HttpClient, policy: HttpPolicy
     return dataclasses.replace(report, reproducers=(*report.reproducers, job)), notes
 
 
-def with_materials_from_rules(report: Report, store, rules: Path) -> tuple[Report, list[str]]:
-    """`with_materials` over a requests client with the HTTP manners of rules/sources.toml.
+def with_materials_over_http(report: Report, store, policy: HttpPolicy) -> tuple[Report, list[str]]:
+    """`with_materials` over a requests client with the HTTP manners `policy` (rules/sources.toml).
 
-    No request (and no rules read) when the report needs no materials; a bad sources.toml is a
-    RulesError for the caller to report.
+    No request when the report needs no materials.
     """
     if not needs_materials(report):
         return report, []
-    from triagebot.config import load_settings
     from triagebot.ingest.http import RequestsClient
 
-    policy = load_settings(rules).http
     client = RequestsClient(policy)
     try:
         return with_materials(report, store, client, policy)

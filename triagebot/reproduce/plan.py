@@ -19,9 +19,18 @@ from typing import Any
 
 from triagebot.records import Report
 from triagebot.reproduce.commandline import CommandRefused, parse_command
-from triagebot.reproduce.templates import (
-    SCRATCH, MetricSpec, ParamSpec, Template, Templates, format_duration, format_size,
-    parse_duration, parse_size, placeholders,
+from triagebot.rules.hosts import default_process_budget
+from triagebot.rules.templates import (
+    SCRATCH,
+    MetricSpec,
+    ParamSpec,
+    Template,
+    Templates,
+    format_duration,
+    format_size,
+    parse_duration,
+    parse_size,
+    placeholders,
 )
 
 PLAN_SCHEMA = 1
@@ -47,6 +56,11 @@ class HostShape:
     threads: int = 2
     memory_gb: int = 24
     scratch_gb: int = 20
+    processes: int | None = None  # processes + threads a plan may start; None: 64 a thread, at least 256
+
+    @property
+    def process_budget(self) -> int:
+        return self.processes or default_process_budget(self.threads)
 
 
 @dataclass(frozen=True)
@@ -341,10 +355,38 @@ def _defaults(template: Template, values: dict[str, Any]) -> None:
 
 
 def _magnitude(spec: ParamSpec, value: Any) -> int:
-    """A value as a multiplier of a footprint: a count, or bytes."""
+    """A value as a multiplier of a footprint: a count, or bytes; unset, the program's own default."""
+    if value is None:
+        value = spec.assume
     if value is None or isinstance(value, bool):
         return 1
     return max(1, int(value))
+
+
+def _fit_tasks(template: Template, values: dict[str, Any], host: HostShape, scaled: list[str]) -> None:
+    """Counts that start processes or threads (`tasks` in the template) fitted to the host's
+    process budget, each with the counts it multiplies with (`tasks_times`)."""
+    budget = host.process_budget
+    for spec in template.params:
+        if not spec.tasks:
+            continue
+        value = values.get(spec.name, spec.assume)
+        if value is None or isinstance(value, bool):
+            continue
+        each = spec.tasks * math.prod(_magnitude(template.param(name), values.get(name))
+                                      for name in spec.tasks_times)
+        if value * each <= budget:
+            continue
+        new = budget // each
+        lowest = max(1, int(spec.minimum or 1))
+        shown = " × ".join([spec.name, *spec.tasks_times] + ([str(spec.tasks)] if spec.tasks > 1 else []))
+        if new < lowest:
+            raise CommandRefused(f"{spec.name}: {shown} would start {value * each} processes and even "
+                                 f"{lowest} would start {lowest * each}; the host's budget is {budget}",
+                                 ("a host with a larger process budget (max_processes)",))
+        scaled.append(f"{spec.name} {_render(spec, value)} → {_render(spec, new)} ({shown} would start "
+                      f"{value * each} processes or threads; the host's budget is {budget})")
+        values[spec.name] = new
 
 
 def _scale(template: Template, values: dict[str, Any], host: HostShape, scaled: list[str],
@@ -382,7 +424,9 @@ def _scale(template: Template, values: dict[str, Any], host: HostShape, scaled: 
                 per = f" × {' × '.join(spec.times)}" if spec.times else ""
                 why = (f"{spec.name}{per} would need {format_size(value * multiplier)}; the plan may use "
                        f"{format_size(budget)} of the host's {room} GB {place}")
-        if spec.maximum is not None and new > spec.maximum:
+        if spec.maximum is not None and new > spec.maximum and (why or spec.scale in ("threads", "cap")):
+            # fitted to the host and still too large: the template's maximum (a value that
+            # fits the host but is beyond the maximum is refused by _check, as if unscaled)
             new = spec.maximum
             why = why or f"the template's maximum for {spec.name}"
         if new != value:
@@ -460,6 +504,7 @@ def _finish(template: Template, values: dict[str, Any], order: list[str] | None,
                                      (f"a {other} for {template.name}",))
     # Counts and durations first: a footprint is reckoned with the thread counts the host gets.
     _scale(template, values, host, scaled, only=("threads", "cap"))
+    _fit_tasks(template, values, host, scaled)
     _scale(template, values, host, scaled, only=("scratch", "memory"))
     _check(template, values, labels)
     for spec in template.params:

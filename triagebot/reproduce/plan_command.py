@@ -13,11 +13,10 @@ import json
 import shlex
 import sys
 
-from triagebot.config import rules_dir
-from triagebot.errors import RulesError, TriageError
+from triagebot.errors import TriageError
 from triagebot.records import report_from_json
 from triagebot.reproduce.plan import HostShape, Plan, PlanResult, plan_command, plan_report
-from triagebot.reproduce.templates import load_templates
+from triagebot.rules.settings import settings_for
 
 _DEFAULT_HOST = HostShape()
 
@@ -47,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     host = HostShape(args.threads, args.memory_gb, args.scratch_gb)
     try:
-        templates = load_templates(rules_dir(args.rules))
+        settings = settings_for(args.rules)
+        templates = settings.need_templates()
     except TriageError as error:
         print(f"triage plan: {error}", file=sys.stderr)
         return 1
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         if report is None:
             return 1
         if not args.no_fetch:
-            report = _with_materials(args, report)
+            report = _with_materials(args, report, settings.http)
         result = plan_report(report, templates, host=host)
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False))
@@ -92,19 +92,15 @@ def _stored_report(args: argparse.Namespace):
         return None
 
 
-def _with_materials(args: argparse.Namespace, report):
+def _with_materials(args: argparse.Namespace, report, policy):
     """The report with its LKP materials' job.yaml (fetched, or from the store); notes to stderr."""
-    from triagebot.reproduce.materials import needs_materials, with_materials_from_rules
+    from triagebot.reproduce.materials import needs_materials, with_materials_over_http
     from triagebot.store.sqlite import SqliteStore, resolve_db_path
 
     if not needs_materials(report):
         return report
-    try:
-        with SqliteStore(resolve_db_path(args.db)) as store:
-            report, notes = with_materials_from_rules(report, store, rules_dir(args.rules))
-    except RulesError as error:  # a bad sources.toml: plan from the mail alone
-        print(f"triage plan: materials not fetched: {error}", file=sys.stderr)
-        return report
+    with SqliteStore(resolve_db_path(args.db)) as store:
+        report, notes = with_materials_over_http(report, store, policy)
     for note in notes:
         print(f"triage plan: {note}", file=sys.stderr)
     return report

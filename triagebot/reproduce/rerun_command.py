@@ -12,19 +12,18 @@ import argparse
 import contextlib
 import fcntl
 import json
-import shutil
 import sys
 from pathlib import Path
 
-from triagebot.config import rules_dir
 from triagebot.errors import TriageError
 from triagebot.records import Report, report_from_json
 from triagebot.reproduce.executors.protocol import executor_for
-from triagebot.reproduce.hosts import choose_host, load_hosts, score_host
-from triagebot.reproduce.materials import with_materials_from_rules
-from triagebot.reproduce.plan import HostShape, Plan, plan_report
+from triagebot.reproduce.hosts import choose_host, score_host
+from triagebot.reproduce.limits import host_shape
+from triagebot.reproduce.materials import with_materials_over_http
+from triagebot.reproduce.plan import Plan, plan_report
 from triagebot.reproduce.runner import Sample, rerun
-from triagebot.reproduce.templates import load_templates
+from triagebot.rules.settings import Settings, settings_for
 from triagebot.store.protocol import normalize_message_id
 from triagebot.store.sqlite import SqliteStore, open_private, resolve_db_path
 from triagebot.verdict import sequential
@@ -79,16 +78,17 @@ def _progress(sample: Sample) -> None:
           f"({sample.seconds:.1f} s)", file=sys.stderr)
 
 
-def _with_materials(report: Report, store: SqliteStore, rules: Path) -> Report:
+def _with_materials(report: Report, store: SqliteStore, settings: Settings) -> Report:
     """The report with its LKP materials' job.yaml (fetched, or from the store); notes to stderr."""
-    report, notes = with_materials_from_rules(report, store, rules)
+    report, notes = with_materials_over_http(report, store, settings.http)
     for note in notes:
         print(f"triage rerun: {note}", file=sys.stderr)
     return report
 
 
 def run(args: argparse.Namespace) -> int:
-    rules = rules_dir(args.rules)
+    settings = settings_for(args.rules)
+    rules = settings.rules_dir
     message_id = normalize_message_id(args.message_id)
     database = resolve_db_path(args.db)
     with SqliteStore(database) as store:
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"triage rerun: {message_id}: no such message in {database}", file=sys.stderr)
             return 1
         report = report_from_json(record)
-        hosts = load_hosts(rules)
+        hosts = settings.need_hosts()
         if args.host:
             chosen = [host for host in hosts if host.name == args.host]
             if not chosen:
@@ -106,14 +106,9 @@ def run(args: argparse.Namespace) -> int:
         else:
             match = choose_host(hosts, report.test_machine)
         host = match.host
-        scratch_gb = 20  # a remote host's free space is not known before connecting
-        if host.reach == "local":
-            Path(host.scratch_dir).mkdir(parents=True, exist_ok=True)
-            scratch_gb = shutil.disk_usage(host.scratch_dir).free // 2**30
         if not args.no_fetch:
-            report = _with_materials(report, store, rules)
-        plan = plan_report(report, load_templates(rules),
-                           host=HostShape(threads=host.threads, memory_gb=host.memory_gb, scratch_gb=max(1, scratch_gb)))
+            report = _with_materials(report, store, settings)
+        plan = plan_report(report, settings.need_templates(), host=host_shape(host))
         if not isinstance(plan, Plan):
             print(f"triage rerun: {message_id}: not planned: {plan.reason}", file=sys.stderr)
             return 1
@@ -127,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
               f"{'; differs: ' + '; '.join(match.differences) if match.differences else ''})", file=sys.stderr)
         print(f"  plan: {' '.join(plan.argv)}  -> {plan.output_metric}, {plan.better} is better", file=sys.stderr)
         with host_lock(database, host.name), executor_for(host) as executor:
-            result = rerun(plan, host, executor, base, suspect, on_sample=_progress, rounds=rounds_within(args.budget))
+            result = rerun(plan, host, executor, base, suspect, on_sample=_progress, rounds=rounds_within(args.budget),
+                           floor_percent=settings.floors.floor_for(plan.report_metric or plan.metric))
         run_json = result.to_json() | {"host_match": {"score": match.score, "differences": list(match.differences)}}
         store.save_run(message_id, plan.to_json(), run_json)
     if args.json:

@@ -18,21 +18,27 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 
 from triagebot.errors import TriageError
-from triagebot.reproduce.executors.protocol import ConnectionLost, Executor, Limits
-from triagebot.reproduce.hosts import Host
+from triagebot.reproduce.executors.protocol import ConnectionLost, Executor, ExecutorError, Limits
+from triagebot.reproduce.limits import describe_limits, host_limits
 from triagebot.reproduce.outputs import OutputError, parse_output
 from triagebot.reproduce.plan import Plan
-from triagebot.verdict.floors import load_floors
+from triagebot.rules.floors import load_floors
+from triagebot.rules.hosts import Host
 from triagebot.verdict.sequential import Plan as RoundsPlan
 from triagebot.verdict.sequential import decide_adaptively
 
 SCRATCH = "{scratch}"
 MAX_KEPT_OUTPUT = 256 * 1024  # bytes of each sample's stdout kept in the store
 HOOK_TIMEOUT_SECONDS = 600.0
+MAX_ERROR_DETAIL = 300  # characters of a failed command's stderr kept in its error
 
 
 class RunError(TriageError):
     """A run that cannot go on: a hook failed, the kernel is not the one asked for, samples fail."""
+
+
+class SampleError(TriageError):
+    """One sample's command failed (a non-zero exit, a timeout): the sample is tried again."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,18 @@ def _now() -> str:
 
 def _fill(argv: tuple[str, ...], scratch: str) -> list[str]:
     return [part.replace(SCRATCH, scratch) for part in argv]
+
+
+def _scratch_env(scratch: str) -> dict[str, str]:
+    """Temporary files of a benchmark go to its scratch directory (TMPDIR), on every executor."""
+    return {"TMPDIR": scratch}
+
+
+def _failure(completed) -> str:
+    """How a command failed, with the end of its stderr: `failed (exit 1): fio: ...`."""
+    how = f"exit {completed.returncode}" + (", timed out" if completed.timed_out else "")
+    detail = completed.stderr.decode("utf-8", "replace").strip()[-MAX_ERROR_DETAIL:]
+    return f"failed ({how})" + (f": {detail}" if detail else "")
 
 
 class Runner:
@@ -134,23 +152,23 @@ class Runner:
         try:
             if self.plan.setup_argv:
                 setup = self.executor.run(_fill(self.plan.setup_argv, scratch), timeout=self.plan.timeout_seconds,
-                                          cwd=scratch)
+                                          cwd=scratch, env=_scratch_env(scratch), limits=self.limits)
                 if not setup.ok:
-                    raise OutputError(f"setup {list(self.plan.setup_argv)} failed (exit {setup.returncode})")
+                    raise SampleError(f"setup {list(self.plan.setup_argv)} {_failure(setup)}")
             completed = self.executor.run(_fill(self.plan.argv, scratch), timeout=self.plan.timeout_seconds,
-                                          cwd=scratch, limits=self.limits)
+                                          cwd=scratch, env=_scratch_env(scratch), limits=self.limits)
             if not completed.ok:
-                detail = completed.stderr.decode("utf-8", "replace").strip()[-300:]
-                raise OutputError(f"exit {completed.returncode}{' (timed out)' if completed.timed_out else ''}: {detail}")
+                raise SampleError(f"{self.plan.argv[0]} {_failure(completed)}")
             # one key a file: parsers choose "the one collected file" with their suffix
             paths = [name.replace(SCRATCH, scratch) for name in self.plan.collect]
             files = {path: self.executor.read_file(path) for path in paths}
             metrics = parse_output(self.plan.parser, completed.stdout, files)
             if self.plan.output_metric not in metrics:
-                raise OutputError(f"the output has no {self.plan.output_metric} (it has {', '.join(sorted(metrics))})")
+                raise OutputError(self.plan.parser, f"the output has no {self.plan.output_metric} "
+                                                    f"(it has {', '.join(sorted(metrics)) or 'none'})")
             if self.plan.cleanup_argv:
                 self.executor.run(_fill(self.plan.cleanup_argv, scratch), timeout=self.plan.timeout_seconds,
-                                  cwd=scratch)
+                                  cwd=scratch, env=_scratch_env(scratch), limits=self.limits)
             return metrics[self.plan.output_metric], completed.seconds, \
                 completed.stdout[:MAX_KEPT_OUTPUT].decode("utf-8", "replace"), metrics
         finally:
@@ -162,7 +180,7 @@ class Runner:
             running = self._boot(commit)
             try:
                 value, seconds, stdout, metrics = self._one()
-            except (OutputError, ConnectionLost) as error:
+            except (SampleError, OutputError, ExecutorError) as error:
                 problems.append(str(error))
                 record.events.append(f"sample {index} ({role} {commit}) attempt {attempt} failed: {error}")
                 if isinstance(error, ConnectionLost):
@@ -174,11 +192,17 @@ class Runner:
 
 def rerun(plan: Plan, host: Host, executor: Executor, base_commit: str, suspect_commit: str, *,
           rounds: RoundsPlan = RoundsPlan(), floor_percent: float | None = None,
-          on_sample: Callable[[Sample], None] | None = None, retries: int = 2) -> RunRecord:
-    """Interleaved base/suspect samples in adaptive rounds, ending with the verdict (or an error)."""
+          on_sample: Callable[[Sample], None] | None = None, retries: int = 2,
+          limits: Limits | None = None) -> RunRecord:
+    """Interleaved base/suspect samples in adaptive rounds, ending with the verdict (or an error).
+
+    The plan's commands run under `limits`, by default those scaled from the host (host_limits)."""
     record = RunRecord(host=host.name, base_commit=base_commit, suspect_commit=suspect_commit,
                        plan=plan.to_json(), started_at=_now())
-    runner = Runner(plan, host, executor, retries=retries)
+    limits = limits if limits is not None else host_limits(host)
+    runner = Runner(plan, host, executor, retries=retries, limits=limits)
+    record.events.append(f"limits: {describe_limits(limits)}")
+    record.events.extend(getattr(executor, "limit_notes", ()))
     floor = floor_percent if floor_percent is not None else load_floors().floor_for(plan.report_metric or plan.metric)
     if not host.can_switch_kernel:
         record.events.append(f"host {host.name} cannot switch kernels: base and suspect both run on the "
@@ -197,7 +221,7 @@ def rerun(plan: Plan, host: Host, executor: Executor, base_commit: str, suspect_
 
     try:
         adaptive = decide_adaptively(run_round, plan.better, plan.reported_change_percent, floor, rounds)
-    except RunError as error:
+    except TriageError as error:  # a sample failed every attempt, a hook failed, the host is gone
         record.status, record.error = "error", str(error)
     else:
         record.status = "done"

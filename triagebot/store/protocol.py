@@ -1,5 +1,11 @@
 """Store stage: the `Store` protocol every backend implements, its value types and errors.
 
+`Store` is the whole store as one protocol made of small ones, one per kind of thing kept:
+`MessageStore`, `RecordStore`, `ThreadStore`, `AliasStore`, `CursorStore`, `MaterialStore`,
+`QuarantineStore`, `TriageStore`, `OutboxStore`, `RunStore`. A stage that needs only one part
+may ask for that part; a backend implements them all (`sqlite.py` composes one class per part).
+This module names no implementation.
+
 Message-IDs are kept as record.md writes them: without angle brackets. Every method accepts an
 id with or without `<>` (see `normalize_message_id`). A message that has no Message-ID (some
 archive pages, pasted text) is stored under the id `synthetic_message_id(raw)` gives:
@@ -12,10 +18,11 @@ import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
 from triagebot.errors import TriageError
+from triagebot.states import TriageState
 
 SYNTHETIC_ID_DOMAIN = "triagebot.invalid"
 
@@ -49,6 +56,18 @@ def synthetic_message_id(raw: bytes) -> str:
 
 def is_synthetic_message_id(message_id: str) -> bool:
     return normalize_message_id(message_id).endswith("@" + SYNTHETIC_ID_DOMAIN)
+
+
+def utc_text(value: str | datetime) -> str:
+    """A timestamp as `YYYY-MM-DDTHH:MM:SS+00:00`: one fixed form, so text order is time order.
+
+    Every time the store keeps or answers is in this form. Accepts an ISO 8601 string or a
+    datetime; a naive value is taken as UTC.
+    """
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="seconds")
 
 
 @dataclass(frozen=True)
@@ -86,37 +105,77 @@ class StoredMessage:
     received_at: str
 
 
+@dataclass(frozen=True)
+class QuarantineRow:
+    """One quarantined message (quarantine.py); `raw` is None where only metadata was asked for."""
+
+    key: str
+    source_name: str
+    source_url: str | None
+    list_name: str | None
+    received_at: str
+    failed_at: str
+    parser_version: str
+    attempts: int
+    error: str
+    size: int
+    raw: bytes | None = None
+
+
+@dataclass(frozen=True)
+class TriageRow:
+    """Where the daemon is with one report: its state, channel, host, plan and last note."""
+
+    message_id: str
+    state: TriageState
+    channel: str
+    host: str | None
+    plan: dict[str, Any] | None
+    note: str | None
+    created_at: str
+    updated_at: str
+
+
+OUTBOX_STATUSES = ("pending", "sending", "sent", "held")
+
+
+@dataclass(frozen=True)
+class OutboxRow:
+    """One notification waiting for, or done with, delivery (see notify/outbox.py)."""
+
+    outbox_id: int
+    message_id: str
+    kind: str
+    channel: str
+    status: str  # one of OUTBOX_STATUSES
+    attempts: int
+    next_attempt_at: str | None
+    last_error: str | None
+    posted_channel: str | None
+    posted_ts: str | None
+    created_at: str
+    sent_at: str | None
+    payload: dict[str, Any]
+
+    @property
+    def key(self) -> str:
+        """The name this notification carries on Slack, to be found again after a crash."""
+        return f"{self.message_id}#{self.kind}"
+
+
+# -- the parts --------------------------------------------------------------------------------
+# Writes are idempotent by Message-ID. Each method is its own transaction unless called inside
+# `Store.transaction()`, in which case it joins it (and a failure inside rolls back only to where
+# that method began, through a savepoint).
+
 @runtime_checkable
-class Store(Protocol):
-    """Durable home of raw messages, their records, threads and source positions.
+class MessageStore(Protocol):
+    """Raw messages, byte for byte, by Message-ID."""
 
-    Writes are idempotent by Message-ID. Each method is its own transaction unless called
-    inside `transaction()`, in which case it joins it (and a failure inside rolls back only to
-    where that method began, through a savepoint).
-    """
-
-    path: str
-
-    def close(self) -> None: ...
-
-    def transaction(self) -> AbstractContextManager[Store]:
-        """One write transaction: everything inside commits together or not at all."""
-        ...
-
-    # -- messages ---------------------------------------------------------------------------
     def put_message(self, message_id: str, raw_bytes: bytes, source_name: str,
                     list_name: str | None, received_at: str | datetime,
                     source_url: str | None = None) -> bool:
         """Keep one raw message; True if it was new. A known id changes nothing (first wins)."""
-        ...
-
-    def ingest_batch(self, messages: Iterable[IncomingMessage],
-                     cursor: tuple[str, str] | None = None) -> list[str]:
-        """Messages (+ their records and thread links) and the cursor in one transaction.
-
-        Returns the ids that were new, in input order. Records of already-known messages are
-        left alone (re-ingesting changes nothing; `put_record` is the reparse path). A new id that
-        was quarantined leaves the quarantine: it is a normal message now."""
         ...
 
     def has_message(self, message_id: str) -> bool: ...
@@ -135,7 +194,15 @@ class Store(Protocol):
 
     def count_messages(self) -> int: ...
 
-    # -- records ----------------------------------------------------------------------------
+    def delete_message(self, message_id: str) -> bool:
+        """Remove a message, its record and aliases; True if it was there."""
+        ...
+
+
+@runtime_checkable
+class RecordStore(Protocol):
+    """The parsed record (schema-1 JSON) of each stored message, with the parser version."""
+
     def put_record(self, message_id: str, report_json: dict[str, Any],
                    parser_version: str) -> bool:
         """Insert or replace the record of a stored message (the reparse path).
@@ -156,7 +223,11 @@ class Store(Protocol):
         """Records matching every given filter, newest first (by message date, else receipt)."""
         ...
 
-    # -- threads ----------------------------------------------------------------------------
+
+@runtime_checkable
+class ThreadStore(Protocol):
+    """Threads by In-Reply-To / References, the rules of threads.py."""
+
     def link_thread(self, message_id: str, in_reply_to: str | None,
                     references: Sequence[str] = ()) -> None:
         """Attach a message to its thread; parents not (yet) stored are kept as placeholders."""
@@ -170,35 +241,65 @@ class Store(Protocol):
         """The id the thread hangs from (possibly a message never seen); None if unknown."""
         ...
 
-    # -- source positions -------------------------------------------------------------------
+
+@runtime_checkable
+class AliasStore(Protocol):
+    """Other names of stored messages (an archive page's date + subject + sender key)."""
+
     def add_alias(self, alias: str, message_id: str) -> None:
-        """Another name of a stored message (an archive page's date + subject + sender key)."""
+        """Record another name of a stored message; an alias already taken keeps its message."""
+        ...
 
     def resolve_alias(self, alias: str) -> str | None: ...
 
-    def repoint_alias(self, alias: str, message_id: str) -> None: ...
+    def repoint_alias(self, alias: str, message_id: str) -> None:
+        """Point an alias at another message (the lore copy replacing an archive page's)."""
+        ...
 
-    def delete_message(self, message_id: str) -> bool:
-        """Remove a message, its record and aliases; True if it was there."""
+
+@runtime_checkable
+class CursorStore(Protocol):
+    """Where each source left off (and other small named values the daemon keeps)."""
 
     def get_cursor(self, source_key: str) -> str | None: ...
 
     def set_cursor(self, source_key: str, value: str) -> None: ...
 
-    # -- quarantine (messages the parser could not read; see quarantine.py) -------------------
+
+@runtime_checkable
+class MaterialStore(Protocol):
+    """Files fetched from a report's materials directory, kept so a rerun fetches them once."""
+
+    def get_material(self, url: str, name: str) -> bytes | None:
+        """A cached file of a materials directory (`url` ends in "/"), None when not kept."""
+        ...
+
+    def put_material(self, url: str, name: str, body: bytes) -> None:
+        """Cache a fetched file of a materials directory under (url, name)."""
+        ...
+
+
+@runtime_checkable
+class QuarantineStore(Protocol):
+    """Messages the parser could not read, kept raw with their error (see quarantine.py)."""
+
     def quarantine_message(self, raw: bytes, *, source_name: str, error: str, parser_version: str,
                            received_at: str | datetime | None = None, list_name: str | None = None,
                            source_url: str | None = None, key: str | None = None) -> str | None:
         """Keep unreadable bytes raw with their error; the key when new, None when known."""
         ...
 
-    def quarantined(self, limit: int | None = None) -> list[Any]:
+    def quarantined(self, limit: int | None = None) -> list[QuarantineRow]:
         """Quarantined messages (metadata only), the last to fail first."""
         ...
 
     def count_quarantined(self) -> int: ...
 
-    def iter_quarantined(self) -> Iterator[Any]:
+    def get_quarantined(self, key: str) -> QuarantineRow | None:
+        """One quarantined message with its raw bytes, None when not held."""
+        ...
+
+    def iter_quarantined(self) -> Iterator[QuarantineRow]:
         """Every quarantined message with its raw bytes, in pages."""
         ...
 
@@ -210,11 +311,113 @@ class Store(Protocol):
         """Drop a quarantined message (it is stored as a normal message now)."""
         ...
 
-    # -- fetched materials ------------------------------------------------------------------
-    def get_material(self, url: str, name: str) -> bytes | None:
-        """A cached file of a materials directory (`url` ends in "/"), None when not kept."""
+
+@runtime_checkable
+class TriageStore(Protocol):
+    """A triage row per report the daemon took on; moves follow `TriageState.can_move_to`."""
+
+    def start_triage(self, message_id: str, channel: str,
+                     state: str = TriageState.NEW) -> bool:
+        """Take a report on; False when it already has a triage row (nothing changes then)."""
         ...
 
-    def put_material(self, url: str, name: str, body: bytes) -> None:
-        """Cache a fetched file of a materials directory under (url, name)."""
+    def set_triage(self, message_id: str, state: str, *, plan: dict[str, Any] | None = None,
+                   host: str | None = None, note: str | None = None) -> None:
+        """Move a report to `state`; `plan`, `host` and `note` replace the stored ones when given.
+
+        A move the states do not allow (see triagebot/states.py) raises ValueError."""
+        ...
+
+    def get_triage(self, message_id: str) -> TriageRow | None: ...
+
+    def triage_in(self, *states: str) -> list[TriageRow]:
+        """Reports in any of `states`, oldest first (the order they are worked on)."""
+        ...
+
+    def triage_counts(self) -> dict[str, int]: ...
+
+    def reports_to_admit(self, kinds: tuple[str, ...], dated_since: str) -> list[str]:
+        """Reports of `kinds` dated at or after `dated_since` (undated: received), not taken on."""
+        ...
+
+
+@runtime_checkable
+class OutboxStore(Protocol):
+    """Notifications, written with the state change they announce, sent in order (outbox.py)."""
+
+    def enqueue(self, message_id: str, kind: str, channel: str, payload: dict[str, Any]) -> bool:
+        """Add a notification; False when this report already has one of this kind."""
+        ...
+
+    def outbox(self, *statuses: str, message_id: str | None = None) -> list[OutboxRow]:
+        """Outbox rows in sending order, of the given statuses (all when none given)."""
+        ...
+
+    def outbox_counts(self) -> dict[str, int]: ...
+
+    def posted(self, message_id: str, kind: str) -> OutboxRow | None:
+        """The sent notification of this kind for a report (the parent's ts, for replies)."""
+        ...
+
+    def mark_sending(self, outbox_id: int) -> None:
+        """Committed before the Slack call: after a crash the row says "maybe sent"."""
+        ...
+
+    def mark_sent(self, outbox_id: int, posted_channel: str | None,
+                  posted_ts: str | None) -> None: ...
+
+    def mark_retry(self, outbox_id: int, error: str, wait_seconds: float) -> None:
+        """After a failure a later try can clear: tried again in `wait_seconds` at the soonest."""
+        ...
+
+    def mark_held(self, outbox_id: int, error: str) -> None:
+        """Kept for an operator: Slack refused it for a reason a retry will not clear."""
+        ...
+
+    def release_held(self) -> int:
+        """Held rows back to pending (an operator fixed the token or channel); returns how many."""
+        ...
+
+    def due(self, row: OutboxRow, now: datetime | None = None) -> bool:
+        """Whether a pending row's wait after a failure is over."""
+        ...
+
+
+@runtime_checkable
+class RunStore(Protocol):
+    """Finished reruns: the plan, the run with every sample, and its verdict."""
+
+    def save_run(self, message_id: str, plan_json: dict[str, Any], run_json: dict[str, Any]) -> int:
+        """Store a finished rerun: its plan, the run and its verdict, together; the run's id."""
+        ...
+
+    def latest_run(self, message_id: str) -> dict[str, Any] | None:
+        """The last stored rerun of a report (run JSON with its samples and verdict), or None."""
+        ...
+
+
+@runtime_checkable
+class Store(MessageStore, RecordStore, ThreadStore, AliasStore, CursorStore, MaterialStore,
+            QuarantineStore, TriageStore, OutboxStore, RunStore, Protocol):
+    """The whole store: every part above, plus what spans them (one file, one transaction)."""
+
+    path: str
+
+    def close(self) -> None: ...
+
+    def transaction(self) -> AbstractContextManager[Store]:
+        """One write transaction: everything inside commits together or not at all."""
+        ...
+
+    def now_text(self) -> str:
+        """The store's clock now, in `utc_text` form (what it stamps rows with)."""
+        ...
+
+    def ingest_batch(self, messages: Iterable[IncomingMessage],
+                     cursor: tuple[str, str] | None = None) -> list[str]:
+        """Messages (+ their records and thread links) and the cursor in one transaction.
+
+        Returns the ids that were new, in input order. Records of already-known messages are
+        left alone (re-ingesting changes nothing; `put_record` is the reparse path). A new id that
+        was quarantined leaves the quarantine: it is a normal message now."""
         ...

@@ -31,8 +31,8 @@ def parent_edges(message_id: str, in_reply_to: str | None,
         if value != child and value not in chain:
             chain.append(value)
     edges: list[tuple[str, str]] = []
-    for parent, later in zip(chain, chain[1:]):
-        edges.append((later, parent))
+    for ancestor, later in zip(chain, chain[1:], strict=False):
+        edges.append((later, ancestor))
     parent = normalize_message_id(in_reply_to) if in_reply_to and in_reply_to.strip() else None
     if parent == child:
         parent = None

@@ -12,8 +12,8 @@ import math
 import sys
 from pathlib import Path
 
+from triagebot.rules.floors import load_floors
 from triagebot.verdict.decide import DEFAULT_ALPHA, Outcome, Verdict, decide, signed_percent
-from triagebot.verdict.floors import load_floors
 
 USAGE_ERROR = 2
 _MINUS_SIGNS = str.maketrans({"\u2212": "-", "\u2013": "-"})  # pasted "−28.3%" reads as -28.3

@@ -10,9 +10,9 @@ import argparse
 import json
 import sys
 
+from triagebot.rules.floors import load_floors
 from triagebot.store.protocol import normalize_message_id
 from triagebot.store.sqlite import SqliteStore, resolve_db_path
-from triagebot.verdict.floors import load_floors
 from triagebot.verdict.sequential import Plan as RoundsPlan
 from triagebot.verdict.sequential import decide_adaptively, rounds_within
 

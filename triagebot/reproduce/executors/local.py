@@ -8,8 +8,15 @@ hook that starts a competing load) has to leave the group itself (a new session)
 keep the command's stdout or stderr open: output still arriving after the command exited is read
 for DRAIN_SECONDS, then no longer.
 
-Resource limits are set in the child before exec (setrlimit in preexec_fn). Output is kept up
-to `max_output_bytes` per stream; the rest is read and dropped so the command never blocks.
+Resource limits are set in the child before exec (setrlimit in preexec_fn: no wrapper program
+appears in the argv); `Limits.processes` also becomes a pids cgroup the child joins there, when
+this process may make one (root, or a delegated cgroup): see pids_cgroup.py. Without one the
+process count is bounded only by RLIMIT_NPROC, which root ignores; `limit_notes` says so.
+A command that runs in a scratch directory sees that directory mounted over /tmp, in a mount
+namespace of its own, where this process may do that (root): see private_tmp.py.
+A limit above the current hard limit is lowered to it unless this process is root.
+Output is kept up to `max_output_bytes` per stream; the rest is read and dropped so the command
+never blocks.
 """
 from __future__ import annotations
 
@@ -24,6 +31,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from triagebot.reproduce.executors import private_tmp
+from triagebot.reproduce.executors.pids_cgroup import PidsCgroups, join
 from triagebot.reproduce.executors.protocol import (
     Completed,
     ExecutorError,
@@ -37,18 +46,32 @@ DRAIN_SECONDS = 1.0  # how long output is still read after the command exited
 _DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
-def _limit_setter(limits: Limits | None) -> Callable[[], None] | None:
-    if limits is None:
+_RLIMITS = {"as": resource.RLIMIT_AS, "nproc": resource.RLIMIT_NPROC, "fsize": resource.RLIMIT_FSIZE,
+            "cpu": resource.RLIMIT_CPU, "nofile": resource.RLIMIT_NOFILE, "core": resource.RLIMIT_CORE}
+
+
+def _rlimit_values(limits: Limits) -> list[tuple[int, int]]:
+    """(resource, value) for each limit, capped at the current hard limit unless we are root."""
+    chosen = []
+    for name, value in limits.rlimits():
+        kind = _RLIMITS[name]
+        _, hard = resource.getrlimit(kind)
+        if hard != resource.RLIM_INFINITY and value > hard and os.geteuid() != 0:
+            value = hard
+        chosen.append((kind, value))
+    return chosen
+
+
+def _limit_setter(limits: Limits | None, cgroup: Path | None, tmp: str | None) -> Callable[[], None] | None:
+    if limits is None and cgroup is None and tmp is None:
         return None
-    pairs = [(resource.RLIMIT_AS, limits.address_space_bytes),
-             (resource.RLIMIT_NPROC, limits.processes),
-             (resource.RLIMIT_FSIZE, limits.file_size_bytes),
-             (resource.RLIMIT_CPU, limits.cpu_seconds)]
-    chosen = [(kind, value) for kind, value in pairs if value is not None]
-    if not chosen:
-        return None
+    chosen = _rlimit_values(limits) if limits is not None else []
 
     def apply() -> None:  # runs in the child between fork and exec
+        if tmp is not None:
+            private_tmp.mount_scratch_on_tmp(tmp)
+        if cgroup is not None:
+            join(cgroup)
         for kind, value in chosen:
             resource.setrlimit(kind, (value, value))
     return apply
@@ -65,13 +88,40 @@ class LocalExecutor:
     """Runs commands on this machine, in scratch directories under `scratch_root`."""
 
     def __init__(self, scratch_root: str, *, name: str = "local",
-                 max_output_bytes: int = 64 << 20) -> None:
+                 max_output_bytes: int = 64 << 20, cgroups: PidsCgroups | None = None) -> None:
         if not os.path.isabs(scratch_root):
             raise ExecutorError(f"{name}: scratch root {scratch_root!r} is not an absolute path")
         self.name = name
         self.scratch_root = scratch_root.rstrip("/") or "/"
         self.max_output_bytes = max_output_bytes
         self._scratch: set[str] = set()
+        self._cgroups = cgroups  # made on the first run with a process limit
+        self._no_private_tmp: str | None = None  # why scratch cannot be a command's /tmp here
+        self._private_tmp_checked = False
+
+    @property
+    def limit_notes(self) -> tuple[str, ...]:
+        notes = []
+        cgroups = self._pids_cgroups()
+        if not cgroups.available():
+            notes.append(f"{self.name}: no pids cgroup ({cgroups.problem}): the process count is bounded only "
+                         "by RLIMIT_NPROC, which counts all of the user's processes and does not apply to root")
+        if self._private_tmp_problem() is not None:
+            notes.append(f"{self.name}: benchmarks see the host's /tmp, not their scratch directory "
+                         f"({self._private_tmp_problem()})")
+        return tuple(notes)
+
+    def _private_tmp_problem(self) -> str | None:
+        if not self._private_tmp_checked:
+            Path(self.scratch_root).mkdir(parents=True, exist_ok=True)
+            self._no_private_tmp = private_tmp.works(self.scratch_root)
+            self._private_tmp_checked = True
+        return self._no_private_tmp
+
+    def _pids_cgroups(self) -> PidsCgroups:
+        if self._cgroups is None:
+            self._cgroups = PidsCgroups()
+        return self._cgroups
 
     def __enter__(self) -> LocalExecutor:
         return self
@@ -95,18 +145,38 @@ class LocalExecutor:
             cwd = self.scratch_root
         if not os.path.isdir(cwd):
             raise ExecutorError(f"{self.name}: working directory {cwd} does not exist")
+        cgroup = None
+        if limits is not None and limits.processes is not None and self._pids_cgroups().available():
+            try:
+                cgroup = self._pids_cgroups().make(limits.processes)
+            except OSError as error:
+                raise ExecutorError(f"{self.name}: cannot make a pids cgroup: {error.strerror}") from error
+        # a command in a scratch directory (a plan's, not a hook) sees it as its /tmp
+        tmp = cwd if (scratch_child(self.scratch_root, cwd) and not private_tmp.under_tmp(cwd)
+                      and self._private_tmp_problem() is None) else None
+        try:
+            return self._run(argv, timeout, cwd, env, _limit_setter(limits, cgroup, tmp))
+        finally:
+            if cgroup is not None:
+                PidsCgroups.remove(cgroup)
+
+    def _run(self, argv: tuple[str, ...], timeout: float, cwd: str, env: Mapping[str, str] | None,
+             preexec: Callable[[], None] | None) -> Completed:
         started = time.monotonic()
         try:
             process = subprocess.Popen(
                 list(argv), shell=False, cwd=cwd, env=self._environment(cwd, env),
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                start_new_session=True, close_fds=True, preexec_fn=_limit_setter(limits),
+                start_new_session=True, close_fds=True, preexec_fn=preexec,
             )
         except FileNotFoundError:
             return Completed(argv, 127, b"", f"{argv[0]}: command not found\n".encode(),
                              time.monotonic() - started, False)
         except PermissionError as error:
             return Completed(argv, 126, b"", f"{argv[0]}: {error.strerror}\n".encode(),
+                             time.monotonic() - started, False)
+        except subprocess.SubprocessError as error:  # the limits could not be set in the child
+            return Completed(argv, 126, b"", f"{argv[0]}: cannot start under its limits: {error}\n".encode(),
                              time.monotonic() - started, False)
         deadline = started + timeout
         stdout, stderr, timed_out = self._collect(process, deadline)

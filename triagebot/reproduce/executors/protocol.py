@@ -9,7 +9,8 @@ optional resource limits. A run's working directory is a scratch directory made 
 The command's environment is small and fixed, so runs compare: LC_ALL=C and LANG=C (tool output
 parses the same everywhere) plus the `env` given; a local run gets PATH, HOME and TMPDIR (the
 run's cwd) and nothing else of triagebot's environment (no tokens leak into benchmarks); an
-SSH run gets what sshd gives a login plus the same variables.
+SSH run gets what sshd gives a login plus the same variables. The runner gives every plan
+command TMPDIR = its scratch directory, on every executor.
 
 `reconnect()` waits, with bounded backoff, until the host answers again after the drop a
 kernel switch (kexec or reboot) implies. A host that cannot be reached raises ConnectionLost;
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Protocol
 from triagebot.errors import TriageError
 
 if TYPE_CHECKING:
-    from triagebot.reproduce.hosts import Host
+    from triagebot.rules.hosts import Host
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 FIXED_ENV = {"LC_ALL": "C", "LANG": "C"}
@@ -42,18 +43,33 @@ class ConnectionLost(ExecutorError):
 
 @dataclass(frozen=True)
 class Limits:
-    """Resource limits for one command, each None for "the host's default"."""
+    """Resource limits for one command, each None for "the host's default".
+
+    Set as rlimits on the command and everything it starts (each process has its own, so they
+    bound a process, not the group), plus `processes` as a pids cgroup where the executor can
+    make one (it bounds the whole tree, root included: RLIMIT_NPROC counts all of a user's
+    processes and root is exempt from it)."""
 
     address_space_bytes: int | None = None  # RLIMIT_AS: allocations past it fail
-    processes: int | None = None  # RLIMIT_NPROC: per user, and not enforced for root
+    processes: int | None = None  # RLIMIT_NPROC (per user, not enforced for root) and pids.max
     file_size_bytes: int | None = None  # RLIMIT_FSIZE: a write past it fails (SIGXFSZ)
     cpu_seconds: int | None = None  # RLIMIT_CPU: the command is killed (SIGXCPU) past it
+    open_files: int | None = None  # RLIMIT_NOFILE: descriptors one process may hold
+    core_file_bytes: int | None = None  # RLIMIT_CORE: 0 writes no core dumps
 
     def __post_init__(self) -> None:
-        for name in ("address_space_bytes", "processes", "file_size_bytes", "cpu_seconds"):
+        for name in ("address_space_bytes", "processes", "file_size_bytes", "cpu_seconds", "open_files",
+                     "core_file_bytes"):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ValueError(f"Limits.{name} must be a positive whole number, not {value!r}")
+            lowest = 0 if name == "core_file_bytes" else 1
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < lowest):
+                raise ValueError(f"Limits.{name} must be a whole number of at least {lowest}, not {value!r}")
+
+    def rlimits(self) -> list[tuple[str, int]]:
+        """(rlimit name, value) for each limit set: RLIMIT_AS, … as util-linux prlimit names them."""
+        pairs = [("as", self.address_space_bytes), ("nproc", self.processes), ("fsize", self.file_size_bytes),
+                 ("cpu", self.cpu_seconds), ("nofile", self.open_files), ("core", self.core_file_bytes)]
+        return [(name, value) for name, value in pairs if value is not None]
 
 
 @dataclass(frozen=True)
@@ -103,6 +119,11 @@ class Executor(Protocol):
 
     def close(self) -> None:
         """Remove scratch directories still left and drop any shared connection."""
+        ...
+
+    @property
+    def limit_notes(self) -> tuple[str, ...]:
+        """What of `Limits` this executor cannot enforce on its host, one sentence each."""
         ...
 
 

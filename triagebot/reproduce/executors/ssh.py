@@ -8,10 +8,13 @@ IdentitiesOnly, no agent), the host key checked against the host's own known_hos
 The remote side gets ONE string that its login shell parses. It is built only from
 `shlex.quote`d words, so the shell sees exactly the argv asked for; the remote command is:
 
-    cd -- <cwd> && exec env LC_ALL=C LANG=C [NAME=value…] timeout -k 2 <T>s [prlimit …] -- argv…
+    cd -- <cwd> && exec env LC_ALL=C LANG=C [NAME=value…] timeout -k 2 <T>s [prlimit --as=N:N … --] argv…
 
 `timeout` (GNU coreutils) ends the command's whole process group at the timeout; `prlimit`
-(util-linux) sets the resource limits. Both must be on the remote PATH.
+(util-linux) sets the resource limits (RLIMIT_AS, NPROC, FSIZE, CPU, NOFILE, CORE). Both must be
+on the remote PATH. A limit above the remote hard limit fails the command unless the SSH user
+is root. No pids cgroup is made over SSH (that takes a program beyond prlimit on the host):
+for a root SSH user the process count of a command is not bounded (`limit_notes` says so).
 
 A run that cannot reach the host, or whose connection drops (the host rebooted), raises
 ConnectionLost; `reconnect()` then waits with bounded exponential backoff until a trivial
@@ -43,7 +46,7 @@ from triagebot.reproduce.executors.protocol import (
     check_env,
     scratch_child,
 )
-from triagebot.reproduce.hosts import SshAccess
+from triagebot.rules.hosts import SshAccess
 
 KILL_AFTER_SECONDS = 2  # remote: after the timeout's SIGTERM, SIGKILL this much later
 # ssh's own words when the link, not the command, failed (stderr, with exit status 255)
@@ -59,12 +62,11 @@ _REFUSALS = ("host key verification failed", "remote host identification has cha
 
 
 def _prlimit_args(limits: Limits | None) -> list[str]:
+    """`prlimit --as=N:N … --`: util-linux sets the rlimits and execs the argv (no shell)."""
     if limits is None:
         return []
-    pairs = [("--as", limits.address_space_bytes), ("--nproc", limits.processes),
-             ("--fsize", limits.file_size_bytes), ("--cpu", limits.cpu_seconds)]
-    chosen = [f"{option}={value}:{value}" for option, value in pairs if value is not None]
-    return ["prlimit", *chosen] if chosen else []
+    chosen = [f"--{name}={value}:{value}" for name, value in limits.rlimits()]
+    return ["prlimit", *chosen, "--"] if chosen else []
 
 
 def remote_command(argv: Sequence[str], *, timeout: float, cwd: str | None,
@@ -203,6 +205,13 @@ class SshExecutor:
         return process.returncode, stdout, stderr, time.monotonic() - started
 
     # --- the Executor protocol ---------------------------------------------------------------
+
+    @property
+    def limit_notes(self) -> tuple[str, ...]:
+        if self.access.user != "root":
+            return ()
+        return (f"{self.name}: the SSH user is root, for whom RLIMIT_NPROC does not apply and no pids cgroup "
+                "is made over SSH: the process count is bounded only by the plan's scaling",)
 
     def run(self, argv: Sequence[str], *, timeout: float, cwd: str | None = None,
             env: Mapping[str, str] | None = None, limits: Limits | None = None) -> Completed:

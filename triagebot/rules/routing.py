@@ -1,4 +1,4 @@
-"""Notify stage: the Slack channel for a report, from rules/routing.toml (first match wins).
+"""rules/routing.toml: the Slack channel for a report (first match wins).
 
 A route matches on the report's mailing list, the subsystem prefix of its subject
 (``[ext4] …``, ``xfs: …``), its testcase and its headline metric; see the comments in
@@ -8,21 +8,18 @@ file, the entry and its line.
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from triagebot.errors import RulesError
+from triagebot.rules.loader import PACKAGED_RULES, RulesFile, Section, parse_text, read_file
 
-RULES_PATH = Path(__file__).resolve().parents[2] / "rules" / "routing.toml"
+ROUTING_FILE = "routing.toml"
+RULES_PATH = PACKAGED_RULES / ROUTING_FILE
 DEFAULT_CHANNEL = "#perf-triage"  # when the file is absent (installed without rules/)
 MATCH_KEYS = ("list", "subsystem", "testcase", "metric")
-_ROUTE_KEYS = {"channel", "why", *MATCH_KEYS}
-_TOP_KEYS = {"default_channel", "route"}
-_ENTRY_HEADER = re.compile(r"^\s*\[\[\s*route\s*\]\]", re.MULTILINE)
 _CHANNEL = re.compile(r"^(#[a-z0-9][a-z0-9_-]{0,79}|[CGD][A-Z0-9]{8,})$")
 _REPLY = re.compile(r"^\s*((re|fwd?|aw)\s*:\s*)+", re.IGNORECASE)
 _TAG = re.compile(r"^\s*\[([^\]]*)\]")
@@ -41,7 +38,7 @@ class Route:
     testcases: tuple[str, ...] = ()
     metrics: tuple[str, ...] = ()
     why: str | None = None
-    where: str = ""  # "rules/routing.toml: route entry 2, line 21", for messages
+    where: str = ""  # "rules/routing.toml:21: [[route]] entry 2", for messages
 
 
 @dataclass(frozen=True)
@@ -125,73 +122,58 @@ def _matches(route: Route, facts: Facts) -> bool:
 # --- loading ------------------------------------------------------------------------------------
 
 def load_routing(path: Path | None = None) -> Routing:
-    """The routing rules from ``path`` (default rules/routing.toml); RulesError when invalid."""
+    """The routing rules from ``path`` (default: the packaged rules/routing.toml, else only the
+    default channel); RulesError when invalid."""
     if path is None:
         if not RULES_PATH.exists():
             return Routing()
         path = RULES_PATH
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeError) as error:
-        raise RulesError(f"{path}: cannot read: {error}") from error
-    return parse_routing(text, str(path))
-
-
-def _channel(value: Any, where: str, key: str) -> str:
-    if not isinstance(value, str) or not _CHANNEL.match(value):
-        raise RulesError(f"{where}: {key} must be a Slack channel ID (C0123ABCD) or a #name "
-                         f"in lower case, not {value!r}")
-    return value
-
-
-def _patterns(value: Any, where: str, key: str) -> tuple[str, ...]:
-    values = [value] if isinstance(value, str) else value
-    if not isinstance(values, list) or not values or not all(
-            isinstance(item, str) and item.strip() for item in values):
-        raise RulesError(f"{where}: {key} must be a non-empty string or list of strings, "
-                         f"not {value!r}")
-    folded = key != "metric"
-    return tuple(item.strip().lower() if folded else item.strip() for item in values)
+    return routing_from(read_file(path))
 
 
 def parse_routing(text: str, source: str) -> Routing:
     """Validate the TOML text of a routing file; ``source`` names it in errors."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise RulesError(f"{source}: not valid TOML: {error}") from error
-    unknown = sorted(set(data) - _TOP_KEYS)
-    if unknown:
-        raise RulesError(f"{source}: unknown key {unknown[0]!r} (expected default_channel and "
-                         f"[[route]] entries)")
-    if "default_channel" not in data:
-        raise RulesError(f"{source}: default_channel is missing (where unmatched reports go)")
-    default = _channel(data["default_channel"], source, "default_channel")
-    entries = data.get("route", [])
-    if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
-        raise RulesError(f"{source}: 'route' must be an array of tables written [[route]]")
-    lines = [text.count("\n", 0, match.start()) + 1 for match in _ENTRY_HEADER.finditer(text)]
+    return routing_from(parse_text(text, source))
+
+
+def _channel(section: Section, key: str) -> str:
+    value = section.get(key)
+    if not isinstance(value, str) or not _CHANNEL.match(value):
+        section.fail(f"{key} must be a Slack channel ID (C0123ABCD) or a #name in lower case, "
+                     f"not {value!r}", key)
+    return value
+
+
+def _patterns(section: Section, key: str) -> tuple[str, ...]:
+    if key not in section:
+        return ()
+    value = section.get(key)
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, list) or not values or not all(
+            isinstance(item, str) and item.strip() for item in values):
+        section.fail(f"{key} must be a non-empty string or list of strings, not {value!r}", key)
+    folded = key != "metric"
+    return tuple(item.strip().lower() if folded else item.strip() for item in values)
+
+
+def routing_from(file: RulesFile) -> Routing:
+    top = file.top()
+    top.check_keys(("default_channel", "route"))
+    if "default_channel" not in top:
+        raise file.error("default_channel is missing (where unmatched reports go)")
+    default = _channel(top, "default_channel")
     routes = []
-    for index, entry in enumerate(entries):
-        line = f", line {lines[index]}" if index < len(lines) else ""
-        where = f"{source}: route entry {index + 1}{line}"
-        unknown = sorted(set(entry) - _ROUTE_KEYS)
-        if unknown:
-            raise RulesError(f"{where}: unknown key {unknown[0]!r} (expected channel, why, "
-                             f"{', '.join(MATCH_KEYS)})")
+    for entry in file.entries("route"):
+        entry.check_keys(("channel", "why", *MATCH_KEYS))
         if "channel" not in entry:
-            raise RulesError(f"{where}: channel is missing")
+            entry.fail("channel is missing")
         if not any(key in entry for key in MATCH_KEYS):
-            raise RulesError(f"{where}: matches everything: give at least one of "
-                             f"{', '.join(MATCH_KEYS)} (unmatched reports go to default_channel)")
-        why = entry.get("why")
-        if why is not None and not isinstance(why, str):
-            raise RulesError(f"{where}: why must be a string")
+            entry.fail(f"matches everything: give at least one of {', '.join(MATCH_KEYS)} "
+                       "(unmatched reports go to default_channel)")
+        why = entry.text("why") if "why" in entry else None
+        where = f"{file.name}:{entry.line}: {entry.where}" if entry.line else f"{file.name}: {entry.where}"
         routes.append(Route(
-            channel=_channel(entry["channel"], where, "channel"),
-            lists=_patterns(entry["list"], where, "list") if "list" in entry else (),
-            subsystems=_patterns(entry["subsystem"], where, "subsystem") if "subsystem" in entry else (),
-            testcases=_patterns(entry["testcase"], where, "testcase") if "testcase" in entry else (),
-            metrics=_patterns(entry["metric"], where, "metric") if "metric" in entry else (),
-            why=why, where=where))
+            channel=_channel(entry, "channel"), lists=_patterns(entry, "list"),
+            subsystems=_patterns(entry, "subsystem"), testcases=_patterns(entry, "testcase"),
+            metrics=_patterns(entry, "metric"), why=why, where=where))
     return Routing(tuple(routes), default)

@@ -1,0 +1,222 @@
+"""rules/hosts.toml: the lab hosts, validated at load.
+
+A host is one machine the lab runs reproducers on: how to reach it (this machine, or SSH with
+key auth and a known_hosts file), the facts compared with a report's test machine, where it may
+write (its scratch directory and any scratch devices), labels, and the operator's two hooks:
+
+- `switch_kernel`: an argv list, `{commit}` substituted, that makes the host boot that commit
+  (install + kexec, or install + reboot). The runner then reconnects and checks
+  `running_kernel`. An empty list means the host cannot switch kernels: every sample runs on
+  the kernel it is running, so base and suspect runs measure the same kernel. Such a run tests
+  the plan and measures noise (an A/A pair); it cannot confirm or clear a commit, and the
+  verdict stage must not treat it as evidence about the commit.
+- `running_kernel`: an argv list whose stdout names the running kernel or commit (`uname -r`).
+
+Hooks are argv lists, never shell strings: nothing here is handed to a shell. Choosing a host
+for a report is the reproduce stage's (triagebot.reproduce.hosts).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from triagebot.errors import RulesError
+from triagebot.rules.loader import RulesFile, Section, parse_text, read_file
+
+HOSTS_FILE = "hosts.toml"
+DISK_TYPES = ("nvme", "ssd", "hdd")
+REACH_KINDS = ("local", "ssh")
+COMMIT_PLACEHOLDER = "{commit}"
+# A commit or ref as it may be substituted into a hook: a sha or a tag/branch name, optionally
+# with git's parent suffix ("abc123^", "v6.8~2": the base of a human report is often only "the
+# culprit's parent"). Never a leading '-', so it cannot be read as an option by the hook; passed
+# as one argv word, never to a shell.
+_COMMIT = re.compile(r"[0-9A-Za-z][0-9A-Za-z._/+-]{0,127}(?:\^|~\d{1,4})?")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_LOGIN = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+_PLACEHOLDER = re.compile(r"\{[^{}]*\}")
+# A host's default process budget (max_processes): the processes and threads one plan may start.
+# 64 a thread lets hackbench's default 40-task groups run one a thread with room to spare;
+# small hosts get at least MIN_PROCESS_BUDGET (a benchmark's own helpers, fio's job processes).
+PROCESSES_PER_THREAD = 64
+MIN_PROCESS_BUDGET = 256
+
+
+def default_process_budget(threads: int) -> int:
+    """The processes and threads a plan may start on a host with `threads` hardware threads."""
+    return max(MIN_PROCESS_BUDGET, threads * PROCESSES_PER_THREAD)
+
+
+@dataclass(frozen=True)
+class SshAccess:
+    """How to reach a host over OpenSSH: key auth only, host key checked against known_hosts."""
+
+    host: str
+    user: str
+    identity_file: str
+    known_hosts_file: str
+    port: int = 22
+    connect_timeout_s: float = 10.0  # one connection attempt; reconnect() retries within reboot_timeout_s
+    control_master: bool = False  # share one connection between commands (ControlMaster=auto)
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    reach: str  # local / ssh
+    cpu_model: str
+    threads: int
+    sockets: int
+    memory_gb: int
+    disk: str  # nvme / ssd / hdd: the kind of disk the scratch directory lives on
+    scratch_dir: str  # absolute; runs get a fresh directory under it, removed afterwards
+    ssh: SshAccess | None = None
+    microarch: str | None = None
+    scratch_devices: tuple[str, ...] = ()  # raw devices a plan may use (wiped by benchmarks!)
+    labels: tuple[str, ...] = ()
+    switch_kernel: tuple[str, ...] = ()  # empty: cannot switch, runs on the running kernel only
+    running_kernel: tuple[str, ...] = ("uname", "-r")
+    reboot_timeout_s: float = 900.0  # how long a kernel switch may keep the host unreachable
+    max_processes: int | None = None  # processes + threads one plan may start; None: default_process_budget
+    scratch_gb: int | None = None  # size of the scratch space; None: measured (local) or 20 GB (SSH)
+
+    @property
+    def process_budget(self) -> int:
+        return self.max_processes or default_process_budget(self.threads)
+
+    @property
+    def can_switch_kernel(self) -> bool:
+        return bool(self.switch_kernel)
+
+    def switch_kernel_argv(self, commit: str) -> tuple[str, ...]:
+        """The switch hook with `{commit}` substituted; ValueError for a commit that is no ref."""
+        if not self.switch_kernel:
+            raise ValueError(f"host {self.name} cannot switch kernels (switch_kernel is empty)")
+        if not _COMMIT.fullmatch(commit) or ".." in commit:
+            raise ValueError(f"{commit!r} is not a commit id or ref name")
+        return tuple(part.replace(COMMIT_PLACEHOLDER, commit) for part in self.switch_kernel)
+
+
+# --- loading -----------------------------------------------------------------------------------
+
+_HOST_KEYS = ("name", "reach", "ssh", "cpu_model", "microarch", "threads", "sockets", "memory_gb",
+              "disk", "scratch_dir", "scratch_devices", "labels", "switch_kernel",
+              "running_kernel", "reboot_timeout_s", "max_processes", "scratch_gb")
+_SSH_KEYS = ("host", "port", "user", "identity_file", "known_hosts_file", "connect_timeout_s",
+             "control_master")
+
+
+def _argv(entry: Section, key: str, default: list[str], allow_commit: bool) -> tuple[str, ...]:
+    value = entry.get(key, default)
+    if isinstance(value, str):
+        entry.fail(f"{key} must be an argv list such as [\"uname\", \"-r\"], not a shell "
+                   f"string ({value!r}): hooks are never run through a shell")
+    argv = entry.strings(key, default)
+    for part in argv:
+        for placeholder in _PLACEHOLDER.findall(part):
+            if placeholder != COMMIT_PLACEHOLDER or not allow_commit:
+                entry.fail(f"{key}: unknown placeholder {placeholder} in {part!r}"
+                           + (" (only {commit} is substituted)" if allow_commit else
+                              " (nothing is substituted in this hook)"))
+    if allow_commit and argv and not any(COMMIT_PLACEHOLDER in part for part in argv):
+        entry.fail(f"{key} must mention {COMMIT_PLACEHOLDER} so the hook knows which kernel "
+                   "to boot (or be [] for a host that cannot switch kernels)")
+    return argv
+
+
+def _absolute(entry: Section, key: str, value: str) -> str:
+    if not value.startswith("/") or "/../" in value + "/" or value.rstrip("/") == "":
+        entry.fail(f"{key} must be an absolute path below / without '..', not {value!r}")
+    return value.rstrip("/")
+
+
+def _ssh(entry: Section) -> SshAccess:
+    if not isinstance(entry.get("ssh"), dict):
+        entry.fail("reach = \"ssh\" needs an [host.ssh] table with host, user, "
+                   "identity_file and known_hosts_file")
+    ssh = entry.nested("ssh", "[host.ssh]")
+    ssh.check_keys(_SSH_KEYS)
+    address = ssh.string("host", None)
+    if address.startswith("-") or any(char.isspace() or char in "@'\"\\;`$" for char in address):
+        ssh.fail(f"host must be a host name or address, not {address!r}")
+    user = ssh.string("user", None)
+    if not _LOGIN.fullmatch(user):
+        ssh.fail(f"user must be a login name, not {user!r}")
+    identity = ssh.string("identity_file", None)
+    known_hosts = ssh.string("known_hosts_file", None)
+    return SshAccess(
+        host=address, user=user,
+        identity_file=_absolute(ssh, "identity_file", str(Path(identity).expanduser())),
+        known_hosts_file=_absolute(ssh, "known_hosts_file", str(Path(known_hosts).expanduser())),
+        port=ssh.whole("port", 22, 1, 65535),
+        connect_timeout_s=ssh.number("connect_timeout_s", 10.0, 1, 300),
+        control_master=ssh.boolean("control_master", False),
+    )
+
+
+def _host(entry: Section) -> Host:
+    entry.check_keys(_HOST_KEYS)
+    name = entry.string("name", None)
+    if not _NAME.fullmatch(name):
+        entry.fail(f"name must be letters, digits, '.', '_' or '-', not {name!r}")
+    reach = entry.choice("reach", REACH_KINDS, None)
+    if reach == "local" and "ssh" in entry:
+        entry.fail("a local host takes no [host.ssh] table")
+    disk = entry.choice("disk", DISK_TYPES, None)
+    scratch = entry.string("scratch_dir", None)
+    devices = entry.strings("scratch_devices")
+    for device in devices:
+        if not device.startswith("/dev/") or ".." in device:
+            entry.fail(f"scratch_devices: {device!r} is not a /dev/ path")
+    cpu_model = entry.string("cpu_model", None)
+    return Host(
+        name=name,
+        reach=reach,
+        ssh=_ssh(entry) if reach == "ssh" else None,
+        cpu_model=cpu_model,
+        microarch=entry.optional_string("microarch"),
+        threads=entry.whole("threads", None, 1, 65536),
+        sockets=entry.whole("sockets", None, 1, 64),
+        memory_gb=entry.whole("memory_gb", None, 1, 1 << 20),
+        disk=disk,
+        scratch_dir=_absolute(entry, "scratch_dir", scratch),
+        scratch_devices=devices,
+        labels=entry.strings("labels"),
+        switch_kernel=_argv(entry, "switch_kernel", [], allow_commit=True),
+        running_kernel=_argv(entry, "running_kernel", ["uname", "-r"], allow_commit=False) or ("uname", "-r"),
+        reboot_timeout_s=entry.number("reboot_timeout_s", 900.0, 1, 86400),
+        max_processes=entry.whole("max_processes", None, 16, 1 << 22) if "max_processes" in entry else None,
+        scratch_gb=entry.whole("scratch_gb", None, 1, 1 << 30) if "scratch_gb" in entry else None,
+    )
+
+
+def hosts_from(file: RulesFile) -> tuple[Host, ...]:
+    """The hosts of one parsed hosts.toml; RulesError naming file, line and entry on any fault."""
+    file.top().check_keys(("host",))
+    hosts: list[Host] = []
+    seen: set[str] = set()
+    for entry in file.entries("host", label="name"):
+        host = _host(entry)
+        if host.name in seen:
+            entry.fail(f"name {host.name!r} is used by an earlier entry")
+        seen.add(host.name)
+        hosts.append(host)
+    return tuple(hosts)
+
+
+def parse_hosts(text: str, path: Path) -> tuple[Host, ...]:
+    """The hosts of one hosts.toml text; `path` names it in errors."""
+    return hosts_from(parse_text(text, str(path)))
+
+
+def load_hosts(rules: Path) -> tuple[Host, ...]:
+    """The inventory in `rules/hosts.toml`; a missing or invalid file is a RulesError."""
+    path = rules / HOSTS_FILE
+    if not path.exists():
+        raise missing_hosts(rules)
+    return hosts_from(read_file(path))
+
+
+def missing_hosts(rules: Path) -> RulesError:
+    return RulesError(f"{rules / HOSTS_FILE}: no host inventory (describe at least this machine)")

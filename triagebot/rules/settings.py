@@ -1,0 +1,81 @@
+"""Settings: the whole rules directory, read once into one frozen value and passed down.
+
+Where things are looked up, in order:
+- rules directory: `--rules`, then `TRIAGE_RULES`, then the `rules/` folder beside the package
+  (a source checkout or the Docker image).
+- database: `--db`, then `TRIAGE_DB`, then `$XDG_DATA_HOME/triagebot/triage.db`, then
+  `~/.local/share/triagebot/triage.db` (see `triagebot.store.sqlite.resolve_db_path`).
+
+Each rules file is validated when the settings are built: a bad one is a RulesError naming the
+file, the line and the entry, before any work starts. A file that is absent gets its default:
+sources.toml none (no sources, the default HTTP manners); routing.toml and metric_floors.toml
+the packaged ones, else the built-in default channel and floor; hosts.toml and reproducers/
+nothing, which is an error only for a step that needs them (`need_hosts`, `need_templates`).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from triagebot.ingest.protocol import HttpPolicy
+from triagebot.rules.floors import FLOORS_FILE, MetricFloors, floors_from
+from triagebot.rules.hosts import HOSTS_FILE, Host, hosts_from, missing_hosts
+from triagebot.rules.loader import PACKAGED_RULES, read_file, rules_dir
+from triagebot.rules.routing import ROUTING_FILE, Routing, routing_from
+from triagebot.rules.sources import SOURCES_FILE, SourceSettings, parse_sources
+from triagebot.rules.templates import TEMPLATES_DIR, Templates, load_templates, missing_templates
+
+__all__ = ["PACKAGED_RULES", "Settings", "SourceSettings", "load_settings", "rules_dir", "settings_for"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    rules_dir: Path
+    http: HttpPolicy = field(default_factory=HttpPolicy)
+    sources: tuple[SourceSettings, ...] = ()
+    hosts: tuple[Host, ...] | None = None  # None: no hosts.toml
+    templates: Templates | None = None  # None: no reproducers/ directory
+    routing: Routing = field(default_factory=Routing)
+    floors: MetricFloors = field(default_factory=MetricFloors)
+
+    def need_hosts(self) -> tuple[Host, ...]:
+        """The lab hosts; RulesError when the rules directory has no hosts.toml."""
+        if self.hosts is None:
+            raise missing_hosts(self.rules_dir)
+        return self.hosts
+
+    def need_templates(self) -> Templates:
+        """The reproducer templates; RulesError when the rules directory has no reproducers/."""
+        if self.templates is None:
+            raise missing_templates(self.rules_dir)
+        return self.templates
+
+
+def _own_or_packaged(rules: Path, name: str) -> Path | None:
+    """`rules/name`, else the packaged rules' file of that name, else None."""
+    for path in (rules / name, PACKAGED_RULES / name):
+        if path.exists():
+            return path
+    return None
+
+
+def load_settings(rules: Path) -> Settings:
+    """Every rules file in `rules`, validated; RulesError for the first bad one."""
+    sources_path = rules / SOURCES_FILE
+    http, sources = parse_sources(read_file(sources_path)) if sources_path.exists() else (HttpPolicy(), ())
+    hosts_path = rules / HOSTS_FILE
+    routing_path = _own_or_packaged(rules, ROUTING_FILE)
+    floors_path = _own_or_packaged(rules, FLOORS_FILE)
+    return Settings(
+        rules_dir=rules, http=http, sources=sources,
+        hosts=hosts_from(read_file(hosts_path)) if hosts_path.exists() else None,
+        templates=load_templates(rules) if (rules / TEMPLATES_DIR).is_dir() else None,
+        routing=routing_from(read_file(routing_path)) if routing_path else Routing(),
+        floors=floors_from(read_file(floors_path)) if floors_path else MetricFloors(),
+    )
+
+
+def settings_for(cli_value: str | Path | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+    """The settings of the rules directory `--rules` or the environment names."""
+    return load_settings(rules_dir(cli_value, environ))

@@ -1,0 +1,180 @@
+"""Store stage: the one SQLite connection every part of `SqliteStore` shares, and its transactions.
+
+Connection settings, and why:
+- WAL journal: readers (`triage show` / `list`) never block the daemon's writer, nor it them.
+- Every write runs under `BEGIN IMMEDIATE`: the write lock is taken up front, so a second
+  writer waits in the busy handler instead of failing mid-transaction with SQLITE_BUSY.
+- busy timeout 5000 ms by default: a second writer waits that long for the lock, then
+  `StoreBusyError`.
+- foreign keys on: a record, plan or verdict cannot point at a message that is not kept.
+- synchronous=NORMAL: in WAL mode this cannot corrupt the file; a power cut may drop the
+  last commits, but messages and their cursor are committed together, so they drop together
+  and the source is simply read again from the older position.
+- private files: the database holds raw mail, plans and the outbox, so a database file this
+  module creates is created 0600 before SQLite opens it (SQLite gives its -wal and -shm files
+  the database file's mode), and each directory it creates for it is 0700 (as the XDG spec
+  asks of data directories). An existing file or directory keeps the mode it has.
+Opening runs the migrations of `migrations.py`; a file written by a newer schema is refused
+(`SchemaTooNewError`) before anything in it is changed.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from triagebot.store.migrations import apply_migrations, refuse_newer, schema_version
+from triagebot.store.protocol import StoreBusyError, StoreError, utc_text
+
+DEFAULT_BUSY_TIMEOUT_MS = 5000
+# Bound on `?` parameters per statement; SQLite's own limit is 32766 since 3.32, older
+# builds allowed 999.
+MAX_PARAMETERS = 900
+PRIVATE_DIR_MODE = 0o700  # directories triagebot creates for its database: the owner only
+PRIVATE_FILE_MODE = 0o600  # the database (and so its -wal and -shm) and the lock files beside it
+
+
+def ensure_private_dir(directory: str | os.PathLike[str]) -> None:
+    """Create `directory` and any missing parent, each 0700; existing ones are left as they are."""
+    directory = Path(directory)
+    missing = []
+    while not directory.exists():
+        missing.append(directory)
+        if directory.parent == directory:
+            break
+        directory = directory.parent
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, PRIVATE_DIR_MODE)
+        except FileExistsError:  # created meanwhile by another process: fine
+            pass
+
+
+def create_private_file(path: str | os.PathLike[str]) -> None:
+    """Create an empty file 0600 unless something is there already (which is left alone)."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
+                         PRIVATE_FILE_MODE))
+    except FileExistsError:
+        pass
+
+
+def open_private(path: str | os.PathLike[str], mode: str = "w") -> IO[Any]:
+    """`open(path, mode)` for a lock or state file beside the database: created 0600 if new."""
+    create_private_file(path)
+    return open(path, mode)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def chunks(values: Sequence[Any], size: int = MAX_PARAMETERS) -> Iterator[Sequence[Any]]:
+    """`values` in slices small enough for one statement's parameters."""
+    for start in range(0, len(values), size):
+        yield values[start:start + size]
+
+
+def marks(count: int) -> str:
+    """`?,?,…` for an IN list of `count` parameters."""
+    return ",".join("?" * count)
+
+
+class SqliteDatabase:
+    """One open SQLite file: its connection, its clock, and nested write transactions.
+
+    One instance per thread (sqlite3 connections are not shared).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *,
+                 busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+                 clock: Callable[[], datetime] = utc_now) -> None:
+        self.path = str(path)
+        self.busy_timeout_ms = busy_timeout_ms
+        self.clock = clock
+        self._depth = 0
+        self.connection = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            if self.path != ":memory:":
+                ensure_private_dir(Path(self.path).parent)
+                create_private_file(self.path)
+            # isolation_level=None: the module never opens transactions behind our back;
+            # transaction() issues BEGIN IMMEDIATE / COMMIT itself.
+            connection = sqlite3.connect(self.path, isolation_level=None,
+                                         timeout=self.busy_timeout_ms / 1000)
+        except (OSError, sqlite3.Error) as error:
+            raise StoreError(f"{self.path}: cannot open the database: {error}") from None
+        try:
+            connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+            connection.execute("PRAGMA foreign_keys = ON")
+            try:
+                version = schema_version(connection)
+            except sqlite3.DatabaseError as error:
+                raise StoreError(f"{self.path}: not a triagebot database ({error})") from None
+            # Refused before WAL is switched on or anything else is written to the file.
+            refuse_newer(version, self.path)
+            mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StoreError(f"{self.path}: cannot use WAL journal mode here (got {mode!r}); "
+                                 f"put the database on a local filesystem")
+            connection.execute("PRAGMA synchronous = NORMAL")
+            apply_migrations(connection, self.path)
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    def close(self) -> None:
+        self.connection.close()
+
+    def stamp(self, value: str | datetime | None = None) -> str:
+        """`value` (now by the clock when None) in the store's one timestamp form."""
+        return utc_text(self.clock() if value is None else value)
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction (BEGIN IMMEDIATE ... COMMIT); nested calls use savepoints.
+
+        An exception inside rolls back everything the block wrote (cursor included) and
+        propagates. Waiting for another writer is bounded by the busy timeout.
+        """
+        connection = self.connection
+        if self._depth:
+            name = f"nested_{self._depth}"
+            connection.execute(f"SAVEPOINT {name}")
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                connection.execute(f"ROLLBACK TO {name}")
+                connection.execute(f"RELEASE {name}")
+                raise
+            else:
+                connection.execute(f"RELEASE {name}")
+            finally:
+                self._depth -= 1
+            return
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:
+            if "locked" in str(error) or "busy" in str(error):
+                raise StoreBusyError(
+                    f"{self.path}: another process kept the database locked for more than "
+                    f"{self.busy_timeout_ms} ms ({error})") from None
+            raise StoreError(f"{self.path}: cannot start a write: {error}") from None
+        self._depth = 1
+        try:
+            yield
+            connection.execute("COMMIT")
+        except BaseException:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            raise
+        finally:
+            self._depth = 0

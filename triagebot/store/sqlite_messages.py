@@ -1,0 +1,242 @@
+"""Store stage: the SQLite parts for raw messages, their aliases and their records.
+
+Each part is a small class over the shared `SqliteDatabase`; `SqliteStore` composes them.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from triagebot.store.protocol import StoredMessage, StoreError, normalize_message_id, utc_text
+from triagebot.store.sqlite_database import SqliteDatabase, chunks, marks
+
+# Rows per page when iterating raw messages: bounded memory, no cursor held across writes.
+_PAGE_ROWS = 256
+_MESSAGE_COLUMNS = "message_id, raw, source_name, source_url, list_name, received_at"
+
+MessageRow = tuple[str, str, str | None, str | None, str, int, bytes]
+RecordRow = tuple[str, int, str, str | None, str | None, str | None, str, str]
+
+
+def message_row(message_id: str, raw_bytes: bytes, source_name: str, list_name: str | None,
+                received_at: str | datetime, source_url: str | None) -> MessageRow:
+    """The `messages` row of one message (normalized id first); TypeError if raw is not bytes."""
+    if not isinstance(raw_bytes, (bytes, bytearray, memoryview)):
+        raise TypeError(f"raw message must be bytes, not {type(raw_bytes).__name__}")
+    raw = bytes(raw_bytes)
+    return (normalize_message_id(message_id), source_name, source_url, list_name,
+            utc_text(received_at), len(raw), raw)
+
+
+def _stored(row: Sequence[Any]) -> StoredMessage:
+    return StoredMessage(message_id=row[0], raw=bytes(row[1]), source_name=row[2],
+                         source_url=row[3], list_name=row[4], received_at=row[5])
+
+
+class SqliteMessages:
+    """`MessageStore` on the `messages` table."""
+
+    def __init__(self, database: SqliteDatabase) -> None:
+        self._database = database
+
+    def put_message(self, message_id: str, raw_bytes: bytes, source_name: str,
+                    list_name: str | None, received_at: str | datetime,
+                    source_url: str | None = None) -> bool:
+        row = message_row(message_id, raw_bytes, source_name, list_name, received_at, source_url)
+        with self._database.transaction():
+            cursor = self._database.connection.execute(
+                "INSERT OR IGNORE INTO messages (message_id, source_name, source_url, list_name,"
+                " received_at, size, raw) VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+            return cursor.rowcount == 1
+
+    def insert_new(self, rows: Sequence[MessageRow]) -> list[str]:
+        """Insert the rows whose id is not stored yet; their ids, in order. Call inside a
+        transaction, so nobody can insert between the check and the insert."""
+        known = self.existing(row[0] for row in rows)
+        new_rows = [row for row in rows if row[0] not in known]
+        self._database.connection.executemany(
+            "INSERT INTO messages (message_id, source_name, source_url, list_name,"
+            " received_at, size, raw) VALUES (?, ?, ?, ?, ?, ?, ?)", new_rows)
+        return [row[0] for row in new_rows]
+
+    def existing(self, message_ids: Iterable[str]) -> set[str]:
+        """Which of these (normalized) ids are stored."""
+        found: set[str] = set()
+        for chunk in chunks(list(message_ids)):
+            found.update(row[0] for row in self._database.connection.execute(
+                f"SELECT message_id FROM messages WHERE message_id IN ({marks(len(chunk))})",
+                tuple(chunk)))
+        return found
+
+    def existing_ids(self, message_ids: Iterable[str]) -> set[str]:
+        return self.existing(dict.fromkeys(normalize_message_id(item) for item in message_ids))
+
+    def has_message(self, message_id: str) -> bool:
+        return self._database.connection.execute(
+            "SELECT 1 FROM messages WHERE message_id = ?",
+            (normalize_message_id(message_id),)).fetchone() is not None
+
+    def get_raw(self, message_id: str) -> bytes | None:
+        row = self._database.connection.execute("SELECT raw FROM messages WHERE message_id = ?",
+                                                (normalize_message_id(message_id),)).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def get_message(self, message_id: str) -> StoredMessage | None:
+        row = self._database.connection.execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE message_id = ?",
+            (normalize_message_id(message_id),)).fetchone()
+        return None if row is None else _stored(row)
+
+    def iter_raw(self) -> Iterator[StoredMessage]:
+        last_rowid = 0
+        while True:
+            page = self._database.connection.execute(
+                f"SELECT rowid, {_MESSAGE_COLUMNS} FROM messages WHERE rowid > ?"
+                " ORDER BY rowid LIMIT ?", (last_rowid, _PAGE_ROWS)).fetchall()
+            if not page:
+                return
+            for row in page:
+                yield _stored(row[1:])
+            last_rowid = page[-1][0]
+
+    def count_messages(self) -> int:
+        return int(self._database.connection.execute("SELECT count(*) FROM messages").fetchone()[0])
+
+    def delete_message(self, message_id: str) -> bool:
+        """Remove a message with its record and aliases (thread links stay: they name ids only)."""
+        with self._database.transaction():
+            cursor = self._database.connection.execute("DELETE FROM messages WHERE message_id = ?",
+                                                       (normalize_message_id(message_id),))
+        return cursor.rowcount > 0
+
+
+class SqliteAliases:
+    """`AliasStore` on the `aliases` table."""
+
+    def __init__(self, database: SqliteDatabase) -> None:
+        self._database = database
+
+    def add_alias(self, alias: str, message_id: str) -> None:
+        with self._database.transaction():
+            self._database.connection.execute(
+                "INSERT OR IGNORE INTO aliases (alias, message_id) VALUES (?, ?)",
+                (alias, normalize_message_id(message_id)))
+
+    def resolve_alias(self, alias: str) -> str | None:
+        row = self._database.connection.execute("SELECT message_id FROM aliases WHERE alias = ?",
+                                                (alias,)).fetchone()
+        return row[0] if row else None
+
+    def repoint_alias(self, alias: str, message_id: str) -> None:
+        with self._database.transaction():
+            self._database.connection.execute(
+                "INSERT INTO aliases (alias, message_id) VALUES (?, ?) "
+                "ON CONFLICT (alias) DO UPDATE SET message_id = excluded.message_id",
+                (alias, normalize_message_id(message_id)))
+
+
+def _record_date_utc(report_json: Mapping[str, Any]) -> str | None:
+    date = report_json.get("date")
+    if not isinstance(date, str) or not date:
+        return None
+    try:
+        return utc_text(date)
+    except ValueError:  # a record whose date the parser could not normalize: sort by receipt
+        return None
+
+
+def record_row(message_id: str, report_json: Mapping[str, Any], parser_version: str,
+               now: str) -> RecordRow:
+    """The `records` row of one record; ValueError without an integer `schema`."""
+    schema = report_json.get("schema")
+    if not isinstance(schema, int) or isinstance(schema, bool):
+        raise ValueError(f"record for {message_id} has no integer 'schema' field")
+    kind = report_json.get("kind")
+    testcase = report_json.get("testcase")
+    text = json.dumps(report_json, ensure_ascii=False, separators=(",", ":"))
+    return (message_id, schema, parser_version,
+            kind if isinstance(kind, str) else None,
+            testcase if isinstance(testcase, str) else None,
+            _record_date_utc(report_json), now, text)
+
+
+class SqliteRecords:
+    """`RecordStore` on the `records` table (joined to `messages` for list and date filters)."""
+
+    def __init__(self, database: SqliteDatabase) -> None:
+        self._database = database
+
+    def insert_new(self, rows: Sequence[RecordRow]) -> None:
+        """Records of newly stored messages; a message that has one keeps it."""
+        self._database.connection.executemany(
+            "INSERT OR IGNORE INTO records (message_id, schema, parser_version, kind,"
+            " testcase, date_utc, updated_at, record_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def put_record(self, message_id: str, report_json: dict[str, Any],
+                   parser_version: str) -> bool:
+        message_id = normalize_message_id(message_id)
+        row = record_row(message_id, report_json, parser_version, self._database.stamp())
+        connection = self._database.connection
+        with self._database.transaction():
+            if connection.execute("SELECT 1 FROM messages WHERE message_id = ?",
+                                  (message_id,)).fetchone() is None:
+                raise StoreError(f"{self._database.path}: no stored message {message_id}"
+                                 f" to attach a record to")
+            cursor = connection.execute(
+                "INSERT INTO records (message_id, schema, parser_version, kind, testcase,"
+                " date_utc, updated_at, record_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (message_id) DO UPDATE SET schema = excluded.schema,"
+                " parser_version = excluded.parser_version, kind = excluded.kind,"
+                " testcase = excluded.testcase, date_utc = excluded.date_utc,"
+                " updated_at = excluded.updated_at, record_json = excluded.record_json"
+                # An unchanged reparse leaves the row (and its updated_at) as it was.
+                " WHERE records.record_json IS NOT excluded.record_json"
+                " OR records.parser_version IS NOT excluded.parser_version", row)
+            return cursor.rowcount == 1
+
+    def get_record(self, message_id: str) -> dict[str, Any] | None:
+        row = self._database.connection.execute(
+            "SELECT record_json FROM records WHERE message_id = ?",
+            (normalize_message_id(message_id),)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def get_record_version(self, message_id: str) -> str | None:
+        row = self._database.connection.execute(
+            "SELECT parser_version FROM records WHERE message_id = ?",
+            (normalize_message_id(message_id),)).fetchone()
+        return None if row is None else str(row[0])
+
+    def list_records(self, kind: str | Sequence[str] | None = None,
+                     list_name: str | None = None, since: str | datetime | None = None,
+                     testcase: str | None = None,
+                     limit: int | None = None) -> list[dict[str, Any]]:
+        """Records matching every given filter, newest first.
+
+        `kind` is one kind or several; `since` keeps messages dated at or after that moment
+        (the record's `date`, or the receipt time where the record has none; naive = UTC);
+        `list_name` is the list the message was ingested from.
+        """
+        clauses: list[str] = []
+        parameters: list[Any] = []
+        if kind is not None:
+            kinds = [kind] if isinstance(kind, str) else list(kind)
+            clauses.append(f"r.kind IN ({marks(len(kinds))})" if kinds else "0")
+            parameters.extend(kinds)
+        if list_name is not None:
+            clauses.append("m.list_name = ?")
+            parameters.append(list_name)
+        if testcase is not None:
+            clauses.append("r.testcase = ?")
+            parameters.append(testcase)
+        if since is not None:
+            clauses.append("COALESCE(r.date_utc, m.received_at) >= ?")
+            parameters.append(utc_text(since))
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        sql = (f"SELECT r.record_json FROM records r JOIN messages m USING (message_id) {where}"
+               " ORDER BY COALESCE(r.date_utc, m.received_at) DESC, r.message_id")
+        if limit is not None:
+            sql += " LIMIT ?"
+            parameters.append(int(limit))
+        return [json.loads(row[0]) for row in self._database.connection.execute(sql, parameters)]
