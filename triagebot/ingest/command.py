@@ -75,8 +75,11 @@ def build_source(reference: str, policy: HttpPolicy, *, list_name: str | None = 
     if reference.startswith(("http://", "https://")):
         from triagebot.ingest.lore import LoreSource
 
+        from triagebot.ingest.lore_search import HEAL_REQUEST_INTERVAL_SECONDS
+
         return LoreSource(reference if reference.endswith("/") else reference + "/", RequestsClient(policy), policy,
-                          sleep=sleep, **({"since": since} if since else {}))
+                          sleep=sleep, heal_interval_seconds=HEAL_REQUEST_INTERVAL_SECONDS,
+                          **({"since": since} if since else {}))
     raise InputError(reference, "no such file, and not a URL or a Message-ID")
 
 

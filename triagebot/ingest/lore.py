@@ -180,6 +180,11 @@ class LoreSource:
                            or a span back from now (default DEFAULT_SINCE, 14 days: the daemon's
                            admission window)
     clock                  Unix seconds now (time.time; tests set the day)
+    heal_interval_seconds  pause before each request of a heal after its first (search pages,
+                           threads), through `sleep`: a first poll or a long gap reads days of a
+                           list back to back, and lore's admins ask bots to pace themselves
+                           (default 0, unpaced; `triage ingest` and the daemon pass
+                           HEAL_REQUEST_INTERVAL_SECONDS)
     """
 
     def __init__(self, list_url: str, client: HttpClient, policy: HttpPolicy, *,
@@ -190,7 +195,8 @@ class LoreSource:
                  entries_per_poll: int = ENTRIES_PER_POLL,
                  rng: random.Random | None = None,
                  since: datetime | timedelta = DEFAULT_SINCE,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 heal_interval_seconds: float = 0.0) -> None:
         if not list_url.endswith("/"):
             list_url += "/"
         parts = urllib.parse.urlsplit(list_url)
@@ -214,6 +220,7 @@ class LoreSource:
         self.rng = rng or random.Random()
         self.since = since
         self.clock = clock
+        self.heal_interval_seconds = heal_interval_seconds
 
     @property
     def key(self) -> str:
@@ -301,8 +308,17 @@ class LoreSource:
         heal = state.heal
         assert heal is not None
         previous: list[str] = []
+        requests = 0
+
+        def pace() -> None:
+            nonlocal requests
+            if requests and self.heal_interval_seconds > 0:
+                self.sleep(self.heal_interval_seconds)
+            requests += 1
+
         for _ in range(HEAL_PAGES_PER_POLL):
             url = search_url(self.list_url, heal.start, heal.offset)
+            pace()
             page = self._read_search_page(url, events)
             if page is None:
                 return False
@@ -319,6 +335,7 @@ class LoreSource:
                     if len(work.handled) >= self.entries_per_poll:
                         work.left = True
                         return True
+                    pace()
                     self._handle([entry], work, tracked, events)
                 healed.append(entry)
                 heal.offset += 1

@@ -34,6 +34,9 @@ HEAL_PAGES_PER_POLL = 40  # search pages one poll reads (2,000 results); the res
 # results one heal reads at most (lkml receives ~1,000 a day): past it the heal is given up, so a
 # server that answers every offset with more results cannot keep the runner polling forever
 HEAL_MAX_RESULTS = 100_000
+# Pause before each request of a heal after its first, for `triage ingest` and the daemon: a
+# first poll of a busy list reads two weeks of threads, and lore's admins ask bots to pace.
+HEAL_REQUEST_INTERVAL_SECONDS = 1.0
 DEFAULT_SINCE = timedelta(days=14)  # a first poll's reach: the daemon's admission window
 NO_SEARCH_STATUS = 501  # public-inbox's answer for "Search is not available for this inbox"
 
