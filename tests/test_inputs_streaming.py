@@ -29,11 +29,14 @@ def _mbox(*messages: bytes) -> bytes:
 
 
 # `triage parse` that ends by writing its own peak RSS (KiB) as the last line of its stderr.
+# The peak is VmHWM, this process's own high-water mark: getrusage's ru_maxrss carries over
+# the forking parent's size across exec (a pytest that loaded spaCy and matplotlib is 400 MB).
 _MEASURED_PARSE = (
-    "import resource, sys\n"
+    "import re, sys\n"
     "from triagebot.cli import main\n"
     "code = main(['parse', *sys.argv[1:]])\n"
-    "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+    "status = open('/proc/self/status').read()\n"
+    "print(re.search(r'VmHWM:\\s*(\\d+) kB', status).group(1), file=sys.stderr)\n"
     "sys.exit(code)\n"
 )
 

@@ -176,7 +176,7 @@ def test_a_parser_bug_on_one_message_loses_nothing(tmp_path: Path, monkeypatch: 
         result = IngestResult()
         store_batch(store, "lore:test", Batch(messages, cursor="c"), jobs=jobs, clock=lambda: NOW, result=result)
         assert len(result.new_ids) == count - 1 and result.quarantined == ["m3@example.org"]
-        assert store.get_quarantined("m3@example.org").error == "RuntimeError: parser bug: index out of range"
+        assert store.get_quarantined("m3@example.org").error == "parser failed: RuntimeError: parser bug: index out of range"
         assert store.get_cursor("lore:test") == "c"
 
 
