@@ -12,7 +12,8 @@ import sys
 import pytest
 
 from triagebot import batch, cli
-from triagebot.parse import stance
+from triagebot.parse.draft import LanguageAnswer, LanguageRequest
+from triagebot.parse.stance import Stance
 from triagebot.records import report_to_json
 
 MARKER = b"POISON-PILL"
@@ -34,7 +35,8 @@ def _raising_parse(real):
 
 @pytest.fixture
 def poisoned(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(batch, "parse_message", _raising_parse(batch.parse_message))
+    monkeypatch.setattr(batch, "parse_message", _raising_parse(batch.parse_message))  # in this process
+    monkeypatch.setattr(batch, "read_message", _raising_parse(batch.read_message))  # workers' first pass
 
 
 def _render(report) -> str:
@@ -67,18 +69,22 @@ def test_a_render_that_raises_is_that_messages_error() -> None:
 
 
 def test_a_reader_answer_that_raised_is_that_messages_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    def read_pending(request):
-        if request.get("boom"):
+    fine, boom = LanguageRequest(("fine.",)), LanguageRequest(("boom.",))
+    said = LanguageAnswer(Stance("reproduced", "fine."), ())
+
+    def read_language(request):
+        if request == boom:
             raise KeyError("boom")
-        return {}
-    monkeypatch.setattr(stance, "read_pending", read_pending)
-    answers = batch._read_chunk([{}, {"boom": (1,)}])
-    assert answers == [{}, {"error": "parser failed: KeyError: 'boom'"}]
-    report = batch.parse_message(_message(1), batch.Source("eml"))
-    pending = [batch.Outcome("a", None, None, (report, {})), batch.Outcome("b", None, None, (report, {"boom": (1,)}))]
-    completed = list(batch._completed(pending, answers, lambda report: "rendered"))
+        return said
+    monkeypatch.setattr(batch, "read_language", read_language)
+    answers = batch._read_chunk([fine, boom])
+    assert answers == [said, "parser failed: KeyError: 'boom'"]
+    draft = batch.read_message(_message(1), batch.Source("eml"))
+    pending = [batch.Outcome("a", None, None, batch.Draft(draft.report, fine)),
+               batch.Outcome("b", None, None, batch.Draft(draft.report, boom))]
+    completed = list(batch._completed(pending, answers, lambda report: report.stance_evidence))
     assert [(item.name, item.output, item.error) for item in completed] == [
-        ("a", "rendered", None), ("b", None, "parser failed: KeyError: 'boom'")]
+        ("a", "fine.", None), ("b", None, "parser failed: KeyError: 'boom'")]
 
 
 def test_an_over_long_error_text_is_cut_to_one_short_line() -> None:

@@ -92,8 +92,8 @@ CASES = {
         assert reproducers._program_kind("fio my-job.fio") == "fio"
     """,
     "log lines of a stance reading": """
-        from triagebot.parse import stance
-        assert stance._LOG_LINE.match("a:" + "1" * 100_000 + "!") is None
+        from triagebot.parse import language
+        assert language._LOG_LINE.match("a:" + "1" * 100_000 + "!") is None
     """,
     "a flood of distinct commit hashes": """
         from triagebot.parse import commits

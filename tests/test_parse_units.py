@@ -6,9 +6,10 @@ import pytest
 from triagebot.parse.commits import find_commits
 from triagebot.parse.message import decode_message
 from triagebot.parse.metrics import parse_metric_row, parse_tables
-from triagebot.parse.prose import kernel_config, read_stance
+from triagebot.parse.prose import kernel_config
 from triagebot.parse.quoting import split_quotes
 from triagebot.parse.reproducers import find_commands
+from triagebot.parse.stance import read_stance
 
 METRIC_ROWS = [
     # ± on the base only, positive percent change
@@ -64,7 +65,7 @@ STANCES = [
 
 @pytest.mark.parametrize("text,stance", STANCES)
 def test_stance(text: str, stance: str) -> None:
-    assert read_stance(text)[0] == stance
+    assert read_stance(text).stance == stance
 
 
 def test_commits_roles_and_noise() -> None:

@@ -2,14 +2,17 @@
 from __future__ import annotations
 
 import json
+import pickle
 import subprocess
 import sys
 
 import pytest
 
 from triagebot import batch
-from triagebot.parse import objections, stance
-from triagebot.records import report_to_json
+from triagebot.parse import language
+from triagebot.parse.draft import complete, read_language
+from triagebot.parse.report import parse_message, read_message
+from triagebot.records import Source, report_to_json
 
 REPLIES = [
     "I can reproduce this on my machine: 41 s against 29 s.",
@@ -89,25 +92,39 @@ def test_warm_readers_parse_the_same_records() -> None:
     assert got == _parse_in_process(messages)
 
 
-def test_deferred_reading_is_what_reading_in_place_finds() -> None:
-    for text in REPLIES:
-        pending: dict = {}
-        token = stance.DEFERRED.set(pending)
-        try:
-            deferred_stance = stance.read_stance(text)
-            deferred_objections = objections.read_objections(text)
-        finally:
-            stance.DEFERRED.reset(token)
-        answers = stance.read_pending(pending)
-        assert answers.get("stance", deferred_stance) == stance.read_stance(text)
-        assert answers.get("objections", deferred_objections) == objections.read_objections(text)
+def test_a_draft_completed_by_a_reader_in_another_process_is_the_parsed_record() -> None:
+    # What a worker hands back crosses a pipe (pickled) and is read by another process's spaCy.
+    drafts = [read_message(_message(index), Source("mbox")) for index in range(len(REPLIES) + 1)]
+    needing = [draft for draft in drafts if draft.request is not None]
+    assert len(needing) == len(REPLIES) - 1  # the new report and the thanks have nothing for spaCy
+    assert all(draft.report.stance == "none" for draft in needing)  # not read yet
+    script = (
+        "import pickle, sys\n"
+        "from triagebot.parse.draft import read_language\n"
+        "requests = pickle.load(sys.stdin.buffer)\n"
+        "sys.stdout.buffer.write(pickle.dumps([read_language(request) for request in requests]))\n"
+    )
+    child = subprocess.run([sys.executable, "-c", script], input=pickle.dumps([d.request for d in needing]),
+                           capture_output=True, check=False, timeout=300)
+    assert child.returncode == 0, child.stderr[-2000:]
+    answers = iter(pickle.loads(child.stdout))
+    for index, draft in enumerate(drafts):
+        record = parse_message(_message(index), Source("mbox"))
+        if draft.request is None:
+            assert draft.report == record
+            continue
+        answer = next(answers)
+        assert complete(draft, lambda request, answer=answer: answer) == record == complete(draft, read_language)
+    assert {record.stance for record in (parse_message(_message(i), Source("mbox")) for i in range(6))} == {
+        "reproduced", "not-reproduced", "none"}
 
 
 def test_spacy_imported_for_reading_is_the_whole_of_spacy_afterwards() -> None:
     script = (
         "import sys\n"
+        "from triagebot import batch\n"
         "from triagebot.parse import stance\n"
-        "stance.import_spacy_for_reading()\n"
+        "batch.import_spacy_for_reading()\n"
         "assert 'spacy' in sys.modules and 'spacy.cli' not in sys.modules\n"
         "print(stance.read_stance('I can reproduce this on my machine.').stance)\n"
         "import spacy.cli\n"
@@ -119,15 +136,15 @@ def test_spacy_imported_for_reading_is_the_whole_of_spacy_afterwards() -> None:
 
 
 def test_one_sentence_shortcut_agrees_with_the_sentencizer() -> None:
-    nlp = stance.pipeline()[0]
+    nlp = language.pipeline()
     texts = ['He said "hello."', "Is it?!", "ok...", "See https://x.org/a.b.", "a. b", "Done!)", "...",
              "I can reproduce (on my box).", "x ?", "foo .bar.", "v6.8 is slower.", "e.g. this one.",
              "I can't reproduce it. Can you?", "No regression here", "Please send the config \u0964 thanks."]
     for text in texts:
-        if stance._one_sentence(text):
+        if language.one_sentence(text):
             assert len(list(nlp(text).sents)) == 1, text
-    assert stance._one_sentence("I can reproduce this on my machine.")
-    assert not stance._one_sentence("I can reproduce it. Can you?")
+    assert language.one_sentence("I can reproduce this on my machine.")
+    assert not language.one_sentence("I can reproduce it. Can you?")
 
 
 def test_likely_parallel_guesses_from_the_file_size(tmp_path) -> None:
@@ -202,10 +219,9 @@ def test_a_reader_that_cannot_load_spacy_fails_the_parse_instead_of_hanging() ->
     script = (
         "from tests.test_reader_batch import _messages, _render\n"
         "from triagebot import batch\n"
-        "from triagebot.parse import stance\n"
         "def broken():\n"
         "    raise ImportError('spaCy is broken here')\n"
-        "stance.import_spacy_for_reading = broken\n"
+        "batch.import_spacy_for_reading = broken\n"
         "list(batch.parse_messages(_messages(batch.PARALLEL_FROM + 10), _render, 2))\n"
     )
     child = _python(script)  # the timeout fails the test should the parse hang

@@ -1,7 +1,9 @@
 """Stance, objections and trailers of replies: hand-made sentences, own fixtures, corpus labels."""
 from __future__ import annotations
 
+import ast
 import csv
+from pathlib import Path
 
 import pytest
 
@@ -208,3 +210,32 @@ def test_measurements_from_pasted_fio_output() -> None:
         ("fio.write_iops", 51800.0, "IOPS"), ("fio.write_bw", 202.0, "MiB/s"),
         ("fio.clat_min", 12.0, "usec"), ("fio.clat_max", 8123.0, "usec"),
         ("fio.clat_avg", 151.2, "usec"), ("fio.clat_stdev", 40.1, "usec")]
+
+
+PARSE = Path(__file__).resolve().parents[1] / "triagebot/parse"
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every module a file imports, at its top or inside a function."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_the_stance_and_objection_readers_import_neither_each_other() -> None:
+    assert "triagebot.parse.objections" not in _imported_modules(PARSE / "stance.py")
+    assert "triagebot.parse.stance" not in _imported_modules(PARSE / "objections.py")
+
+
+def test_no_parse_module_answers_by_process_state() -> None:
+    # A context variable (the batch's old "defer" switch) or a patched sys.modules would make a
+    # record depend on the process that parsed it.
+    for path in sorted(PARSE.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert "contextvars" not in _imported_modules(path), path.name
+        assert "sys.modules" not in text, path.name

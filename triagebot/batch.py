@@ -6,27 +6,39 @@ through pipes), each returns its rendered output, and the parent writes them in 
 Small inputs are parsed in-process: starting workers costs more than it saves.
 
 spaCy (the stance and objection readers) is loaded by one process only: loading it costs most
-of a second of CPU, about as much as a worker's share of a year's parse. The workers hand the
-few messages that need it (rough sentences found by the same keyword gates) back unrendered with
-what spaCy must read; the parent sends that to a single reader process and renders those records
-once the reader has answered, in input order. The reader starts when the first such message
+of a second of CPU, about as much as a worker's share of a year's parse. The workers read each
+message without it (`read_message`: a Draft) and hand the few drafts that need it (rough
+sentences found by the keyword gates) back unrendered; the parent sends their requests to a
+single reader process and completes and renders those records once the reader has answered, in
+input order. The records are those `parse_message` gives in one process. The reader starts when the first such message
 comes back, or earlier: `triage parse` starts it before reading a file big enough for workers
 (`likely_parallel`), so that spaCy loads on the core that idles while the file is read and split.
 """
 from __future__ import annotations
 
 import collections
-import dataclasses
 import gc
 import multiprocessing
 import os
+import sys
+import types
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from triagebot.errors import MessageError
-from triagebot.parse.report import parse_message
-from triagebot.parse import objections, stance
+from triagebot.parse import language
+from triagebot.parse.draft import (
+    Draft,
+    LanguageAnswer,
+    LanguageReader,
+    LanguageRequest,
+    complete,
+    read_language,
+)
+from triagebot.parse.objections import OBJECTION_READING
+from triagebot.parse.report import parse_message, read_message
+from triagebot.parse.stance import STANCE_READING
 from triagebot.records import Report, Source
 
 PARALLEL_FROM = 200  # messages; fewer are parsed in this process
@@ -42,8 +54,8 @@ class Outcome:
     name: str
     output: object  # the rendered record (text, JSON text or a dict), None when the input was no message
     error: str | None
-    # Inside a batch only: the record not yet rendered and what the reader must read for it.
-    pending: tuple[Report, dict[str, tuple]] | None = None
+    # Inside a batch only: the record not yet rendered, with what the reader must read for it.
+    pending: Draft | None = None
 
 
 Render = Callable[[Report], object]
@@ -96,20 +108,16 @@ def _parse_one(name: str, kind: str, raw: bytes, url: str | None, render: Render
 
 
 def _parse_deferring(name: str, kind: str, raw: bytes, url: str | None, render: Render) -> Outcome:
-    """A worker's parse: what needs spaCy is left to the reader process (stance.DEFERRED)."""
-    pending: dict[str, tuple] = {}
-    token = stance.DEFERRED.set(pending)
+    """A worker's parse without spaCy: a draft that needs the reader is handed back unrendered."""
     try:
-        report = parse_message(raw, Source(kind, url))
+        draft = read_message(raw, Source(kind, url))
     except MessageError as error:
         return Outcome(name, None, str(error))
     except Exception as error:  # noqa: BLE001 - as in _parse_one
         return Outcome(name, None, failure_text(error))
-    finally:
-        stance.DEFERRED.reset(token)
-    if pending:
-        return Outcome(name, None, None, (report, pending))
-    return _rendered(name, report, render)
+    if draft.request is not None:
+        return Outcome(name, None, None, draft)
+    return _rendered(name, draft.report, render)
 
 
 def _rendered(name: str, report: Report, render: Render) -> Outcome:
@@ -135,9 +143,8 @@ def _start_reader() -> None:
     """
     gc.disable()
     try:
-        stance.import_spacy_for_reading()
-        stance.pipeline()
-        objections.matcher()
+        import_spacy_for_reading()
+        _load_readers()
     except Exception as error:  # noqa: BLE001 - handed on below, not swallowed
         # Raised here, it would make the pool start a new reader, again and again, and the
         # batch would wait for an answer for ever; each request answers with it instead.
@@ -151,15 +158,56 @@ def _start_reader() -> None:
 _READER_START_ERROR: list[Exception] = []
 
 
-def _read_one(request: dict[str, tuple]) -> dict[str, Any]:
-    """The reader's answer for one message; {"error": …} when reading it raised."""
+def _load_readers() -> None:
+    """spaCy's pipeline and both Matchers, built in this process (forked children inherit them)."""
+    language.pipeline()
+    language.matcher(STANCE_READING)
+    language.matcher(OBJECTION_READING)
+
+
+def import_spacy_for_reading() -> None:
+    """Import spaCy without its command line, in the reader process, which only reads sentences.
+
+    `import spacy` also imports `spacy.cli` (weasel, typer, requests, jinja2, ...) for the one
+    name `spacy.info`: about a third of the import, none of it used to read a sentence. While
+    spaCy's `__init__` runs, `spacy.cli.info` is a stand-in whose `info` imports the real one
+    when called; the stand-ins are removed afterwards, so a later `import spacy.cli` is the real
+    import. Should spaCy's `__init__` want more of its CLI, the plain import is used instead.
+    """
+    if "spacy" in sys.modules:
+        return
+    package = types.ModuleType("spacy.cli")
+    package.__path__ = []  # a package, so that `spacy.cli.info` can be found under it
+    module = types.ModuleType("spacy.cli.info")
+
+    def info(*args: Any, **kwargs: Any) -> Any:
+        from spacy.cli.info import info as real_info  # the stand-ins are gone by now
+
+        return real_info(*args, **kwargs)
+
+    module.info = info  # type: ignore[attr-defined]
+    stand_ins = {"spacy.cli": package, "spacy.cli.info": module}
+    sys.modules.update(stand_ins)
     try:
-        return stance.read_pending(request)
+        import spacy  # noqa: F401
+    except (ImportError, AttributeError):
+        pass  # the plain import below
+    finally:
+        for name, stand_in in stand_ins.items():
+            if sys.modules.get(name) is stand_in:
+                del sys.modules[name]
+    import spacy  # noqa: F401,F811  (a no-op when the import above worked)
+
+
+def _read_one(request: LanguageRequest) -> LanguageAnswer | str:
+    """The reader's answer for one draft; the error's text when reading it raised."""
+    try:
+        return read_language(request)
     except Exception as error:  # noqa: BLE001 - that message's outcome, not the batch's
-        return {"error": failure_text(error)}
+        return failure_text(error)
 
 
-def _read_chunk(requests: list[dict[str, tuple]]) -> list[dict[str, Any]]:
+def _read_chunk(requests: list[LanguageRequest]) -> list[LanguageAnswer | str]:
     if _READER_START_ERROR:
         raise _READER_START_ERROR[0]  # spaCy could not load: every message's reading fails
     return [_read_one(request) for request in requests]
@@ -180,8 +228,8 @@ class Reader:
         if self._pool is None and "fork" in multiprocessing.get_all_start_methods():
             self._pool = multiprocessing.get_context("fork").Pool(1, initializer=_start_reader)
 
-    def read(self, requests: list[dict[str, tuple]]) -> Any:
-        """An AsyncResult holding read_pending's answer for each request, in order."""
+    def read(self, requests: list[LanguageRequest]) -> Any:
+        """An AsyncResult holding read_language's answer (or error text) for each request, in order."""
         self.start()
         return self._pool.apply_async(_read_chunk, (requests,))
 
@@ -198,7 +246,8 @@ class Reader:
         self.close()
 
 
-def _answered(waiting: collections.deque, *, everything: bool) -> Iterator[tuple[list[Outcome], list[dict[str, Any]]]]:
+def _answered(waiting: collections.deque, *,
+              everything: bool) -> Iterator[tuple[list[Outcome], list[LanguageAnswer | str]]]:
     """The leading chunks whose reader answers are in (all of them, waiting, when `everything`),
     taken off `waiting`, with those answers; a reader's error is raised here."""
     while waiting and (everything or waiting[0][1] is None or waiting[0][1].ready()):
@@ -206,24 +255,23 @@ def _answered(waiting: collections.deque, *, everything: bool) -> Iterator[tuple
         yield outcomes, answers.get() if answers is not None else []
 
 
-def _completed(outcomes: list[Outcome], answers: list[dict[str, Any]], render: Render) -> Iterator[Outcome]:
-    """A chunk's outcomes with the reader's answers put into the deferred records, rendered."""
+def _completed(outcomes: list[Outcome], answers: list[LanguageAnswer | str], render: Render) -> Iterator[Outcome]:
+    """A chunk's outcomes with the reader's answers put into the drafts, rendered."""
     replies = iter(answers)
     for outcome in outcomes:
         if outcome.pending is None:
             yield outcome
             continue
-        report, _ = outcome.pending
         answer = next(replies)
-        if "error" in answer:
-            yield Outcome(outcome.name, None, answer["error"])
+        if isinstance(answer, str):
+            yield Outcome(outcome.name, None, answer)
             continue
-        changes: dict[str, Any] = {}
-        if "stance" in answer:
-            changes.update(stance=answer["stance"].stance, stance_evidence=answer["stance"].evidence)
-        if "objections" in answer:
-            changes["objections"] = answer["objections"]
-        yield _rendered(outcome.name, dataclasses.replace(report, **changes), render)
+        yield _rendered(outcome.name, complete(outcome.pending, _answering(answer)), render)
+
+
+def _answering(answer: LanguageAnswer) -> LanguageReader:
+    """A language reader that gives the answer the reader process gave for the draft's request."""
+    return lambda request: answer
 
 
 def parse_messages(messages: Sequence[tuple[str, str, bytes, str | None]], render: Render, jobs: int, *,
@@ -241,10 +289,9 @@ def parse_messages(messages: Sequence[tuple[str, str, bytes, str | None]], rende
         return
     context = multiprocessing.get_context("fork")
     if warm_readers:
-        stance.pipeline()
-        objections.matcher()
+        _load_readers()
     # spaCy already here (warmed, or read for a small input before): the workers inherit it.
-    _BATCH.update(messages=messages, render=render, defer=stance.pipeline.cache_info().currsize == 0)
+    _BATCH.update(messages=messages, render=render, defer=not language.is_loaded())
     own_reader = reader is None
     if reader is None:
         reader = Reader()
@@ -256,7 +303,8 @@ def parse_messages(messages: Sequence[tuple[str, str, bytes, str | None]], rende
             for outcomes in pool.imap(_parse_chunk, bounds):
                 if failure is not None:
                     continue  # the rest is parsed and dropped: the pools then close as after a whole run
-                requests = [outcome.pending[1] for outcome in outcomes if outcome.pending is not None]
+                requests = [outcome.pending.request for outcome in outcomes
+                            if outcome.pending is not None and outcome.pending.request is not None]
                 waiting.append((outcomes, reader.read(requests) if requests else None))
                 try:
                     for outcomes, answers in _answered(waiting, everything=False):

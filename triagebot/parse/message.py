@@ -51,7 +51,6 @@ class DecodedMessage:
     subject: str
     from_: str
     date: str | None
-    list_id: str | None
     body: str
     attachments: tuple[DecodedAttachment, ...]
     defects: tuple[str, ...]
@@ -270,7 +269,7 @@ def bound_header_block(raw: bytes) -> tuple[bytes, str | None]:
 
 
 _FAST_HEADERS = frozenset({
-    "message-id", "in-reply-to", "references", "subject", "from", "date", "list-id",
+    "message-id", "in-reply-to", "references", "subject", "from", "date",
     "content-type", "content-transfer-encoding", "content-disposition"})
 _CHARSET = re.compile(r"charset\s*=\s*\"?([^\";\s]+)", re.IGNORECASE)
 
@@ -333,7 +332,6 @@ def _decoded(header, body: str, attachments: tuple[DecodedAttachment, ...],
         subject=decode_header_value(header("subject")),
         from_=decode_header_value(header("from")),
         date=iso_date(header("date")),
-        list_id=strip_message_id(header("list-id")),
         body=body,
         attachments=attachments,
         defects=defects,
@@ -495,8 +493,3 @@ def _as_plain_text(raw: bytes, defects: tuple[str, ...]) -> DecodedMessage:
     return _decoded(lambda name: _header_str(message, name),
                     text.replace("\r\n", "\n").replace("\r", "\n"), (),
                     defects + ((defect,) if defect else ()), len(message.keys()))
-
-
-def peek_headers(raw: bytes) -> email.message.Message:
-    """Headers only, for the cheap first look at a message."""
-    return _HEADERS_PARSER.parsebytes(raw)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from triagebot.parse.stance import Gate, defer_reading, pipeline, rough_sentences, sentence_labels
+from triagebot.parse.language import Gate, Reading, rough_sentences, sentence_labels
 from triagebot.records import Objection, Trailer
 
 OBJECTION_PATTERN = re.compile(
@@ -75,6 +75,7 @@ PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
     ],
 }
 
+OBJECTION_READING = Reading("objections", PATTERNS)
 _LABEL_ORDER = {label: index for index, label in enumerate(PATTERNS)}
 _DIFF_IN_OWN_TEXT = re.compile(r"^diff --git |^--- a/\S+\n\+\+\+ b/", re.MULTILINE)
 _TRAILER = re.compile(
@@ -87,21 +88,24 @@ _TRAILER_NAMES = {name.lower(): name for name in
                    "Suggested-by", "Cc")}
 
 
+def objections_without_spacy(own_text: str) -> tuple[Objection, ...]:
+    """The objections found by rules alone (a diff in the writer's own text), before spaCy's."""
+    if _DIFF_IN_OWN_TEXT.search(own_text):
+        return (Objection("proposed-fix", "a diff in the writer's own text"),)
+    return ()
+
+
 def read_objections(own_text: str) -> tuple[Objection, ...]:
     """The objections a writer's own text raises, first sentence of each kind, in text order."""
-    found: tuple[Objection, ...] = ()
-    if _DIFF_IN_OWN_TEXT.search(own_text):
-        found = (Objection("proposed-fix", "a diff in the writer's own text"),)
+    found = objections_without_spacy(own_text)
     rough = rough_sentences(own_text, OBJECTION_GATE)
-    if not rough or defer_reading("objections", (rough, found)):
-        return found  # deferred: the reader's answer, with these first, replaces it
-    return objections_of_sentences(rough, found)
+    return objections_of_sentences(rough, found) if rough else found
 
 
 def objections_of_sentences(rough: tuple[str, ...], found_first: tuple[Objection, ...] = ()) -> tuple[Objection, ...]:
     """What spaCy reads in rough sentences, after the objections already found (kinds not repeated)."""
     found: dict[str, Objection] = {objection.kind: objection for objection in found_first}
-    for text, labels in sentence_labels(rough, "objections"):
+    for text, labels in sentence_labels(rough, OBJECTION_READING):
         for label in sorted(labels, key=_LABEL_ORDER.__getitem__):
             if label not in found:
                 found[label] = Objection(label, text.strip())
@@ -120,17 +124,3 @@ def read_trailers(own_text: str) -> tuple[Trailer, ...]:
             found.append(Trailer(f"regzbot {match.group(1).lower()}", match.group(2)))
     return tuple(dict.fromkeys(found))
 
-
-_MATCHERS: list[Any] = []
-
-
-def matcher() -> Any:
-    """The objection Matcher, built on first use and kept (immutable patterns: a cache, not state)."""
-    if not _MATCHERS:
-        from spacy.matcher import Matcher
-
-        matcher = Matcher(pipeline()[0].vocab)
-        for label, patterns in PATTERNS.items():
-            matcher.add(label, patterns)
-        _MATCHERS.append(matcher)
-    return _MATCHERS[0]

@@ -1,7 +1,6 @@
-"""Parse stage: facts stated in prose: stance, kernel config options, hardware, numbers.
+"""Parse stage: facts stated in prose: kernel config options, hardware, numbers (rules).
 
-Stance here is rule-based on the writer's own text; sentences are matched with negation
-checked first, so "I could not reproduce" never counts as "reproduced".
+What a reply says of reproducing is read by stance.py (spaCy), not here.
 """
 from __future__ import annotations
 
@@ -9,31 +8,6 @@ import re
 
 from triagebot.records import ProseNumber, TestMachine
 
-_NOT_REPRODUCED = re.compile(
-    r"\b(?:(?:can ?not|can't|cannot|couldn't|could not|unable to|wasn't able to|weren't able to|"
-    r"was not able to|were not able to|failed to|fail to|didn't|did not|don't|do not|haven't been able to|"
-    r"have not been able to)\s+(?:\w+\s+){0,2}?(?:reproduce|reproducing|repro|trigger|confirm|"
-    r"see|observe|hit)\b"
-    r"|\b(?:not|n't)\s+(?:able\s+to\s+)?(?:seeing|see|reproduc\w*|observ\w*)\s+(?:this|it|that|the|any)\b"
-    r"|\bno (?:such )?(?:regression|difference|slowdown|drop)s? (?:here|on my|on our|for me|at all|that I can see)"
-    r"|\b(?:does|did|do)(?:n't| not) (?:seem to )?reproduce\b"
-    r"|\bnot reproducible\b|\bno repro\b)",
-    re.IGNORECASE,
-)
-_REPRODUCED = re.compile(
-    r"\b(?:(?:i|we)\s+(?:can|could|was able to|were able to|managed to|have|also|did|do)\s+"
-    r"(?:\w+\s+){0,2}?(?:reproduce|reproduced|confirm|confirmed|see|observe|trigger|hit)\b"
-    r"|\b(?:can|could) (?:also |now )?confirm\b"
-    r"|\bdouble[- ]confirmed\b|\breproduced (?:it|this|the|here|on|with|locally)\b"
-    r"|\breproduces (?:here|for me|on my|reliably|at will|every time)\b"
-    r"|\b(?:i|we)(?:'m| am|'re| are) (?:also )?(?:seeing|able to reproduce)\b"
-    r"|\bconfirm(?:ed)? the (?:regression|issue|problem|report)\b)",
-    re.IGNORECASE,
-)
-_QUESTION_OR_REQUEST = re.compile(r"\?\s*$|\b(?:can|could) you\b|\bplease\b|\bif you\b|\bif (?:i|we)\b",
-                                  re.IGNORECASE)
-_STANCE_WORDS = ("reproduc", "repro", "confirm", "see", "observ", "trigger", "hit", "regression",
-                 "difference", "slowdown", "drop")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 
 # An option stated anywhere in a line ("Config has CONFIG_PREEMPT=y"), but not a removed
@@ -41,17 +15,12 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 _CONFIG = re.compile(r"^(?![ \t]*-)[^\n]*?(?<![\w-])(CONFIG_[A-Z0-9_]+)=(\"[^\"\n]*\"|[^\s,;]+)", re.MULTILINE)
 _CONFIG_UNSET = re.compile(r"^[ \t+]*# (CONFIG_[A-Z0-9_]+) is not set", re.MULTILINE)
 
-_HARDWARE = re.compile(
-    r"(?:Intel\(R\)|Intel|AMD|Xeon|EPYC|Ryzen|Core\(TM\)|\bi[3579]-\d{4,5}\w*|Graviton\d?|Ampere|"
-    r"ThunderX\d?|Kunpeng|POWER\d+|NVMe|SSD|HDD)",
-)
 # Thread counts, most explicit first: "32 threads" beats "16 cores" in "16 cores / 32 threads".
 _THREAD_COUNTS = (
     re.compile(r"\b(\d+)\s*(?:hardware\s+|logical\s+)?threads\b"),
     re.compile(r"\b(\d+)\s*(?:virtual\s+|logical\s+)?(?:CPUs|cpus|vCPUs|vcpus)\b"),
     re.compile(r"\b(\d+)\s*(?:physical\s+)?cores\b"),
 )
-_MEMORY = re.compile(r"\b(\d+)\s*(?:GiB|GB|G)\b(?:\s+(?:of\s+)?(?:RAM|memory|DRAM|ram))?", re.IGNORECASE)
 _MEMORY_WORD = re.compile(r"\b(\d+)\s*(?:GiB|GB|G)\s+(?:of\s+)?(?:RAM|memory|DRAM|ram|(?:LP)?DDR\d)\b",
                           re.IGNORECASE)
 _SOCKET_WORDS = {"single": 1, "one": 1, "dual": 2, "two": 2, "quad": 4, "four": 4}
@@ -73,26 +42,6 @@ _NUMBER_UNIT = re.compile(
 def sentences(text: str) -> list[str]:
     """Rough sentence split of prose, wrapped lines joined."""
     return [" ".join(part.split()) for part in _SENTENCE_END.split(text) if part.strip()]
-
-
-def read_stance(own_text: str) -> tuple[str, str | None]:
-    """(`reproduced` / `not-reproduced` / `none`, the sentence that decided it)."""
-    decided: tuple[str, str | None] = ("none", None)
-    for sentence in sentences(own_text):
-        if len(sentence) > 600:
-            continue  # a table or log line, not a statement
-        lowered = sentence.lower()
-        if not any(word in lowered for word in _STANCE_WORDS):
-            continue  # cheap gate: no stance can be stated without one of these words
-        if _NOT_REPRODUCED.search(sentence):
-            if _QUESTION_OR_REQUEST.search(sentence) and not re.match(r"^(?:i|we)\b", sentence, re.I):
-                continue  # "can you check whether you can't reproduce…" asks, it doesn't state
-            return "not-reproduced", sentence
-        if decided[0] == "none" and _REPRODUCED.search(sentence):
-            if _QUESTION_OR_REQUEST.search(sentence):
-                continue
-            decided = ("reproduced", sentence)
-    return decided
 
 
 def kernel_config(text: str) -> dict[str, str]:

@@ -4,15 +4,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_QUOTE = re.compile(r"^[ \t]{0,3}((?:>[ \t]?)+)")
-# "On Tue, May 9, 2023 at 10:13:19AM +0800, kernel test robot wrote:" and its wrapped form.
-_ATTRIBUTION = re.compile(
-    r"^(On\b.{0,200}\b(wrote|writes|said)|.{0,120}\b(wrote|writes)( on .{0,60})?)\s*:\s*$",
-    re.IGNORECASE,
-)
-_ATTRIBUTION_START = re.compile(r"^On\b.{0,200}$")
-_ORIGINAL_MESSAGE = re.compile(r"^-{2,}\s*Original Message\s*-{2,}\s*$", re.IGNORECASE)
-
 
 @dataclass(frozen=True)
 class SplitText:
@@ -22,28 +13,8 @@ class SplitText:
     attributions: tuple[str, ...]
 
 
-def quote_depth(line: str) -> int:
-    if line[:4].lstrip()[:1] != ">":
-        return 0
-    match = _QUOTE.match(line)
-    if not match:
-        return 0
-    return match.group(1).count(">")
-
-
-def strip_quote(line: str) -> str:
-    match = _QUOTE.match(line)
-    return line[match.end():] if match else line
-
-
 _QUOTED_LINE = re.compile(r"^[ \t]{0,3}>.*$", re.MULTILINE)
 _QUOTE_PREFIX = re.compile(r"^[ \t]{0,3}((?:>[ \t]?)+)", re.MULTILINE)
-# An attribution (one line, or wrapped over two) directly before quoted lines.
-_ATTRIBUTION_BLOCK = re.compile(
-    r"^[ \t]*+(On\b[^\n]{0,200}(?:\n[^\n>]{0,120})?\b(?:wrote|writes|said)\s*:|"
-    r"[^\n>]{0,120}\b(?:wrote|writes)(?: on [^\n]{0,60})?\s*:)[ \t]*\n(?=(?:[ \t]*\n){0,2}[ \t]{0,3}>)",
-    re.MULTILINE | re.IGNORECASE,
-)
 
 
 def split_quotes(text: str) -> SplitText:
@@ -111,10 +82,3 @@ def _remove_attributions(text: str) -> tuple[tuple[str, ...], str]:
 _ORIGINAL_MESSAGE_ANYWHERE = re.compile(r"^-{2,}\s*Original Message\s*-{2,}[ \t]*$",
                                         re.MULTILINE | re.IGNORECASE)
 
-
-def _next_is_quote(lines: list[str], start: int) -> bool:
-    for line in lines[start:start + 3]:
-        if line.strip() == "":
-            continue
-        return quote_depth(line) > 0
-    return False

@@ -8,15 +8,17 @@ from triagebot.parse import lkp as lkp_parser
 from triagebot.parse import prose
 from triagebot.parse.classify import classify, is_patch_review, is_plain_patch, is_report_thread
 from triagebot.parse.commits import find_commits
+from triagebot.parse.draft import Draft, LanguageRequest, complete
+from triagebot.parse.language import rough_sentences
 from triagebot.parse.limits import MAX_LINE_CHARS
-from triagebot.parse.message import DecodedAttachment, decode_message, header_names
 from triagebot.parse.measurements import read_measurements
+from triagebot.parse.message import DecodedAttachment, decode_message, header_names
 from triagebot.parse.metrics import parse_tables
-from triagebot.parse.objections import read_objections, read_trailers
+from triagebot.parse.objections import OBJECTION_GATE, objections_without_spacy, read_trailers
 from triagebot.parse.quoting import split_quotes
 from triagebot.parse.reported import reported_headline
 from triagebot.parse.reproducers import find_commands
-from triagebot.parse.stance import Stance, read_stance
+from triagebot.parse.stance import STANCE_GATE
 from triagebot.parse.webpage import PageMessage, looks_like_html, parse_page, parse_paste
 from triagebot.records import (
     Attachment,
@@ -99,7 +101,14 @@ def _has_header_block(text: str) -> bool:
 
 
 def parse_message(raw: bytes, source: Source) -> Report:
-    """The Report for one message. Raises MessageError only for bytes that are no message."""
+    """The Report for one message, the same in any process. Raises MessageError only for bytes
+    that are no message."""
+    return complete(read_message(raw, source))
+
+
+def read_message(raw: bytes, source: Source) -> Draft:
+    """One message read without spaCy: its record but for the language reader's fields, and what
+    that reader must read (see draft.py). Raises MessageError only for bytes that are no message."""
     if not raw.strip():
         raise MessageError("empty input")
     if _is_binary(raw):
@@ -114,7 +123,7 @@ def parse_message(raw: bytes, source: Source) -> Report:
     return _from_page(page, source)
 
 
-def _from_page(page: PageMessage, source: Source) -> Report:
+def _from_page(page: PageMessage, source: Source) -> Draft:
     attachments = tuple(Attachment(name, kind, size) for name, kind, size in page.attachments)
     return _assemble(
         message_id=page.message_id,
@@ -132,7 +141,7 @@ def _from_page(page: PageMessage, source: Source) -> Report:
     )
 
 
-def _from_mail(raw: bytes, source: Source) -> Report:
+def _from_mail(raw: bytes, source: Source) -> Draft:
     decoded = decode_message(raw)
     defects = list(decoded.defects)
     if decoded.message_id is None:
@@ -235,7 +244,7 @@ def cut_long_lines(text: str) -> tuple[str, str | None]:
 
 
 def _assemble(*, message_id, in_reply_to, references, subject, sender, date, source, body,
-              attachments, listed_attachments, defects, thread_links) -> Report:
+              attachments, listed_attachments, defects, thread_links) -> Draft:
     body, cut = cut_long_lines(body)
     if cut:
         defects = (*defects, cut)
@@ -250,6 +259,7 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
         kind = classify(subject, sender, own)
     fields: dict = {}
     quoted = False
+    request = None
     if kind.startswith("lkp-"):
         fields = _lkp_fields(own, attachments)
     elif kind == "syzbot":
@@ -261,11 +271,11 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
         fields = {"commits": tuple(find_commits(_trailer_text(own))), "links": _links(own, None),
                   "trailers": read_trailers(own)}
     else:
-        fields = _prose_fields(own, subject, kind)
+        fields, request = _prose_fields(own, subject, kind)
         # A review in a patch thread quotes the patch: there is no report to take context from.
         if kind == "reply" and split.quoted and not is_patch_review(subject):
             fields, quoted = _with_quoted_context(fields, split.quoted)
-    return Report(
+    return Draft(Report(
         message_id=message_id,
         in_reply_to=in_reply_to,
         subject=subject,
@@ -279,7 +289,7 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
         thread_links=tuple(thread_links),
         defects=tuple(defects),
         **fields,
-    )
+    ), request)
 
 
 _FIXES_LINE = re.compile(r"^[ \t]*Fixes:.*$", re.MULTILINE)
@@ -329,7 +339,8 @@ _HARDWARE_HINTS = ("CPU", "cpu", "Xeon", "EPYC", "Ryzen", "Core", "thread", "RAM
                    "GiB", "NVMe", "SSD", "HDD", "Graviton", "Ampere", "i7-", "i9-", "i5-")
 
 
-def _prose_fields(own: str, subject: str, kind: str) -> dict:
+def _prose_fields(own: str, subject: str, kind: str) -> tuple[dict, LanguageRequest | None]:
+    """A human report's or reply's fields, and what the language reader must read for it."""
     # Cheap substring gates first: most review replies name no program and no hardware.
     commands = find_commands(own) if any(hint in own for hint in _COMMAND_HINTS) else []
     testcase = None
@@ -340,9 +351,12 @@ def _prose_fields(own: str, subject: str, kind: str) -> dict:
         testcase = named.group(1) if named else None
     # What a reply says of reproducing, objecting and measuring matters in a report's thread.
     in_report_thread = kind == "reply" and is_report_thread(subject)
-    stance = (read_stance(own, in_reply=kind == "reply") if kind == "human-report" or in_report_thread
-              else Stance("none", None))
-    objections = read_objections(own) if in_report_thread else ()
+    stance_rough = rough_sentences(own, STANCE_GATE) if kind == "human-report" or in_report_thread else ()
+    objections = objections_without_spacy(own) if in_report_thread else ()
+    objection_rough = rough_sentences(own, OBJECTION_GATE) if in_report_thread else ()
+    request = None
+    if stance_rough or objection_rough:
+        request = LanguageRequest(stance_rough, kind == "reply", objection_rough, objections)
     commits = find_commits(own, subject=subject if kind == "human-report" else "")
     return {
         "commits": tuple(commits),
@@ -351,14 +365,14 @@ def _prose_fields(own: str, subject: str, kind: str) -> dict:
         "reproducers": tuple(commands),
         "kernel_config": tuple(prose.kernel_config(own).items()),
         "links": _links(own, None),
-        "stance": stance.stance,
-        "stance_evidence": stance.evidence,
+        "stance": "none",  # until the language reader's answer (complete)
+        "stance_evidence": None,
         "objections": objections,
         "trailers": read_trailers(own),
         "measurements": read_measurements(own) if in_report_thread else (),
         "prose_numbers": tuple(prose.numbers(own)),
         "headline": reported_headline(own) if kind == "human-report" else None,
-    }
+    }, request
 
 
 def _with_quoted_context(fields: dict, quoted_text: str) -> tuple[dict, bool]:

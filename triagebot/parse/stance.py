@@ -1,8 +1,7 @@
 """Parse stage: what a reply's own text says of reproducing the reported effect (spaCy).
 
-spaCy's blank English pipeline with a sentencizer and token Matcher patterns; no model is
-downloaded (none can be at run time here or behind users' firewalls). Only sentences that hold
-a stance word go through spaCy, so the year of a list costs a few hundred spaCy calls.
+Token Matcher patterns read by language.py's spaCy pipeline. Only sentences that hold a
+stance word go through spaCy, so the year of a list costs a few hundred spaCy calls.
 
 A sentence's matches become a set of labels and one small decision turns them into a stance:
 negations ("could not reproduce", "not seeing this on my box") beat affirmations ("I can
@@ -13,27 +12,11 @@ The first sentence that decides wins, and is kept as the evidence.
 """
 from __future__ import annotations
 
-import contextvars
-import functools
 import re
-import sys
-import types
-import unicodedata
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-@dataclass(frozen=True)
-class Gate:
-    """Which sentences may reach spaCy: found by literal search, then checked by a pattern.
-
-    `str.find` for a handful of lower-case keywords is far cheaper over long texts than one
-    case-insensitive alternation; the pattern then checks each sentence found around them.
-    """
-
-    keywords: tuple[str, ...]  # lower case; every pattern match contains one
-    pattern: re.Pattern[str]
-
+from triagebot.parse.language import Gate, Reading, rough_sentences, sentence_labels
 
 # Cheap gate: a sentence without one of these cannot state a stance and never reaches spaCy.
 # A seeing verb counts only with what is seen close after it ("not seeing this", "I see the
@@ -46,7 +29,6 @@ STANCE_PATTERN = re.compile(
     r"\bno (?:\w+ )?(?:regression|difference|slowdown)", re.IGNORECASE)
 STANCE_GATE = Gate(("reproduc", "confirm", "verified", "unable", "see", "saw", "observ", "notic", "hit",
                     "measured", "no "), STANCE_PATTERN)
-MAX_SENTENCE = 600  # characters; longer runs without a full stop are logs or tables, not statements
 
 
 @dataclass(frozen=True)
@@ -180,178 +162,12 @@ def decide_sentence(labels: frozenset[str], question: bool, seeing_reproduces: b
     return "reproduced"
 
 
-def import_spacy_for_reading() -> None:
-    """Import spaCy without its command line, in a process that only reads sentences.
-
-    `import spacy` also imports `spacy.cli` (weasel, typer, requests, jinja2, ...) for the one
-    name `spacy.info`: about a third of the import, none of it used to read a sentence. While
-    spaCy's `__init__` runs, `spacy.cli.info` is a stand-in whose `info` imports the real one
-    when called; the stand-ins are removed afterwards, so a later `import spacy.cli` is the real
-    import. Should spaCy's `__init__` want more of its CLI, the plain import is used instead.
-    """
-    if "spacy" in sys.modules:
-        return
-    package = types.ModuleType("spacy.cli")
-    package.__path__ = []  # a package, so that `spacy.cli.info` can be found under it
-    module = types.ModuleType("spacy.cli.info")
-
-    def info(*args: Any, **kwargs: Any) -> Any:
-        from spacy.cli.info import info as real_info  # the stand-ins are gone by now
-
-        return real_info(*args, **kwargs)
-
-    module.info = info  # type: ignore[attr-defined]
-    stand_ins = {"spacy.cli": package, "spacy.cli.info": module}
-    sys.modules.update(stand_ins)
-    try:
-        import spacy  # noqa: F401
-    except (ImportError, AttributeError):
-        pass  # the plain import below
-    finally:
-        for name, stand_in in stand_ins.items():
-            if sys.modules.get(name) is stand_in:
-                del sys.modules[name]
-    import spacy  # noqa: F401,F811  (a no-op when the import above worked)
-
-
-@functools.lru_cache(maxsize=1)
-def pipeline() -> tuple[Any, Any]:
-    """The spaCy pipeline and stance matcher, built once per process (a cache, not state)."""
-    import spacy  # imported on first use: half a second that most messages never need
-    from spacy.matcher import Matcher
-
-    nlp = spacy.blank("en")
-    nlp.add_pipe("sentencizer")
-    matcher = Matcher(nlp.vocab)
-    for label, patterns in PATTERNS.items():
-        matcher.add(label, patterns)
-    return nlp, matcher
-
-
-# A sentence ends at a full stop, question or exclamation mark before white space, or a blank line.
-_SENTENCE_END = re.compile(r"[.!?](?=\s)|\n[ \t]*\n")
-_SENTENCE_STARTS = (". ", ".\n", "? ", "?\n", "! ", "!\n", "\n\n")
-# Program output and tables carry numbers, not statements: "read: IOPS=203k, BW=49.6GiB/s".
-_LOG_LINE = re.compile(r"^\s*(?:\[[ \d.]+\]|[\w-]+:\s*\(g=|\S+\s*[:=]\s*[\d.]++[\w/%]*+\s*(?:,|$))")
-
-
-def _sentences_around_gate(text: str, gate: Gate) -> list[str]:
-    """The rough sentences holding a gate keyword, found from the keywords: the text is not split."""
-    lowered = text.lower()
-    positions = []
-    for keyword in gate.keywords:
-        position = lowered.find(keyword)
-        while position != -1:
-            positions.append(position)
-            position = lowered.find(keyword, position + len(keyword))
-    found: list[str] = []
-    covered = -1
-    for position in sorted(positions):
-        if position < covered:
-            continue
-        window = max(0, position - MAX_SENTENCE)
-        start = max(text.rfind(mark, window, position) for mark in _SENTENCE_STARTS)
-        start = window if start == -1 else start + 1
-        end_match = _SENTENCE_END.search(text, position + 1, position + MAX_SENTENCE)
-        end = end_match.end() if end_match else min(len(text), position + MAX_SENTENCE)
-        covered = end
-        lines = [line for line in text[start:end].split("\n") if not _LOG_LINE.match(line)]
-        sentence = " ".join(" ".join(lines).split())
-        if sentence and len(sentence) <= MAX_SENTENCE and gate.pattern.search(sentence):
-            found.append(sentence)
-    return found
-
-
-def rough_sentences(own_text: str, gate: Gate) -> tuple[str, ...]:
-    """The rough sentences around the text's gate matches (no spaCy): what spaCy will be given."""
-    return tuple(_sentences_around_gate(own_text.replace("\u2019", "'"), gate))
-
-
-# -- reading elsewhere ------------------------------------------------------------------------
-# Loading spaCy costs most of a second of CPU per process, and only a few messages of a list
-# (replies in report threads with a stance or objection keyword) need it. A batch's worker
-# processes therefore do not read those sentences themselves: while `DEFERRED` holds a dict,
-# read_stance and read_objections put what spaCy must read there (the same rough sentences, found
-# by the same gates) and answer "nothing found" for now; one reader process, the only one that
-# loads spaCy, reads them (`read_pending`) and the batch puts its answers into the record.
-
-DEFERRED: contextvars.ContextVar[dict[str, tuple] | None] = contextvars.ContextVar("DEFERRED", default=None)
-
-
-def defer_reading(kind: str, request: tuple) -> bool:
-    """Hand one reading to the reader process when a batch worker asks for that; True if handed."""
-    pending = DEFERRED.get()
-    if pending is None:
-        return False
-    if kind in pending:
-        raise RuntimeError(f"{kind} read twice for one message")  # one reading of each kind a record
-    pending[kind] = request
-    return True
-
-
-def sentence_labels(rough: tuple[str, ...], reader: str) -> Iterator[tuple[str, frozenset[str]]]:
-    """(text, labels) of each spaCy sentence with a match of `reader`'s Matcher, in text order.
-
-    Read rough sentence by rough sentence, so that a stance stops at the first that decides.
-    """
-    for text in rough:
-        yield from _labels_of_text(text, reader)
-
-
-@functools.lru_cache(maxsize=4096)
-def _labels_of_text(text: str, reader: str) -> tuple[tuple[str, frozenset[str]], ...]:
-    """One rough sentence read by spaCy (a cache, not state: the same text reads the same; lists
-    repeat sentences, quoted greetings and requests among them)."""
-    nlp, matcher = pipeline()
-    if reader == "objections":
-        from triagebot.parse import objections
-
-        matcher = objections.matcher()
-    if _one_sentence(text):
-        document = nlp.make_doc(text)  # what the sentencizer would find: the whole text
-        sentences: Any = (document[:],)
-    else:
-        document = nlp(text)
-        sentences = document.sents
-    strings = nlp.vocab.strings
-    matches = [(start, end, strings[match_id]) for match_id, start, end in matcher(document)]
-    found = []
-    for sentence in sentences:
-        labels = frozenset(label for start, end, label in matches if sentence.start <= start and end <= sentence.end)
-        if labels:
-            found.append((sentence.text, labels))
-    return tuple(found)
-
-
-def _one_sentence(text: str) -> bool:
-    """True when spaCy's sentencizer must find one sentence: no sentence mark before the end.
-
-    The sentencizer starts a sentence at the first token after a mark (a one-character token in
-    its `punct_chars`) that is not punctuation itself. When the only marks are in the text's
-    trailing run of punctuation, every token after one is punctuation, so the text is one
-    sentence; then the tokens alone are enough (the sentencizer is most of a short text's cost).
-    """
-    marks = _sentence_marks()
-    if not marks:
-        return False
-    end = len(text)
-    while end and unicodedata.category(text[end - 1]).startswith("P"):
-        end -= 1
-    return marks.isdisjoint(text[:end])
-
-
-@functools.lru_cache(maxsize=1)
-def _sentence_marks() -> frozenset[str]:
-    """The sentencizer's marks, if all are single punctuation characters (else no shortcut)."""
-    marks = frozenset(pipeline()[0].get_pipe("sentencizer").punct_chars)
-    if all(len(mark) == 1 and unicodedata.category(mark).startswith("P") for mark in marks):
-        return marks
-    return frozenset()
+STANCE_READING = Reading("stance", PATTERNS)
 
 
 def stance_of_sentences(rough: tuple[str, ...], in_reply: bool) -> Stance:
     """What spaCy reads in rough sentences: the first sentence that decides a stance."""
-    for text, labels in sentence_labels(rough, "stance"):
+    for text, labels in sentence_labels(rough, STANCE_READING):
         stance = decide_sentence(labels, text.rstrip().endswith("?"), seeing_reproduces=in_reply)
         if stance != "none":
             return Stance(stance, text.strip())
@@ -361,18 +177,4 @@ def stance_of_sentences(rough: tuple[str, ...], in_reply: bool) -> Stance:
 def read_stance(own_text: str, *, in_reply: bool = True) -> Stance:
     """The stance of a writer's own (unquoted) text and the sentence that decided it."""
     rough = rough_sentences(own_text, STANCE_GATE)
-    if not rough or defer_reading("stance", (rough, in_reply)):
-        return Stance("none", None)
-    return stance_of_sentences(rough, in_reply)
-
-
-def read_pending(pending: dict[str, tuple]) -> dict[str, Any]:
-    """Read what a worker deferred (`DEFERRED`): {"stance": Stance, "objections": tuple}, as given."""
-    from triagebot.parse import objections
-
-    answers: dict[str, Any] = {}
-    if "stance" in pending:
-        answers["stance"] = stance_of_sentences(*pending["stance"])
-    if "objections" in pending:
-        answers["objections"] = objections.objections_of_sentences(*pending["objections"])
-    return answers
+    return stance_of_sentences(rough, in_reply) if rough else Stance("none", None)
