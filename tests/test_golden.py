@@ -84,7 +84,7 @@ def test_edge_fixture_golden(path, update_golden: bool) -> None:
 def test_edge_fixture_facts() -> None:
     """The facts each edge case exists for, spelled out (independent of the golden files)."""
     edge = FIXTURES / "edge"
-    crlf = parse_message((edge / "crlf-lkp-regression.eml").read_bytes(), Source("eml"))
+    crlf = parse_message((edge / "crlf-ext4-fileio-regression.eml").read_bytes(), Source("eml"))
     qp = parse_message((edge / "qp-plusminus-lkp-regression.eml").read_bytes(), Source("eml"))
     for report in (crlf, qp):
         assert report.kind == "lkp-regression"
