@@ -213,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
                 if result.error is not None:
                     metrics.notify_failures.labels(result.error.code).inc()
 
-            lab = flow.Lab(settings=settings, database=database, deliver=deliver,
+            lab = flow.DaemonContext(settings=settings, database=database, deliver=deliver,
                            budget=args.budget, stop_requested=lambda: state.stop, heartbeat=metrics.beat)
             event(log, logging.INFO, "daemon started", event="daemon.started", db=str(database),
                   rules=str(settings.rules_dir), sources=[source.url for source in settings.sources])
@@ -233,7 +233,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_pass(settings: Settings, store, state: DaemonState, lab: flow.Lab, metrics: DaemonMetrics, *,
+def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonContext, metrics: DaemonMetrics, *,
              admit_days: float) -> None:
     """One pass: deliver, poll, admit, plan, run, deliver. A step that raises is logged and skipped."""
     def step(name: str, action: Callable[[], object]) -> None:

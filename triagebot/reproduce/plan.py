@@ -34,7 +34,6 @@ from triagebot.rules.templates import (
 )
 
 PLAN_SCHEMA = 1
-SOURCES = ("human-command", "lkp-testcase", "job.yaml")
 # Reproducer kinds whose command a template may run.
 COMMAND_KINDS = ("fio", "sysbench", "fs_mark", "stress-ng", "hackbench", "perf-bench")
 # LKP parameters that tune the test machine rather than the benchmark: never mapped, said in notes.

@@ -27,7 +27,7 @@ from triagebot.rules.settings import Settings, settings_for
 from triagebot.store.protocol import normalize_message_id
 from triagebot.store.sqlite import SqliteStore, open_private, resolve_db_path
 from triagebot.verdict import sequential
-from triagebot.verdict.sequential import Plan as RoundsPlan
+from triagebot.verdict.sequential import LookSchedule
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,12 +65,12 @@ def host_lock(database: Path, host_name: str):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def rounds_within(budget: int) -> RoundsPlan:
+def rounds_within(budget: int) -> LookSchedule:
     """The default rounds cut to at most `budget` runs a side (the looks' alpha is re-split)."""
     rounds = sequential.rounds_within(budget)
     if not rounds:
-        raise TriageError(f"--budget {budget}: at least {RoundsPlan().rounds[0]} runs a side are needed")
-    return RoundsPlan(rounds=rounds)
+        raise TriageError(f"--budget {budget}: at least {LookSchedule().rounds[0]} runs a side are needed")
+    return LookSchedule(rounds=rounds)
 
 
 def _progress(sample: Sample) -> None:
