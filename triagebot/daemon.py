@@ -33,9 +33,9 @@ from pathlib import Path
 from triagebot import flow, logs
 from triagebot.errors import TriageError
 from triagebot.health import DaemonMetrics, HealthServer
-from triagebot.ingest.command import build_source
 from triagebot.ingest.protocol import SourceError
-from triagebot.ingest.runner import PollFailed, describe_error, ingest_once
+from triagebot.ingest.runner import LAST_POLL_KEY, PollFailed, describe_error, ingest_once
+from triagebot.ingest.sources import build_source
 from triagebot.logs import event
 from triagebot.notify import outbox
 from triagebot.notify.slack import NotifyError, SlackNotifier
@@ -47,7 +47,6 @@ from triagebot.store.sqlite import SqliteStore, ensure_private_dir, resolve_db_p
 
 log = logging.getLogger("triagebot.daemon")
 
-LAST_POLL_KEY = "daemon:last-poll:"  # + source URL, in the cursors table: what `triage status` shows
 DEFAULT_HEALTH_PORT = 9464
 
 

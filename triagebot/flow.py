@@ -33,12 +33,13 @@ from triagebot.logs import event
 from triagebot.notify import render
 from triagebot.notify.plot import run_plot
 from triagebot.records import report_from_json
-from triagebot.reproduce.executors.protocol import executor_for
+from triagebot.reproduce.executors.choose import executor_for
+from triagebot.reproduce.host_lock import host_lock
 from triagebot.reproduce.hosts import choose_host
 from triagebot.reproduce.limits import host_shape
 from triagebot.reproduce.materials import with_materials_over_http
 from triagebot.reproduce.plan import Plan, Refusal, plan_from_json, plan_report
-from triagebot.reproduce.rerun_command import commits_of, host_lock, rounds_within
+from triagebot.reproduce.rounds import commits_of, rounds_within
 from triagebot.reproduce.runner import Sample, rerun
 from triagebot.rules.hosts import HOSTS_FILE, Host
 from triagebot.rules.settings import Settings
