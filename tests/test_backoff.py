@@ -25,7 +25,8 @@ def test_jitter_is_drawn_from_the_injected_random_source() -> None:
                for n, wait in enumerate(waits))
 
 
-@pytest.mark.parametrize("options", [{"first": -1, "cap": 1}, {"first": 1, "cap": 1, "jitter": 1.0}])
+@pytest.mark.parametrize("options", [{"first": -1, "cap": 1},
+                                     {"first": 1, "cap": 1, "jitter": 1.0}])
 def test_nonsense_is_refused(options: dict) -> None:
     with pytest.raises(ValueError):
         Backoff(**options)
@@ -38,8 +39,9 @@ def test_the_outbox_schedule_is_unchanged() -> None:
 
 def test_ssh_reconnect_sleeps_through_the_injected_sleeper(monkeypatch) -> None:
     slept: list[float] = []
-    executor = SshExecutor(SshAccess(host="203.0.113.9", user="lab", identity_file="/nonexistent/key",
-                                     known_hosts_file="/nonexistent/known_hosts"), "/scratch",
+    access = SshAccess(host="203.0.113.9", user="lab", identity_file="/nonexistent/key",
+                       known_hosts_file="/nonexistent/known_hosts")
+    executor = SshExecutor(access, "/scratch",
                            max_backoff=1.0, sleep=slept.append, reboot_timeout=3600)
     answers = iter([ConnectionLost("down")] * 5 + [(0, b"", b"", False)])
 

@@ -121,7 +121,9 @@ def test_the_checker_finds_a_cycle_hidden_in_a_function(tmp_path: Path) -> None:
     package.mkdir()
     (package / "__init__.py").write_text("")
     (package / "a.py").write_text("from triagebot import b\n")
-    (package / "b.py").write_text("def late():\n    from triagebot.a import thing\n    return thing\n")
+    (package / "b.py").write_text("def late():\n"
+                                  "    from triagebot.a import thing\n"
+                                  "    return thing\n")
     (package / "c.py").write_text("import triagebot.a\n")
     known = {"triagebot", "triagebot.a", "triagebot.b", "triagebot.c"}
     edges = {name: imports_of(name, package / f"{name.rpartition('.')[2]}.py", known)

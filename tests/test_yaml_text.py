@@ -9,7 +9,12 @@ import pytest
 from triagebot.records import Report, Reproducer, Source
 from triagebot.reproduce.outputs import OutputError, parse_output
 from triagebot.reproduce.plan import JobError, Refusal, flatten_job, plan_report, read_job
-from triagebot.reproduce.yaml_text import MAX_YAML_CHARS, MAX_YAML_DEPTH, YamlRefused, load_documents
+from triagebot.reproduce.yaml_text import (
+    MAX_YAML_CHARS,
+    MAX_YAML_DEPTH,
+    YamlRefused,
+    load_documents,
+)
 from triagebot.rules.templates import load_templates
 
 TEMPLATES = load_templates(Path(__file__).resolve().parent.parent / "rules")
@@ -55,7 +60,8 @@ def test_an_empty_value_is_none_and_a_quoted_empty_one_is_text() -> None:
 # --- refused ------------------------------------------------------------------------------------
 
 def test_an_alias_bomb_is_refused_at_its_first_alias() -> None:
-    with pytest.raises(JobError, match=r"^job.yaml: line 3: a YAML alias \(\*a\) \(aliases are refused\)$"):
+    refused = r"^job.yaml: line 3: a YAML alias \(\*a\) \(aliases are refused\)$"
+    with pytest.raises(JobError, match=refused):
         read_job(BOMB)
 
 
@@ -92,6 +98,7 @@ def test_stress_ng_yaml_with_an_alias_is_an_output_error() -> None:
 
 
 def test_stress_ng_values_stay_text_until_read_as_numbers() -> None:
-    document = b"metrics:\n    - stressor: 'on'\n      bogo-ops: 010\n      bogo-ops-per-second-real-time: 1e3\n"
+    document = (b"metrics:\n    - stressor: 'on'\n      bogo-ops: 010\n"
+                b"      bogo-ops-per-second-real-time: 1e3\n")
     assert parse_output("stress-ng-yaml", b"", {"m.yaml": document}) == {
         "stress-ng.on.ops": 10.0, "stress-ng.on.ops_per_sec": 1000.0}

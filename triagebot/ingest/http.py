@@ -198,7 +198,8 @@ class RequestsClient:
     """HttpClient over one requests.Session (connection reuse, the operator's User-Agent), with
     the bounds of the module docstring: byte caps, a total deadline, same-origin redirects."""
 
-    def __init__(self, policy: HttpPolicy, *, trust_environment: bool = True) -> None:
+    def __init__(self, policy: HttpPolicy, *, trust_environment: bool = True,
+                 ca_bundle: str | None = None) -> None:
         import requests  # imported here: parsing and the store never need it
         import urllib3
 
@@ -208,6 +209,8 @@ class RequestsClient:
         self._session = requests.Session()
         # Proxies from the environment apply to real servers; tests on 127.0.0.1 turn them off.
         self._session.trust_env = trust_environment
+        if ca_bundle is not None:
+            self._session.verify = ca_bundle  # trust these certificates only (a test's own, say)
         self._session.headers.update({"User-Agent": policy.user_agent, "Accept-Encoding": ACCEPT_ENCODING,
                                       **policy.extra_headers})
 

@@ -1,4 +1,5 @@
-"""Ingest stage: the Source a reference names (a path, an openwall or public-inbox URL, a Message-ID).
+"""Ingest stage: the Source a reference names (a path, an openwall or public-inbox URL, a
+Message-ID).
 
 Used by `triage ingest` for its SOURCE arguments and by the daemon for rules/sources.toml.
 """
@@ -35,14 +36,17 @@ def build_source(reference: str, policy: HttpPolicy, *, list_name: str | None = 
 
         address = parse_openwall_url(reference)
         if address.page_url is not None:
-            return OpenwallPageSource(reference, RequestsClient(policy), policy, sleep, list_name=list_name)
-        return OpenwallSource(address.list_url, RequestsClient(policy), policy, sleep, list_name=list_name)
+            return OpenwallPageSource(reference, RequestsClient(policy), policy, sleep,
+                                      list_name=list_name)
+        return OpenwallSource(address.list_url, RequestsClient(policy), policy, sleep,
+                              list_name=list_name)
     message_url = message_base_url(reference)
     if message_url:
-        return LoreThreadSource(message_url, RequestsClient(policy), policy, sleep=sleep, list_name=list_name)
+        return LoreThreadSource(message_url, RequestsClient(policy), policy, sleep=sleep,
+                                list_name=list_name)
     if reference.startswith(("http://", "https://")):
         from triagebot.ingest.lore import LoreSource
 
-        return LoreSource(reference if reference.endswith("/") else reference + "/", RequestsClient(policy), policy,
-                          sleep=sleep)
+        url = reference if reference.endswith("/") else reference + "/"
+        return LoreSource(url, RequestsClient(policy), policy, sleep=sleep)
     raise InputError(reference, "no such file, and not a URL or a Message-ID")

@@ -27,7 +27,8 @@ def host_lock(database: Path, host_name: str) -> Iterator[None]:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise TriageError(f"host {host_name} is busy with another rerun (lock {path})") from None
+            raise TriageError(f"host {host_name} is busy with another rerun (lock {path})"
+                              ) from None
         try:
             yield
         finally:

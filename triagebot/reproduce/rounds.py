@@ -18,5 +18,6 @@ def rounds_within(budget: int) -> LookSchedule:
     """The default rounds cut to at most `budget` runs a side (the looks' alpha is re-split)."""
     rounds = sequential.rounds_within(budget)
     if not rounds:
-        raise TriageError(f"--budget {budget}: at least {LookSchedule().rounds[0]} runs a side are needed")
+        least = LookSchedule().rounds[0]
+        raise TriageError(f"--budget {budget}: at least {least} runs a side are needed")
     return LookSchedule(rounds=rounds)

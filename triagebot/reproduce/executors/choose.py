@@ -15,4 +15,5 @@ def executor_for(host: Host) -> Executor:
     if host.reach == "local":
         return LocalExecutor(host.scratch_dir, name=host.name)
     assert host.ssh is not None
-    return SshExecutor(host.ssh, host.scratch_dir, name=host.name, reboot_timeout=host.reboot_timeout_s)
+    return SshExecutor(host.ssh, host.scratch_dir, name=host.name,
+                       reboot_timeout=host.reboot_timeout_s)
