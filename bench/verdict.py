@@ -30,7 +30,7 @@ import numpy as np
 
 from triagebot.rules.floors import DEFAULT_FLOOR_PERCENT
 from triagebot.verdict.decide import decide
-from triagebot.verdict.sequential import Plan, decide_adaptively
+from triagebot.verdict.sequential import LookSchedule, decide_adaptively
 
 SIGMAS = (0.02, 0.05, 0.10, 0.20)
 FIXED_RUNS = 10
@@ -128,7 +128,7 @@ class Session:
 
 
 def simulate(scenario: Scenario, shape: str, sigma: float, trials: int,
-             rng: np.random.Generator, plan: Plan) -> Tally:
+             rng: np.random.Generator, plan: LookSchedule) -> Tally:
     noise_of, interleaved = SHAPES[shape]
     tally = Tally.empty()
     for _ in range(trials):
@@ -155,7 +155,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=300, help="pairs per cell (default 300)")
     parser.add_argument("--seed", type=int, default=20261203)
-    parser.add_argument("--rounds", help="plan rounds, e.g. 6,4,5,5 (default: Plan())")
+    parser.add_argument("--rounds", help="plan rounds, e.g. 6,4,5,5 (default: LookSchedule())")
     parser.add_argument("--look-alpha", help="alpha per look, e.g. 0.0044,0.002,0.002,0.0016")
     parser.add_argument("--same-fraction", type=float, help="share of the report a no-repro rules out")
     args = parser.parse_args()
@@ -166,7 +166,7 @@ def main() -> int:
         options["look_alpha"] = tuple(float(alpha) for alpha in args.look_alpha.split(","))
     if args.same_fraction:
         options["same_fraction"] = args.same_fraction
-    plan = Plan(**options)
+    plan = LookSchedule(**options)
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
     cells: dict[tuple[str, str, float], Tally] = {}

@@ -111,7 +111,7 @@ def test_only_recent_reports_are_taken_on_and_each_once(tmp_path: Path) -> None:
     record = report_to_json(parse_message(raw, Source("eml")))
     settings = dataclasses.replace(load_settings(PROJECT / "rules"), routing=parse_routing(
         'default_channel = "#perf-triage"\n[[route]]\nchannel = "#sched-perf"\nsubsystem = "sched"\n', "test"))
-    lab = flow.Lab(settings=settings, database=tmp_path / "t.db", deliver=lambda: None)
+    lab = flow.DaemonContext(settings=settings, database=tmp_path / "t.db", deliver=lambda: None)
     with SqliteStore(tmp_path / "t.db") as store:
         store.put_message(record["message_id"], raw, "test", None, "2026-12-01T00:00:00+00:00")
         store.put_record(record["message_id"], record, "test")

@@ -16,13 +16,13 @@ import pytest
 
 from tests.support.sshd import TestSshd
 from triagebot.reproduce.executors import private_tmp
+from triagebot.reproduce.executors.choose import executor_for
 from triagebot.reproduce.executors.local import LocalExecutor
 from triagebot.reproduce.executors.pids_cgroup import PidsCgroups
 from triagebot.reproduce.executors.protocol import (
     ConnectionLost,
     ExecutorError,
     Limits,
-    executor_for,
 )
 from triagebot.reproduce.executors.ssh import SshExecutor, remote_command
 from triagebot.rules.hosts import Host

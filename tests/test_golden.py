@@ -57,7 +57,7 @@ def golden_form(record: dict) -> dict:
 EDGE_CASES = sorted((FIXTURES / "edge").glob("*.eml"))
 
 
-def _check_golden(record: dict, path, name: str, update_golden: bool) -> None:
+def check_golden(record: dict, path, name: str, update_golden: bool) -> None:
     if update_golden:
         path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     if not path.exists():
@@ -72,19 +72,19 @@ def _check_golden(record: dict, path, name: str, update_golden: bool) -> None:
 def test_golden_record(name: str, update_golden: bool) -> None:
     require_corpus()
     record = golden_form(report_to_json(parse_message((CORPUS / name).read_bytes(), Source("eml"))))
-    _check_golden(record, GOLDEN / (name.rsplit(".", 1)[0] + ".expected.json"), name, update_golden)
+    check_golden(record, GOLDEN / (name.rsplit(".", 1)[0] + ".expected.json"), name, update_golden)
 
 
 @pytest.mark.parametrize("path", EDGE_CASES, ids=lambda path: path.name)
 def test_edge_fixture_golden(path, update_golden: bool) -> None:
     record = golden_form(report_to_json(parse_message(path.read_bytes(), Source("eml"))))
-    _check_golden(record, path.with_suffix(".expected.json"), path.name, update_golden)
+    check_golden(record, path.with_suffix(".expected.json"), path.name, update_golden)
 
 
 def test_edge_fixture_facts() -> None:
     """The facts each edge case exists for, spelled out (independent of the golden files)."""
     edge = FIXTURES / "edge"
-    crlf = parse_message((edge / "crlf-lkp-regression.eml").read_bytes(), Source("eml"))
+    crlf = parse_message((edge / "crlf-ext4-fileio-regression.eml").read_bytes(), Source("eml"))
     qp = parse_message((edge / "qp-plusminus-lkp-regression.eml").read_bytes(), Source("eml"))
     for report in (crlf, qp):
         assert report.kind == "lkp-regression"

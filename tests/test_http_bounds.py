@@ -206,8 +206,8 @@ def test_the_deadline_holds_over_https_too(tmp_path):
     with HostileServer(tls=tls) as secure:
         secure.route("/new.atom", dribble(b"x" * 100, every=0.2))
         secure.route("/ok", answer(b"ok"))
-        client = RequestsClient(SHORT, trust_environment=False)
-        client._session.verify = str(tls[0])  # trust the test's own certificate, nothing else
+        # trust the test's own certificate, nothing else
+        client = RequestsClient(SHORT, trust_environment=False, ca_bundle=str(tls[0]))
         try:
             assert within_guard(client.get, secure.url("/ok"), timeout=10, deadline=60,
                                 limit=MIB).body == b"ok"  # TLS itself works here

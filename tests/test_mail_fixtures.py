@@ -12,7 +12,7 @@ import json
 import pytest
 
 from tests.conftest import FIXTURES
-from tests.test_golden import _check_golden, golden_form
+from tests.test_golden import check_golden, golden_form
 from triagebot.parse.report import parse_message
 from triagebot.records import Source, report_to_json
 
@@ -234,4 +234,4 @@ def test_improvement_also_impacted_box() -> None:
 def test_mail_fixture_golden(path, update_golden: bool) -> None:
     record = golden_form(record_of(path))
     golden = path.with_suffix(".expected.json")
-    _check_golden(record, golden, path.name, update_golden)
+    check_golden(record, golden, path.name, update_golden)

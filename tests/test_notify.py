@@ -240,7 +240,8 @@ def test_render_fits_slack_limits_and_server_accepts(notifier: SlackNotifier, sl
     assert render.TRUNCATED in block_texts(payload["blocks"])
     assert "588 more rows" in block_texts(payload["blocks"])
     notifier.post_parent(CHANNEL, payload)  # the server enforces Slack's limits too
-    many = render.fit({"text": "x" * 50000, "blocks": [render._section(f"b{i}") for i in range(80)]})
+    blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": f"b{i}"}} for i in range(80)]
+    many = render.fit({"text": "x" * 50000, "blocks": blocks})
     assert len(many["blocks"]) == render.MAX_BLOCKS and len(many["text"]) == render.MAX_MESSAGE_TEXT
     notifier.post_parent(CHANNEL, many)
 

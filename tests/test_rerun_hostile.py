@@ -29,7 +29,7 @@ from triagebot.rules.routing import parse_routing
 from triagebot.rules.settings import load_settings
 from triagebot.rules.templates import load_templates
 from triagebot.store.sqlite import SqliteStore
-from triagebot.verdict.sequential import Plan as RoundsPlan
+from triagebot.verdict.sequential import LookSchedule
 
 TEMPLATES = load_templates(PROJECT / "rules")
 LAB_REPORT = FIXTURES / "lab" / "sysbench-cpu-regression.eml"
@@ -83,7 +83,7 @@ def test_a_benchmark_that_fails_is_retried_twice_then_the_run_is_an_error(tmp_pa
     plan = make_plan()
     host = plain_host(tmp_path)
     executor = TracingExecutor(LocalExecutor(host.scratch_dir))
-    record = rerun(plan, host, executor, "v6.8", "v6.8", rounds=RoundsPlan(rounds=(6,)))
+    record = rerun(plan, host, executor, "v6.8", "v6.8", rounds=LookSchedule(rounds=(6,)))
     assert record.status == "error" and record.verdict is None
     assert record.error.startswith("sample 0 (base v6.8) failed 3 times; last: ")
     assert reason in record.error
@@ -108,7 +108,7 @@ def test_benchmarks_run_in_scratch_with_tmpdir_there_and_under_the_hosts_limits(
     assert isinstance(plan, Plan) and "--temp-path" in plan.argv
     host = plain_host(tmp_path)
     executor = TracingExecutor(LocalExecutor(host.scratch_dir))
-    record = rerun(plan, host, executor, "v6.8", "v6.8", rounds=RoundsPlan(rounds=(6,)))
+    record = rerun(plan, host, executor, "v6.8", "v6.8", rounds=LookSchedule(rounds=(6,)))
     assert record.status == "done", record.error
     runs = [(argv, options) for argv, options in executor.calls if argv[0] == "stress-ng"]
     assert len(runs) == 12
@@ -147,11 +147,11 @@ def taken_on(store: SqliteStore, record: dict, state: str = "new", plan: dict | 
         store.set_triage(record["message_id"], state, plan=plan, host="lab-local")
 
 
-def make_lab(tmp_path: Path) -> flow.Lab:
+def make_lab(tmp_path: Path) -> flow.DaemonContext:
     rules, _ = write_lab_rules(tmp_path, PROJECT)
     settings = dataclasses.replace(load_settings(rules), routing=parse_routing('default_channel = "#perf-triage"\n',
                                                                                "test"))
-    return flow.Lab(settings=settings, database=tmp_path / "t.db", deliver=lambda: None, budget=6)
+    return flow.DaemonContext(settings=settings, database=tmp_path / "t.db", deliver=lambda: None, budget=6)
 
 
 def replies(store: SqliteStore, message_id: str) -> dict[str, dict]:
@@ -213,13 +213,13 @@ from triagebot.rules.hosts import Host
 from triagebot.reproduce.plan import plan_command
 from triagebot.reproduce.runner import rerun
 from triagebot.rules.templates import load_templates
-from triagebot.verdict.sequential import Plan as RoundsPlan
+from triagebot.verdict.sequential import LookSchedule
 project, scratch, state, hook = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 host = Host(name="lab", reach="local", cpu_model="test lab", threads=2, sockets=1, memory_gb=24, disk="ssd",
             scratch_dir=scratch, switch_kernel=(sys.executable, hook, "switch", "{commit}", state),
             running_kernel=(sys.executable, hook, "running", state))
 plan = plan_command("sysbench cpu --threads=1 --time=1 run", load_templates(project / "rules"))
-record = rerun(plan, host, LocalExecutor(scratch), "v6.8", "v6.9", rounds=RoundsPlan(rounds=(6,)))
+record = rerun(plan, host, LocalExecutor(scratch), "v6.8", "v6.9", rounds=LookSchedule(rounds=(6,)))
 print(json.dumps({"status": record.status, "error": record.error, "argv": list(plan.argv),
                   "samples": len(record.samples), "hooks": [list(host.switch_kernel), list(host.running_kernel)]}))
 """

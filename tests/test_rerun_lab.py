@@ -108,7 +108,7 @@ def test_only_the_plan_and_the_hosts_hooks_are_ever_started(tmp_path: Path) -> N
     from triagebot.reproduce.runner import rerun
     from triagebot.rules.hosts import Host
     from triagebot.rules.templates import load_templates
-    from triagebot.verdict.sequential import Plan as RoundsPlan
+    from triagebot.verdict.sequential import LookSchedule
 
     state = tmp_path / "state"
     hook = (sys.executable, str(PROJECT / "tests" / "support" / "lab.py"))
@@ -119,7 +119,7 @@ def test_only_the_plan_and_the_hosts_hooks_are_ever_started(tmp_path: Path) -> N
     plan = plan_command("sysbench cpu --threads=1 --time=1 run", templates)
     assert isinstance(plan, Plan)
     executor = TracingExecutor(LocalExecutor(host.scratch_dir))
-    record = rerun(plan, host, executor, "v6.8", "v6.9", rounds=RoundsPlan(rounds=(6,)))
+    record = rerun(plan, host, executor, "v6.8", "v6.9", rounds=LookSchedule(rounds=(6,)))
     assert record.status == "done"
     programs = {argv[0] for argv in executor.started}
     assert programs == {sys.executable, "sysbench"}
@@ -147,13 +147,13 @@ def test_a_plan_that_collects_a_result_file(tmp_path: Path) -> None:
     from triagebot.reproduce.runner import rerun
     from triagebot.rules.hosts import Host
     from triagebot.rules.templates import load_templates
-    from triagebot.verdict.sequential import Plan as RoundsPlan
+    from triagebot.verdict.sequential import LookSchedule
 
     host = Host(name="plain", reach="local", cpu_model="test", threads=2, sockets=1, memory_gb=24, disk="ssd",
                 scratch_dir=str(tmp_path / "scratch"))  # cannot switch kernels: an A/A run
     plan = plan_command("stress-ng --cpu 1 --timeout 1s", load_templates(PROJECT / "rules"))
     assert isinstance(plan, Plan) and plan.collect
-    record = rerun(plan, host, LocalExecutor(host.scratch_dir), "v6.8", "v6.8", rounds=RoundsPlan(rounds=(6,)))
+    record = rerun(plan, host, LocalExecutor(host.scratch_dir), "v6.8", "v6.8", rounds=LookSchedule(rounds=(6,)))
     assert record.status == "done", record.error
     assert len(record.samples) == 12 and all(sample.value > 0 for sample in record.samples)
     assert record.verdict["outcome"] != "confirmed"

@@ -17,7 +17,7 @@ from triagebot.reproduce.plan import Plan, plan_command
 from triagebot.reproduce.runner import rerun
 from triagebot.rules.hosts import Host
 from triagebot.rules.templates import load_templates
-from triagebot.verdict.sequential import Plan as RoundsPlan
+from triagebot.verdict.sequential import LookSchedule
 
 pytestmark = pytest.mark.skipif(not (find_sshd() and shutil.which("ssh") and shutil.which("sysbench")),
                                 reason="needs sshd, ssh and sysbench (apt-get install openssh-server sysbench)")
@@ -51,7 +51,7 @@ def test_rerun_over_ssh_survives_the_connection_dropping(tmp_path: Path) -> None
 
         executor = SshExecutor(host.ssh, host.scratch_dir, name=host.name, reboot_timeout=30, max_backoff=1.0)
         try:
-            record = rerun(plan, host, executor, "v6.8", SLOW, on_sample=drop_once, rounds=RoundsPlan(rounds=(6, 4)))
+            record = rerun(plan, host, executor, "v6.8", SLOW, on_sample=drop_once, rounds=LookSchedule(rounds=(6, 4)))
         finally:
             executor.close()
             import subprocess

@@ -161,7 +161,7 @@ def test_the_flow_plans_from_the_settings_it_was_given_not_from_disk(tmp_path: P
     shutil.rmtree(rules / "reproducers")
     raw = (FIXTURES / "lab" / "sysbench-cpu-regression.eml").read_bytes()
     record = report_to_json(parse_message(raw, Source("eml")))
-    lab = flow.Lab(settings=settings, database=tmp_path / "t.db", deliver=lambda: None)
+    lab = flow.DaemonContext(settings=settings, database=tmp_path / "t.db", deliver=lambda: None)
     with SqliteStore(tmp_path / "t.db") as store:
         store.put_message(record["message_id"], raw, "test", None, "2026-12-01T00:00:00+00:00")
         store.put_record(record["message_id"], record, "test")

@@ -609,7 +609,7 @@ def test_an_existing_directory_and_file_keep_their_modes(tmp_path: Path, permiss
 
 
 def test_the_rerun_host_lock_is_created_0600(tmp_path: Path, permissive_umask: None) -> None:
-    from triagebot.reproduce.rerun_command import host_lock
+    from triagebot.reproduce.host_lock import host_lock
 
     with host_lock(tmp_path / "t.db", "lab-local"):
         pass

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from triagebot.verdict.decide import Outcome, classify, decide, signed_percent, smallest_p_value
-from triagebot.verdict.sequential import Plan, decide_adaptively
+from triagebot.verdict.sequential import LookSchedule, decide_adaptively
 
 # Ten throughput runs around 3.05 and a suspect about 24% lower (the README's kind of numbers).
 BASE = [3.10, 3.00, 3.05, 3.12, 2.98, 3.07, 3.02, 3.09, 3.01, 3.04]
@@ -282,7 +282,7 @@ class Sampler:
 
 
 def test_default_plan_spends_alpha_where_it_can_be_reached() -> None:
-    plan = Plan()
+    plan = LookSchedule()
     assert plan.looks == (6, 10, 15, 20) and plan.budget == 20
     alphas = plan.look_alphas()
     # 6+6 runs: the smallest combined p is 2 * 2/924 = 0.00433, so the first look gets 0.0044.
@@ -293,7 +293,7 @@ def test_default_plan_spends_alpha_where_it_can_be_reached() -> None:
     # Each look's one-sided tail is 5% / 4 looks.
     assert plan.look_confidences() == pytest.approx((0.975,) * 4)
     # A first look of 5+5 can never be different (0.016 floor): it gets no alpha at all.
-    assert Plan(rounds=(5, 5, 5, 5)).look_alphas()[0] == 0.0
+    assert LookSchedule(rounds=(5, 5, 5, 5)).look_alphas()[0] == 0.0
 
 
 def test_clear_regression_stops_after_the_first_round() -> None:
@@ -325,7 +325,7 @@ def test_undecidable_runs_use_the_whole_budget_and_stay_inconclusive() -> None:
     assert [look.runs_base for look in result.looks] == [6, 10, 15, 20]
     assert result.verdict.outcome == Outcome.INCONCLUSIVE
     # The final verdict is decide on all 20+20 runs at the last look's alpha and level.
-    again = decide(base, suspect, "higher", -6.0, 1.5, alpha=Plan().look_alphas()[3], confidence=0.975)
+    again = decide(base, suspect, "higher", -6.0, 1.5, alpha=LookSchedule().look_alphas()[3], confidence=0.975)
     assert result.verdict == again
 
 
@@ -360,4 +360,4 @@ def test_adaptive_a_a_error_rate_stays_under_alpha() -> None:
 ])
 def test_bad_plans_raise(options: dict) -> None:
     with pytest.raises(ValueError):
-        Plan(**options)
+        LookSchedule(**options)

@@ -33,9 +33,9 @@ from pathlib import Path
 from triagebot import flow, logs
 from triagebot.errors import TriageError
 from triagebot.health import DaemonMetrics, HealthServer
-from triagebot.ingest.command import build_source
 from triagebot.ingest.protocol import SourceError
-from triagebot.ingest.runner import PollFailed, describe_error, ingest_once
+from triagebot.ingest.runner import LAST_POLL_KEY, PollFailed, describe_error, ingest_once
+from triagebot.ingest.sources import build_source
 from triagebot.logs import event
 from triagebot.notify import outbox
 from triagebot.notify.slack import NotifyError, SlackNotifier
@@ -47,7 +47,6 @@ from triagebot.store.sqlite import SqliteStore, ensure_private_dir, resolve_db_p
 
 log = logging.getLogger("triagebot.daemon")
 
-LAST_POLL_KEY = "daemon:last-poll:"  # + source URL, in the cursors table: what `triage status` shows
 DEFAULT_HEALTH_PORT = 9464
 
 
@@ -213,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
                 if result.error is not None:
                     metrics.notify_failures.labels(result.error.code).inc()
 
-            lab = flow.Lab(settings=settings, database=database, deliver=deliver,
+            lab = flow.DaemonContext(settings=settings, database=database, deliver=deliver,
                            budget=args.budget, stop_requested=lambda: state.stop, heartbeat=metrics.beat)
             event(log, logging.INFO, "daemon started", event="daemon.started", db=str(database),
                   rules=str(settings.rules_dir), sources=[source.url for source in settings.sources])
@@ -233,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_pass(settings: Settings, store, state: DaemonState, lab: flow.Lab, metrics: DaemonMetrics, *,
+def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonContext, metrics: DaemonMetrics, *,
              admit_days: float) -> None:
     """One pass: deliver, poll, admit, plan, run, deliver. A step that raises is logged and skipped."""
     def step(name: str, action: Callable[[], object]) -> None:

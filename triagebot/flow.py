@@ -33,12 +33,13 @@ from triagebot.logs import event
 from triagebot.notify import render
 from triagebot.notify.plot import run_plot
 from triagebot.records import report_from_json
-from triagebot.reproduce.executors.protocol import executor_for
+from triagebot.reproduce.executors.choose import executor_for
+from triagebot.reproduce.host_lock import host_lock
 from triagebot.reproduce.hosts import choose_host
 from triagebot.reproduce.limits import host_shape
 from triagebot.reproduce.materials import with_materials_over_http
 from triagebot.reproduce.plan import Plan, Refusal, plan_from_json, plan_report
-from triagebot.reproduce.rerun_command import commits_of, host_lock, rounds_within
+from triagebot.reproduce.rounds import commits_of, rounds_within
 from triagebot.reproduce.runner import Sample, rerun
 from triagebot.rules.hosts import HOSTS_FILE, Host
 from triagebot.rules.settings import Settings
@@ -56,7 +57,7 @@ class StopRequested(Exception):
 
 
 @dataclass
-class Lab:
+class DaemonContext:
     """What the stages need besides the store: the rules (loaded once, at start), where host
     locks live, how to notify."""
 
@@ -68,7 +69,7 @@ class Lab:
     heartbeat: Callable[[], None] = lambda: None
 
 
-def admit(store: Store, lab: Lab, admit_days: float, now: datetime | None = None) -> list[str]:
+def admit(store: Store, lab: DaemonContext, admit_days: float, now: datetime | None = None) -> list[str]:
     """Take on the reports dated within `admit_days`: a triage row and a parent message each."""
     since = utc_text((now or datetime.now(timezone.utc)) - timedelta(days=admit_days))
     admitted = []
@@ -89,7 +90,7 @@ def _host_named(hosts: tuple[Host, ...], name: str | None) -> Host | None:
     return next((host for host in hosts if host.name == name), None)
 
 
-def plan_new(store: Store, lab: Lab) -> list[str]:
+def plan_new(store: Store, lab: DaemonContext) -> list[str]:
     """Plan each new report for its closest host; a refusal says why. Returns the ids planned."""
     hosts = lab.settings.need_hosts()
     templates = lab.settings.need_templates()
@@ -107,7 +108,7 @@ def plan_new(store: Store, lab: Lab) -> list[str]:
     return done
 
 
-def _plan_one(store: Store, lab: Lab, row: TriageRow, hosts: tuple[Host, ...], templates) -> None:
+def _plan_one(store: Store, lab: DaemonContext, row: TriageRow, hosts: tuple[Host, ...], templates) -> None:
     """Plan one new report (or refuse it), with its replies."""
     record = store.get_record(row.message_id)
     report = report_from_json(record)
@@ -140,7 +141,7 @@ def _plan_one(store: Store, lab: Lab, row: TriageRow, hosts: tuple[Host, ...], t
     lab.deliver()
 
 
-def fail_report(store: Store, lab: Lab, row: TriageRow, stage: str, error: BaseException) -> None:
+def fail_report(store: Store, lab: DaemonContext, row: TriageRow, stage: str, error: BaseException) -> None:
     """End one report in state `error` with the reason, told to its thread and parent."""
     reason = f"{stage} failed: {_reason(error)}"
     run_json = {"host": row.host or "?", "status": "error", "error": reason, "samples": []}
@@ -181,7 +182,7 @@ def _with_host_line(reply: dict, match, notes: list[str]) -> dict:
     return render.with_section(reply, line)
 
 
-def run_planned(store: Store, lab: Lab) -> list[str]:
+def run_planned(store: Store, lab: DaemonContext) -> list[str]:
     """Rerun each planned report whose host can switch kernels and is free; returns those decided."""
     hosts = lab.settings.need_hosts()
     decided = []
@@ -210,7 +211,7 @@ def run_planned(store: Store, lab: Lab) -> list[str]:
     return decided
 
 
-def _run_one(store: Store, lab: Lab, row: TriageRow, host: Host) -> str | None:
+def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> str | None:
     record = store.get_record(row.message_id)
     report = report_from_json(record)
     plan = plan_from_json(row.plan)

@@ -18,19 +18,6 @@ KINDS = (
     "reply",
     "other",
 )
-COMMIT_ROLES = ("culprit", "base", "fix", "mentioned")
-REPRODUCER_KINDS = (
-    "lkp-materials",
-    "lkp-job",
-    "fio",
-    "sysbench",
-    "fsperf",
-    "fs_mark",
-    "stress-ng",
-    "hackbench",
-    "perf-bench",
-    "command",
-)
 STANCES = ("reproduced", "not-reproduced", "none")
 
 
@@ -44,7 +31,7 @@ class Source:
 class Commit:
     sha: str
     subject: str | None = None
-    role: str = "mentioned"
+    role: str = "mentioned"  # culprit / base / fix / mentioned
     tree: str | None = None
     branch: str | None = None
 
@@ -92,6 +79,8 @@ class FailureRow:
 
 @dataclass(frozen=True)
 class Reproducer:
+    # lkp-materials / lkp-job / fio / sysbench / fsperf / fs_mark / stress-ng / hackbench /
+    # perf-bench / command
     kind: str
     command: str | None = None
     url: str | None = None

@@ -7,13 +7,13 @@ tries each host's lock without waiting to tell busy from idle.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import sys
 from pathlib import Path
 
-from triagebot.daemon import LAST_POLL_KEY
+from triagebot.ingest.runner import LAST_POLL_KEY
 from triagebot.notify.render import STATE_MEANING
+from triagebot.reproduce.host_lock import host_busy
 from triagebot.rules.settings import Settings, settings_for
 from triagebot.states import OPEN_STATES, TriageState
 from triagebot.store.protocol import Store
@@ -24,20 +24,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", help="database file (default: TRIAGE_DB, then ~/.local/share/triagebot/triage.db)")
     parser.add_argument("--rules", help="rules directory (default: TRIAGE_RULES, then the packaged rules/)")
     parser.add_argument("--json", action="store_true", help="print the status as one JSON object")
-
-
-def host_busy(database: Path, host_name: str) -> bool:
-    """Whether a rerun holds the host's lock now (the lock file of rerun_command.host_lock)."""
-    path = database.with_name(f"{database.name}.host-{host_name}.lock")
-    if not path.exists():
-        return False
-    with open(path) as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
-    return False
 
 
 def gather(store: Store, database: Path, settings: Settings) -> dict:

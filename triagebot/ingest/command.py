@@ -11,19 +11,13 @@ on stderr says how many were, and `triage list --failed` lists them.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import time
-from collections.abc import Callable
 from datetime import datetime, timezone
-from urllib.parse import urlsplit
 
 from triagebot.batch import default_jobs
-from triagebot.errors import InputError, TriageError
-from triagebot.ingest.files import FileSource
-from triagebot.ingest.lore_thread import LoreThreadSource, message_base_url
-from triagebot.ingest.protocol import HttpPolicy, Source
+from triagebot.errors import TriageError
 from triagebot.ingest.runner import IngestResult, describe_error, ingest_once
+from triagebot.ingest.sources import build_source
 from triagebot.rules.settings import settings_for
 from triagebot.store.sqlite import SqliteStore, ensure_private_dir, resolve_db_path
 
@@ -45,42 +39,6 @@ def _since_date(text: str) -> datetime:
         return datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a date (YYYY-MM-DD)") from None
-
-
-def _is_openwall(url: str) -> bool:
-    parts = urlsplit(url)
-    return parts.hostname == "lists.openwall.net" or (
-        parts.hostname in ("www.openwall.com", "openwall.com") and parts.path.startswith("/lists/"))
-
-
-def build_source(reference: str, policy: HttpPolicy, *, list_name: str | None = None,
-                 sleep: Callable[[float], None] = time.sleep, since: datetime | None = None) -> Source:
-    """The Source a command-line SOURCE names; InputError when it names none.
-
-    `sleep` is how the source waits between retries (the daemon's wait ends early on a stop)."""
-    if os.path.exists(reference):
-        return FileSource(reference, list_name=list_name)
-    from triagebot.ingest.http import RequestsClient
-
-    if reference.startswith(("http://", "https://")) and _is_openwall(reference):
-        from triagebot.ingest.openwall import OpenwallPageSource, OpenwallSource, parse_openwall_url
-
-        address = parse_openwall_url(reference)
-        if address.page_url is not None:
-            return OpenwallPageSource(reference, RequestsClient(policy), policy, sleep, list_name=list_name)
-        return OpenwallSource(address.list_url, RequestsClient(policy), policy, sleep, list_name=list_name)
-    message_url = message_base_url(reference)
-    if message_url:
-        return LoreThreadSource(message_url, RequestsClient(policy), policy, sleep=sleep, list_name=list_name)
-    if reference.startswith(("http://", "https://")):
-        from triagebot.ingest.lore import LoreSource
-
-        from triagebot.ingest.lore_search import HEAL_REQUEST_INTERVAL_SECONDS
-
-        return LoreSource(reference if reference.endswith("/") else reference + "/", RequestsClient(policy), policy,
-                          sleep=sleep, heal_interval_seconds=HEAL_REQUEST_INTERVAL_SECONDS,
-                          **({"since": since} if since else {}))
-    raise InputError(reference, "no such file, and not a URL or a Message-ID")
 
 
 class _Progress:

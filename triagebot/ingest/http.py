@@ -27,6 +27,7 @@ import zlib
 from collections.abc import Callable, Mapping
 from urllib.parse import urljoin, urlsplit
 
+from triagebot.backoff import Backoff
 from triagebot.ingest.protocol import (BodyTooLarge, HttpClient, HttpPolicy, HttpResponse,
                                        ResponseRefused, Sleeper, SourceError)
 
@@ -37,6 +38,8 @@ ACCEPT_ENCODING = "gzip"  # the one Content-Encoding asked for (decoded here, un
 GZIP_MAX_MEMBERS = 64  # concatenated gzip members in one body (servers send one)
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _CURRENT = threading.local()  # the _Watch of the request running in this thread
+
+HTTP_JITTER = 0.5  # each retry waits the backoff times a draw in [0.5, 1.5], so clients spread out
 
 
 class _Watch:
@@ -195,7 +198,8 @@ class RequestsClient:
     """HttpClient over one requests.Session (connection reuse, the operator's User-Agent), with
     the bounds of the module docstring: byte caps, a total deadline, same-origin redirects."""
 
-    def __init__(self, policy: HttpPolicy, *, trust_environment: bool = True) -> None:
+    def __init__(self, policy: HttpPolicy, *, trust_environment: bool = True,
+                 ca_bundle: str | None = None) -> None:
         import requests  # imported here: parsing and the store never need it
         import urllib3
 
@@ -205,6 +209,8 @@ class RequestsClient:
         self._session = requests.Session()
         # Proxies from the environment apply to real servers; tests on 127.0.0.1 turn them off.
         self._session.trust_env = trust_environment
+        if ca_bundle is not None:
+            self._session.verify = ca_bundle  # trust these certificates only (a test's own, say)
         self._session.headers.update({"User-Agent": policy.user_agent, "Accept-Encoding": ACCEPT_ENCODING,
                                       **policy.extra_headers})
 
@@ -322,7 +328,7 @@ def fetch(client: HttpClient, url: str, policy: HttpPolicy, *, limit: int, sleep
                 raise SourceError(f"{url}: HTTP {response.status}")
         if attempt + 1 == policy.attempts:
             break
-        wait = min(policy.backoff_max_seconds, policy.backoff_seconds * 2 ** attempt) * rng.uniform(0.5, 1.5)
+        wait = Backoff(policy.backoff_seconds, policy.backoff_max_seconds, HTTP_JITTER).delay(attempt, rng)
         if response is not None and (retry_after := _retry_after(response)) is not None:
             wait = min(policy.backoff_max_seconds, max(wait, retry_after))
         if events is not None:

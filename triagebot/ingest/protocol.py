@@ -13,10 +13,11 @@ their waiting goes through `Sleeper`, so backoff is tested without waiting.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from triagebot.backoff import Sleeper  # noqa: F401 (the ingest stage's name for it)
 from triagebot.errors import TriageError
 
 
@@ -94,7 +95,6 @@ class HttpClient(Protocol):
         ...
 
 
-Sleeper = Callable[[float], None]
 
 
 @dataclass(frozen=True)

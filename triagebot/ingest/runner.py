@@ -30,6 +30,8 @@ from triagebot.records import report_to_json
 from triagebot.store.protocol import IncomingMessage, Store, StoreError, normalize_message_id, synthetic_message_id
 from triagebot.store.quarantine import one_line
 
+# + source URL, in the cursors table: the daemon's last poll of each source (`triage status`).
+LAST_POLL_KEY = "daemon:last-poll:"
 # Written with every record; `triage reparse` re-parses records written by another version.
 PARSER_VERSION = "parse-2026-12-03"
 

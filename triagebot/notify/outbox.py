@@ -25,6 +25,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from triagebot.backoff import Backoff
 from triagebot.notify.slack import Notifier, NotifyError, Posted, plot_file_name
 from triagebot.store.protocol import OutboxRow, OutboxStore
 
@@ -46,7 +47,8 @@ class Delivery:
 
 
 def retry_wait(attempts: int, first_seconds: float) -> float:
-    return min(MAX_RETRY_SECONDS, first_seconds * 2 ** max(0, attempts - 1))
+    """The wait after a row's `attempts`-th failed post: doubling from `first_seconds`, capped."""
+    return Backoff(first_seconds, MAX_RETRY_SECONDS).delay(attempts - 1)
 
 
 def _deliver(row: OutboxRow, notifier: Notifier, parent: OutboxRow | None) -> Posted:

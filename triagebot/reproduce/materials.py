@@ -182,7 +182,6 @@ _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 _VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 _SEPARATORS = ("|", "||", "&&", ";", "&", "(", ")", ";;")
-_REDIRECTS = (">", ">>", "<", ">|")
 _BENCHMARKS = ("fio", "fs_mark", "stress-ng", "sysbench", "hackbench", "perf", "dd", "filebench",
                "fxmark", "./multitask", "./check", "unixbench", "vm-scalability", "aim7")
 _MKFS_VALUE_OPTIONS = ("-b", "-E", "-O", "-L", "-N", "-i", "-I", "-m", "-d", "-l", "-n", "-s", "-r", "-J", "-G",

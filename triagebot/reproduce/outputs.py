@@ -39,6 +39,7 @@ from types import MappingProxyType
 from typing import Any
 
 from triagebot.errors import TriageError
+from triagebot.reproduce.yaml_text import YamlRefused, load_documents
 
 _NO_FILES: Mapping[str, bytes] = MappingProxyType({})
 _NUMBER = r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
@@ -239,34 +240,23 @@ def _sysbench_text(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> di
 
 # --- stress-ng -------------------------------------------------------------------------------
 
-def _yaml_scalar(value: str) -> str:
-    value = value.strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        return value[1:-1]
-    return value
+def _stress_ng_yaml_metrics(parser: str, text: str, where: str) -> dict[str, dict[str, Any]]:
+    """stressor -> {key: value} from the `metrics:` list stress-ng writes with --yaml.
 
-
-def _stress_ng_yaml_metrics(text: str) -> dict[str, dict[str, str]]:
-    """stressor -> {key: value} from the `metrics:` list stress-ng writes (a fixed, flat shape)."""
-    stressors: dict[str, dict[str, str]] = {}
-    inside = False
-    current: dict[str, str] | None = None
-    for line in text.splitlines():
-        if not line.strip() or line.strip().startswith("#"):
-            continue
-        if not line[0].isspace():
-            inside = line.rstrip() == "metrics:"
-            current = None
-            continue
-        if not inside:
-            continue
-        item = re.match(r"\s*-\s+stressor:\s*(.+)$", line)
-        if item:
-            current = stressors.setdefault(_yaml_scalar(item.group(1)), {})
-            continue
-        pair = re.match(r"\s+([A-Za-z0-9_.-]+):\s*(.*)$", line)
-        if pair and current is not None:
-            current[pair.group(1)] = _yaml_scalar(pair.group(2))
+    A collected YAML file that is not YAML is an error; stdout that is not (a log, no --yaml
+    file kept) has no metrics here, and the caller reads the --metrics-brief table instead."""
+    try:
+        documents = load_documents(text)
+    except YamlRefused as error:
+        if where == "stdout":
+            return {}
+        raise OutputError(parser, f"{where}: {error}") from None
+    stressors: dict[str, dict[str, Any]] = {}
+    for document in documents:
+        rows = document.get("metrics") if isinstance(document, dict) else None
+        for row in rows if isinstance(rows, list) else ():
+            if isinstance(row, dict) and isinstance(row.get("stressor"), str):
+                stressors.setdefault(row["stressor"], {}).update(row)
     return stressors
 
 
@@ -277,11 +267,11 @@ _METRC_ROW = re.compile(r"metrc:\s*\[\d+\]\s+(\S+)\s+(" + _NUMBER + r")\s+" + _N
 def _stress_ng_yaml(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> dict[str, float]:
     text, where = _document(parser, stdout, files, (".yaml", ".yml"))
     metrics: dict[str, float] = {}
-    for stressor, values in _stress_ng_yaml_metrics(text).items():
+    for stressor, values in _stress_ng_yaml_metrics(parser, text, where).items():
         try:
             metrics[f"stress-ng.{stressor}.ops"] = float(values["bogo-ops"])
             metrics[f"stress-ng.{stressor}.ops_per_sec"] = float(values["bogo-ops-per-second-real-time"])
-        except (KeyError, ValueError) as error:
+        except (KeyError, TypeError, ValueError) as error:
             raise OutputError(parser, f"stressor {stressor} in {where}: no number for {error}") from error
     if not metrics:
         # no YAML kept: the --metrics-brief table stress-ng logs (to stderr when not on a tty,

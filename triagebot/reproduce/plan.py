@@ -19,6 +19,7 @@ from typing import Any
 
 from triagebot.records import Report
 from triagebot.reproduce.commandline import CommandRefused, parse_command
+from triagebot.reproduce.yaml_text import YamlRefused, load_documents
 from triagebot.rules.hosts import default_process_budget
 from triagebot.rules.templates import (
     SCRATCH,
@@ -34,7 +35,6 @@ from triagebot.rules.templates import (
 )
 
 PLAN_SCHEMA = 1
-SOURCES = ("human-command", "lkp-testcase", "job.yaml")
 # Reproducer kinds whose command a template may run.
 COMMAND_KINDS = ("fio", "sysbench", "fs_mark", "stress-ng", "hackbench", "perf-bench")
 # LKP parameters that tune the test machine rather than the benchmark: never mapped, said in notes.
@@ -202,7 +202,10 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
     job = next((item for item in report.reproducers if item.kind == "lkp-job" and item.content), None)
     source, testcase, parameters = "lkp-testcase", report.testcase, dict(report.parameters)
     if job is not None and job.content:
-        document = read_job(job.content)
+        try:
+            document = read_job(job.content)
+        except JobError as error:
+            return Refusal(str(error), ("a job.yaml this planner reads",), "job.yaml", message_id)
         if document.get("testcase"):
             source = "job.yaml"
             testcase = str(document["testcase"])
@@ -575,69 +578,23 @@ def _metric(template: Template, rendered: dict[str, str], report: Report | None,
 
 
 # --- job.yaml -----------------------------------------------------------------------------------
-# LKP job files use a small YAML subset: `key: value`, nested mappings by indentation, `- item`
-# lists, quoted scalars, `#` comment lines (`:#!` in some mail archives) and `---` documents.
-# PyYAML is not a dependency, so this reads that subset; anything else in a line is kept as text.
+# LKP job files are YAML (read by yaml_text: scalars stay text, aliases and oversized files are
+# refused). Some mail archives turn `#!` comment lines into `:#!` ones: those are dropped.
+
+class JobError(ValueError):
+    """A job.yaml this planner will not read; the message says why, on one line."""
+
 
 def read_job(text: str) -> dict[str, Any]:
     """The first document of an LKP job file that names a testcase (else the first one)."""
-    documents: list[dict[str, Any]] = []
-    lines: list[str] = []
-    for line in text.splitlines() + ["---"]:
-        if line.strip() == "---" or line.startswith("--- "):
-            if lines:
-                documents.append(_read_mapping(lines))
-                lines = []
-            continue
-        lines.append(line)
+    lines = ["" if line.lstrip().startswith(":#!") else line for line in text.splitlines()]
+    try:
+        loaded = load_documents("\n".join(lines))
+    except YamlRefused as error:
+        raise JobError(f"job.yaml: {error}") from None
+    documents = [document for document in loaded if isinstance(document, dict)]
     return next((document for document in documents if document.get("testcase")),
                 documents[0] if documents else {})
-
-
-def _read_mapping(lines: list[str]) -> dict[str, Any]:
-    root: dict[str, Any] = {}
-    # (indent of the keys inside, the container, the key whose value is being filled)
-    stack: list[tuple[int, dict[str, Any]]] = [(-1, root)]
-    last: tuple[int, dict[str, Any], str] | None = None
-    for raw in lines:
-        stripped = raw.strip()
-        if not stripped or stripped.startswith(("#", ":#!")):
-            continue
-        indent = len(raw) - len(raw.lstrip(" "))
-        if stripped.startswith("- ") or stripped == "-":
-            # A list item belongs to the last key at this indent or less.
-            if last is not None and indent >= last[0]:
-                _, container, key = last
-                if not isinstance(container.get(key), list):
-                    container[key] = []
-                container[key].append(_scalar(stripped[1:].strip()))
-            continue
-        key, colon, value = stripped.partition(":")
-        if not colon or (value and not value.startswith(" ")):
-            continue                # not a mapping line this reader knows
-        key = _scalar(key.strip())
-        while stack and stack[-1][0] >= indent:
-            stack.pop()
-        container = stack[-1][1] if stack else root
-        value = value.strip()
-        if value:
-            container[key] = _scalar(value)
-        else:
-            container[key] = {}
-            stack.append((indent, container[key]))
-        last = (indent, container, key)
-    return _prune(root)
-
-
-def _prune(mapping: dict[str, Any]) -> dict[str, Any]:
-    """Empty mappings (keys with no value and nothing nested) become None, as YAML reads them."""
-    return {key: (_prune(value) or None) if isinstance(value, dict) else value for key, value in mapping.items()}
-
-
-def _scalar(text: str) -> str:
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
-        return text[1:-1]
-    return text
 
 
 def flatten_job(document: dict[str, Any]) -> dict[str, str]:

@@ -9,25 +9,22 @@ that ended in error.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import json
 import sys
-from pathlib import Path
 
 from triagebot.errors import TriageError
 from triagebot.records import Report, report_from_json
-from triagebot.reproduce.executors.protocol import executor_for
+from triagebot.reproduce.executors.choose import executor_for
+from triagebot.reproduce.host_lock import host_lock
 from triagebot.reproduce.hosts import choose_host, score_host
 from triagebot.reproduce.limits import host_shape
 from triagebot.reproduce.materials import with_materials_over_http
 from triagebot.reproduce.plan import Plan, plan_report
+from triagebot.reproduce.rounds import commits_of, rounds_within
 from triagebot.reproduce.runner import Sample, rerun
 from triagebot.rules.settings import Settings, settings_for
 from triagebot.store.protocol import normalize_message_id
-from triagebot.store.sqlite import SqliteStore, open_private, resolve_db_path
-from triagebot.verdict import sequential
-from triagebot.verdict.sequential import Plan as RoundsPlan
+from triagebot.store.sqlite import SqliteStore, resolve_db_path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,35 +39,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the stored run as JSON")
     parser.add_argument("--no-fetch", action="store_true",
                         help="do not fetch the report's LKP materials (job.yaml, reproduce, config): plan from the mail")
-
-
-def commits_of(report: Report) -> tuple[str | None, str | None]:
-    culprit = next((commit.sha for commit in report.commits if commit.role == "culprit"), None)
-    base = next((commit.sha for commit in report.commits if commit.role == "base"), None)
-    return base or (f"{culprit}^" if culprit else None), culprit
-
-
-@contextlib.contextmanager
-def host_lock(database: Path, host_name: str):
-    """One rerun per host at a time, across processes: an exclusive lock beside the database."""
-    path = database.with_name(f"{database.name}.host-{host_name}.lock")
-    with open_private(path) as handle:  # 0600 like the database it sits beside
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise TriageError(f"host {host_name} is busy with another rerun (lock {path})") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def rounds_within(budget: int) -> RoundsPlan:
-    """The default rounds cut to at most `budget` runs a side (the looks' alpha is re-split)."""
-    rounds = sequential.rounds_within(budget)
-    if not rounds:
-        raise TriageError(f"--budget {budget}: at least {RoundsPlan().rounds[0]} runs a side are needed")
-    return RoundsPlan(rounds=rounds)
 
 
 def _progress(sample: Sample) -> None:

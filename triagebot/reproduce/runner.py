@@ -24,7 +24,7 @@ from triagebot.reproduce.outputs import OutputError, parse_output
 from triagebot.reproduce.plan import Plan
 from triagebot.rules.floors import load_floors
 from triagebot.rules.hosts import Host
-from triagebot.verdict.sequential import Plan as RoundsPlan
+from triagebot.verdict.sequential import LookSchedule
 from triagebot.verdict.sequential import decide_adaptively
 
 SCRATCH = "{scratch}"
@@ -191,7 +191,7 @@ class Runner:
 
 
 def rerun(plan: Plan, host: Host, executor: Executor, base_commit: str, suspect_commit: str, *,
-          rounds: RoundsPlan = RoundsPlan(), floor_percent: float | None = None,
+          rounds: LookSchedule = LookSchedule(), floor_percent: float | None = None,
           on_sample: Callable[[Sample], None] | None = None, retries: int = 2,
           limits: Limits | None = None) -> RunRecord:
     """Interleaved base/suspect samples in adaptive rounds, ending with the verdict (or an error).

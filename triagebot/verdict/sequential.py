@@ -32,7 +32,7 @@ RunRound = Callable[[int], tuple[Sequence[float], Sequence[float]]]
 
 
 @dataclass(frozen=True)
-class Plan:
+class LookSchedule:
     """The budget and error rates of one adaptive run; the defaults are the benchmarked design."""
 
     rounds: tuple[int, ...] = (6, 4, 5, 5)  # runs a side added per round: looks at 6, 10, 15, 20
@@ -97,7 +97,7 @@ class AdaptiveVerdict:
     looks: tuple[Verdict, ...]
 
 
-def rounds_within(budget: int, plan: Plan = Plan()) -> tuple[int, ...]:
+def rounds_within(budget: int, plan: LookSchedule = LookSchedule()) -> tuple[int, ...]:
     """The plan's rounds, cut to at most `budget` runs a side (empty when even the first is over)."""
     rounds: list[int] = []
     for size in plan.rounds:
@@ -108,7 +108,7 @@ def rounds_within(budget: int, plan: Plan = Plan()) -> tuple[int, ...]:
 
 
 def decide_adaptively(run_round: RunRound, better: str, reported_change_percent: float | None,
-                      floor_percent: float, plan: Plan = Plan()) -> AdaptiveVerdict:
+                      floor_percent: float, plan: LookSchedule = LookSchedule()) -> AdaptiveVerdict:
     """Run rounds through ``run_round(n) -> (n base runs, n suspect runs)`` until a verdict.
 
     Stops at the first look that confirms, rules the report out, or finds broken samples; the

@@ -13,7 +13,7 @@ import sys
 from triagebot.rules.floors import load_floors
 from triagebot.store.protocol import normalize_message_id
 from triagebot.store.sqlite import SqliteStore, resolve_db_path
-from triagebot.verdict.sequential import Plan as RoundsPlan
+from triagebot.verdict.sequential import LookSchedule
 from triagebot.verdict.sequential import decide_adaptively, rounds_within
 
 
@@ -38,7 +38,7 @@ def recompute(run: dict) -> dict:
 
     floor = load_floors().floor_for(plan.get("report_metric") or plan.get("metric"))
     adaptive = decide_adaptively(replay, plan["better"], plan.get("reported_change_percent"), floor,
-                                 RoundsPlan(rounds=rounds or (len(base),)))
+                                 LookSchedule(rounds=rounds or (len(base),)))
     return adaptive.verdict.to_json() | {"looks": len(adaptive.looks)}
 
 

@@ -22,12 +22,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from triagebot.errors import TriageError
-
-if TYPE_CHECKING:
-    from triagebot.rules.hosts import Host
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 FIXED_ENV = {"LC_ALL": "C", "LANG": "C"}
@@ -156,15 +153,3 @@ def scratch_child(root: str, path: str) -> bool:
         return False
     rest = path[len(root) + 1:].rstrip("/")
     return bool(rest) and "/" not in rest and rest not in (".", "..")
-
-
-def executor_for(host: Host) -> Executor:
-    """The executor that reaches `host`: this machine, or OpenSSH."""
-    if host.reach == "local":
-        from triagebot.reproduce.executors.local import LocalExecutor
-
-        return LocalExecutor(host.scratch_dir, name=host.name)
-    from triagebot.reproduce.executors.ssh import SshExecutor
-
-    assert host.ssh is not None
-    return SshExecutor(host.ssh, host.scratch_dir, name=host.name, reboot_timeout=host.reboot_timeout_s)

@@ -37,6 +37,7 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 
+from triagebot.backoff import Backoff, Sleeper
 from triagebot.reproduce.executors.protocol import (
     Completed,
     ConnectionLost,
@@ -59,6 +60,8 @@ _CONNECTION_FAILURES = (
 )
 _REFUSALS = ("host key verification failed", "remote host identification has changed",
              "permission denied", "no such identity", "load key")
+
+RECONNECT_FIRST_WAIT = 0.25  # seconds before reconnect()'s second try; doubled, at most max_backoff
 
 
 def _prlimit_args(limits: Limits | None) -> list[str]:
@@ -89,7 +92,7 @@ class SshExecutor:
 
     def __init__(self, access: SshAccess, scratch_root: str, *, name: str | None = None,
                  reboot_timeout: float = 900.0, ssh_binary: str = "ssh",
-                 max_backoff: float = 10.0) -> None:
+                 max_backoff: float = 10.0, sleep: Sleeper = time.sleep) -> None:
         if not scratch_root.startswith("/"):
             raise ExecutorError(f"{name or access.host}: scratch root {scratch_root!r} is not absolute")
         self.access = access
@@ -97,6 +100,7 @@ class SshExecutor:
         self.scratch_root = scratch_root.rstrip("/") or "/"
         self.reboot_timeout = reboot_timeout
         self.max_backoff = max_backoff
+        self.sleep = sleep  # how reconnect() waits between tries (injected in tests)
         self.ssh_binary = shutil.which(ssh_binary) or ssh_binary
         self._scratch: set[str] = set()
         self._control_dir = tempfile.mkdtemp(prefix="triage-ssh-") if access.control_master else None
@@ -269,7 +273,8 @@ class SshExecutor:
         """Wait until `true` runs on the host again; the seconds it took. ConnectionLost past `timeout`."""
         limit = self.reboot_timeout if timeout is None else timeout
         started = time.monotonic()
-        delay = 0.25
+        backoff = Backoff(RECONNECT_FIRST_WAIT, self.max_backoff)
+        tries = 0
         if self._control_dir is not None:
             self._drop_master()
         while True:
@@ -282,10 +287,11 @@ class SshExecutor:
             if self._control_dir is not None:
                 self._drop_master()
             waited = time.monotonic() - started
+            delay = backoff.delay(tries)
             if waited + delay > limit:
                 raise ConnectionLost(f"{self.name}: no SSH answer within {limit:g}s")
-            time.sleep(delay)
-            delay = min(delay * 2, self.max_backoff)
+            self.sleep(delay)
+            tries += 1
 
     def _drop_master(self) -> None:
         assert self._control_dir is not None
