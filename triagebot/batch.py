@@ -22,7 +22,7 @@ import multiprocessing
 import os
 import sys
 import types
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,7 +131,7 @@ def _parse_chunk(bounds: tuple[int, int]) -> list[Outcome]:
     messages = _BATCH["messages"]
     render = _BATCH["render"]
     parse = _parse_deferring if _BATCH["defer"] else _parse_one
-    return [parse(*messages[index], render) for index in range(*bounds)]  # type: ignore[index,misc,operator]
+    return [parse(*messages[index], render) for index in range(*bounds)]  # type: ignore[index,call-arg]
 
 
 def _start_reader() -> None:
@@ -275,7 +275,7 @@ def _answering(answer: LanguageAnswer) -> LanguageReader:
 
 
 def parse_messages(messages: Sequence[tuple[str, str, bytes, str | None]], render: Render, jobs: int, *,
-                   warm_readers: bool = False, reader: Reader | None = None) -> Iterator[Outcome]:
+                   warm_readers: bool = False, reader: Reader | None = None) -> Generator[Outcome, None, None]:
     """Parse (name, source kind, raw, source URL) messages, render each; outcomes in input order.
 
     `warm_readers` loads spaCy here before the workers fork, for callers that start workers

@@ -16,7 +16,7 @@ it again).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -78,7 +78,7 @@ def parse_alone(fetched: FetchedMessage) -> tuple[dict | None, str | None]:
 
 
 def _outcomes(named: list[tuple[str, str, bytes, str | None]], messages: Sequence[FetchedMessage],
-              jobs: int, events: list[str]) -> Iterator[Outcome]:
+              jobs: int, events: list[str]) -> Generator[Outcome, None, None]:
     """The batch parse's outcomes, in order. Should the batch parse itself raise (an exception
     the parser let through), the messages it had not answered for are parsed here one by one,
     each failure becoming that message's error, so one message cannot sink the batch."""
@@ -95,8 +95,8 @@ def _outcomes(named: list[tuple[str, str, bytes, str | None]], messages: Sequenc
     finally:
         inner.close()  # a batch abandoned midway (a stop): its worker pools close here
     for (name, _, _, _), fetched in zip(named[done:], messages[done:]):
-        record, error = parse_alone(fetched)
-        yield Outcome(name, record, error)
+        record, problem = parse_alone(fetched)
+        yield Outcome(name, record, problem)
 
 
 def store_parsed(store: Store, parsed: list[tuple[FetchedMessage, str, dict]], received_at: datetime | str,

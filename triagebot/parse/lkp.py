@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 from dataclasses import dataclass, field
 
 from triagebot.parse.limits import MAX_COMMITS, MAX_MACHINE_CHARS
@@ -113,7 +114,7 @@ def _axes(lines: list[str]) -> dict[str, str]:
 def _also_impacted(lines: list[str]) -> list[AlsoImpacted]:
     entries: list[AlsoImpacted] = []
     inside = False
-    current: dict[str, object] | None = None
+    current: dict[str, Any] | None = None
     last_key = ""
     for line in lines:
         if _ALSO_BOX_START in line:
@@ -147,18 +148,18 @@ def _also_impacted(lines: list[str]) -> list[AlsoImpacted]:
             current["machine"] = value
         elif last_key == "test parameters" and "=" in value:
             name, _, setting = value.partition("=")
-            current["params"].append((name.strip(), setting.strip()))  # type: ignore[union-attr]
+            current["params"].append((name.strip(), setting.strip()))
     return entries
 
 
-def _also_entry(raw: dict[str, object]) -> AlsoImpacted:
+def _also_entry(raw: dict[str, Any]) -> AlsoImpacted:
     change = str(raw.get("change", ""))
     testcase, _, rest = change.partition(":")
     return AlsoImpacted(
         testcase=testcase.strip() or None if rest else None,
         change=rest.strip() if rest else change,
         test_machine=raw.get("machine") if isinstance(raw.get("machine"), str) else None,
-        parameters=tuple(raw.get("params", [])),  # type: ignore[arg-type]
+        parameters=tuple(raw.get("params", [])),
     )
 
 

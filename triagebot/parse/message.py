@@ -166,7 +166,7 @@ def _part_payload(part: email.message.Message, defects: list[str]) -> bytes:
         return b""
     if isinstance(payload, str):  # pragma: no cover - compat32 returns bytes with decode=True
         return payload.encode("utf-8", "surrogateescape")
-    return payload
+    return payload if isinstance(payload, bytes) else b""
 
 
 def _filename(part: email.message.Message) -> str | None:
@@ -201,7 +201,10 @@ def _flatten(message: email.message.Message) -> tuple[list[email.message.Message
         parts.append(part)
         deepest = max(deepest, depth)
         if part.is_multipart():  # get_payload() of a leaf decodes it with its charset, which may raise
-            stack.extend((child, depth + 1) for child in reversed(part.get_payload()))
+            children = part.get_payload()
+            if isinstance(children, list):
+                stack.extend((child, depth + 1) for child in reversed(children)
+                             if isinstance(child, email.message.Message))
     return parts, deepest
 
 
@@ -418,7 +421,7 @@ def decode_message(raw: bytes) -> DecodedMessage:
         except RecursionError:  # it recurses once per nested part (message/rfc822 ~1,000 deep)
             pass
     parts, depth = _flatten(message) if message is not None else ([], MAX_MIME_DEPTH + 1)
-    if depth > MAX_MIME_DEPTH:
+    if message is None or depth > MAX_MIME_DEPTH:
         return _as_plain_text(raw, bounded + (
             f"MIME parts nested deeper than {MAX_MIME_DEPTH} levels; the body read as plain text",))
     defects: list[str] = list(bounded)

@@ -111,7 +111,10 @@ def build_threads(records: Sequence[Report]) -> list[Thread]:
 
 def _summarise(root: str, order: list[tuple[str, int]], reports: dict[str, Report]) -> Thread:
     report_key = next((key for key, _ in order if reports[key].kind in REPORT_KINDS), None)
-    reproduced, not_reproduced, objections, fixes = [], [], [], []
+    reproduced: list[Voice] = []
+    not_reproduced: list[Voice] = []
+    objections: list[Voice] = []
+    fixes: list[Voice] = []
     for key, _ in order:
         message = reports[key]
         if key == report_key:

@@ -247,7 +247,7 @@ class Section:
         value = self._value(key, default)
         if value not in choices:
             self.fail(f"{key} must be one of {', '.join(map(str, choices))}, not {value!r}", key)
-        return value  # type: ignore[no-any-return]
+        return value
 
     def strings(self, key: str, default: Sequence[str] = (), *, non_empty: bool = False,
                 pattern: re.Pattern[str] | None = None, what: str = "non-empty strings") -> tuple[str, ...]:

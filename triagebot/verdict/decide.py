@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from typing import Any
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -115,7 +116,7 @@ def decide(base: Sequence[float], suspect: Sequence[float], better: str,
     suspect_values = np.asarray(suspect, dtype=float).ravel()
     reported = reported_change_percent
     bound = _same_bound(reported, floor_percent, same_fraction)
-    common = dict(confidence=confidence, alpha=alpha, runs_base=len(base_values),
+    common: dict[str, Any] = dict(confidence=confidence, alpha=alpha, runs_base=len(base_values),
                   runs_suspect=len(suspect_values), better=better,
                   reported_change_percent=reported, floor_percent=floor_percent,
                   same_bound_percent=bound)
