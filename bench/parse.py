@@ -66,7 +66,7 @@ import triagebot.batch as batch
 import triagebot.parse.report as report
 report.rough_sentences = lambda text, gate: ()  # no sentence passes a gate: nothing for spaCy to read
 batch.Reader.start = lambda self: None
-from triagebot.cli import main
+from triagebot.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -107,11 +107,14 @@ def _cycle_in(component: list[str], edges: dict[str, set[str]]) -> list[str]:
 
 
 def is_command(name: str) -> bool:
-    """A subcommand's module: `command.py`, `*_command.py`, or triagebot.cli (module or package).
-    reproduce/commandline.py reads a benchmark's command line: a stage module."""
-    last = name.rpartition(".")[2]
-    return (last == "command" or last.endswith("_command") or name == "triagebot.cli"
-            or name.startswith("triagebot.cli."))
+    """Command-line code: the triagebot.cli package and every module in it (one a subcommand)."""
+    return name == "triagebot.cli" or name.startswith("triagebot.cli.")
+
+
+def defines_add_arguments(path: Path) -> bool:
+    """Whether a module declares a subcommand's options (a top-level `add_arguments`)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    return any(isinstance(node, ast.FunctionDef) and node.name == "add_arguments" for node in tree.body)
 
 
 # --- the checker itself -------------------------------------------------------------------------
@@ -149,6 +152,18 @@ def test_no_stage_daemon_or_flow_imports_a_command_module() -> None:
     bad = sorted(f"{name} imports {target}" for name in stage if not is_command(name)
                  for target in edges[name] if is_command(target))
     assert not bad, "stage code imports command code: " + "; ".join(bad)
+
+
+def test_every_subcommand_lives_in_the_cli_package() -> None:
+    outside = sorted(name for name, path in modules().items()
+                     if not is_command(name) and defines_add_arguments(path))
+    assert not outside, "subcommand code outside triagebot/cli/: " + ", ".join(outside)
+
+
+def test_command_code_is_the_cli_package_only() -> None:
+    assert is_command("triagebot.cli") and is_command("triagebot.cli.main") and is_command("triagebot.cli.plan")
+    assert not is_command("triagebot.client") and not is_command("triagebot.reproduce.commandline")
+    assert not is_command("triagebot.daemon") and not is_command("triagebot.flow")
 
 
 def test_the_graph_sees_the_package() -> None:

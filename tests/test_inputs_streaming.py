@@ -33,7 +33,7 @@ def _mbox(*messages: bytes) -> bytes:
 # the forking parent's size across exec (a pytest that loaded spaCy and matplotlib is 400 MB).
 _MEASURED_PARSE = (
     "import re, sys\n"
-    "from triagebot.cli import main\n"
+    "from triagebot.cli.main import main\n"
     "code = main(['parse', *sys.argv[1:]])\n"
     "status = open('/proc/self/status').read()\n"
     "print(re.search(r'VmHWM:\\s*(\\d+) kB', status).group(1), file=sys.stderr)\n"

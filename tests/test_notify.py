@@ -339,7 +339,7 @@ def test_run_plot_names_the_commits_metric_medians_and_reported_change() -> None
 
 def test_matplotlib_is_imported_only_to_draw_a_plot() -> None:
     # `triage parse` / `status` start without it; the daemon loads it at its first plot
-    code = ("import sys, triagebot.cli, triagebot.daemon, triagebot.flow, triagebot.status_command;"
+    code = ("import sys, triagebot.cli.main, triagebot.cli.parse, triagebot.daemon, triagebot.flow, triagebot.cli.status;"
             " assert 'matplotlib' not in sys.modules, 'matplotlib imported at start'")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PROJECT)
     assert result.returncode == 0, result.stderr

@@ -11,7 +11,9 @@ import sys
 
 import pytest
 
-from triagebot import batch, cli
+from triagebot import batch
+from triagebot.cli import parse as parse_command
+from triagebot.cli.main import main
 from triagebot.parse.draft import LanguageAnswer, LanguageRequest
 from triagebot.parse.stance import Stance
 from triagebot.records import report_to_json
@@ -100,7 +102,7 @@ def test_triage_parse_prints_every_other_record_and_exits_1(poisoned: None, jobs
     with mbox.open("wb") as out:
         for index in range(count):
             out.write(b"From someone@example.org Mon Dec  2 10:00:00 2024\n" + _message(index, index == 7) + b"\n")
-    code = cli.main(["parse", "--json", "--jobs", jobs, str(mbox)])
+    code = main(["parse", "--json", "--jobs", jobs, str(mbox)])
     captured = capsys.readouterr()
     assert code == 1
     ids = [json.loads(line)["message_id"] for line in captured.out.splitlines()]
@@ -116,11 +118,11 @@ def test_an_input_parsed_in_chunks_gives_the_same_records_in_order(tmp_path, mon
     with mbox.open("wb") as out:
         for index in range(25):
             out.write(b"From someone@example.org Mon Dec  2 10:00:00 2024\n" + _message(index) + b"\n")
-    assert cli.main(["parse", "--json", "--jobs", "1", str(mbox)]) == 0
+    assert main(["parse", "--json", "--jobs", "1", str(mbox)]) == 0
     whole = capsys.readouterr().out
-    monkeypatch.setattr(cli, "CHUNK_MESSAGES", 4)
-    assert cli.main(["parse", "--json", "--jobs", "1", str(mbox)]) == 0
+    monkeypatch.setattr(parse_command, "CHUNK_MESSAGES", 4)
+    assert main(["parse", "--json", "--jobs", "1", str(mbox)]) == 0
     assert capsys.readouterr().out == whole
-    monkeypatch.setattr(cli, "CHUNK_BYTES", 1)
-    assert cli.main(["parse", "--json", "--jobs", "1", str(mbox)]) == 0
+    monkeypatch.setattr(parse_command, "CHUNK_BYTES", 1)
+    assert main(["parse", "--json", "--jobs", "1", str(mbox)]) == 0
     assert capsys.readouterr().out == whole

@@ -169,7 +169,8 @@ def _triage_parse(*arguments: str) -> subprocess.CompletedProcess:
     # The spy records, in order, when the reader process starts and when the input is read.
     script = (
         "import json, sys\n"
-        "import triagebot.cli as cli\n"
+        "import triagebot.cli.parse as cli\n"
+        "from triagebot.cli.main import main\n"
         "events = []\n"
         "start, read = cli.Reader.start, cli.iter_inputs\n"
         "def spy_start(self):\n"
@@ -177,7 +178,7 @@ def _triage_parse(*arguments: str) -> subprocess.CompletedProcess:
         "def spy_read(path):\n"
         "    events.append('input read'); return read(path)\n"
         "cli.Reader.start, cli.iter_inputs = spy_start, spy_read\n"
-        "code = cli.main(sys.argv[1:])\n"
+        "code = main(sys.argv[1:])\n"
         "print('EVENTS', json.dumps(events), file=sys.stderr)\n"
         "sys.exit(code)\n"
     )

@@ -19,7 +19,6 @@ next tick, so a bad input cannot make the process exit and restart for ever.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -27,10 +26,11 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from triagebot import flow, logs
+from triagebot import flow
 from triagebot.errors import TriageError
 from triagebot.health import DaemonMetrics, HealthServer
 from triagebot.ingest.protocol import SourceError
@@ -40,10 +40,9 @@ from triagebot.logs import event
 from triagebot.notify import outbox
 from triagebot.notify.slack import NotifyError, SlackNotifier
 from triagebot.notify.terminal import TerminalNotifier
-from triagebot.rules.settings import Settings, settings_for
+from triagebot.rules.settings import Settings
 from triagebot.states import TriageState
-from triagebot.store.protocol import OUTBOX_STATUSES
-from triagebot.store.sqlite import SqliteStore, ensure_private_dir, resolve_db_path
+from triagebot.store.protocol import OUTBOX_STATUSES, Store
 
 log = logging.getLogger("triagebot.daemon")
 
@@ -146,39 +145,22 @@ def make_notifier(database: Path, environ=os.environ):
     return TerminalNotifier(sys.stdout, plot_dir=database.parent / "plots")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", help="database file (default: TRIAGE_DB, then ~/.local/share/triagebot/triage.db)")
-    parser.add_argument("--rules", help="rules directory (default: TRIAGE_RULES, then the packaged rules/)")
-    parser.add_argument("--once", action="store_true", help="one pass over every source, then exit")
-    parser.add_argument("--tick", type=float, default=30.0, help="seconds between checks for due sources")
-    parser.add_argument("--admit-days", type=float, default=14.0, metavar="DAYS",
-                        help="take on reports dated at most DAYS ago (default 14): a backfill is not triaged")
-    parser.add_argument("--budget", type=int, default=20, metavar="N", help="at most N runs a side (default 20)")
-    parser.add_argument("--health-port", metavar="PORT",
-                        help=f"port for /healthz and /metrics (default {DEFAULT_HEALTH_PORT}, none with --once; "
-                             "0: any free port, off: none)")
-    parser.add_argument("--health-address", default="127.0.0.1", metavar="ADDRESS",
-                        help="address /healthz and /metrics listen on (default 127.0.0.1; 0.0.0.0 in a container)")
-    parser.add_argument("--notify-retry-seconds", type=float, default=outbox.DEFAULT_RETRY_SECONDS,
-                        metavar="S", help="first wait after Slack fails (doubled per try, at most 600)")
+@dataclass(frozen=True)
+class DaemonOptions:
+    """How the loop runs: the `triage daemon` options (cli/daemon.py) once read."""
+
+    once: bool = False  # one pass over every source, then return
+    tick: float = 30.0  # seconds between checks for due sources
+    admit_days: float = 14.0  # take on reports dated at most this many days ago
+    budget: int = 20  # at most this many runs a side
+    health_port: int | None = None  # /healthz and /metrics (0: any free port; None: not served)
+    health_address: str = "127.0.0.1"
+    notify_retry_seconds: float = outbox.DEFAULT_RETRY_SECONDS
 
 
-def _health_port(value: str | None, once: bool) -> int | None:
-    if value is None:
-        return None if once else DEFAULT_HEALTH_PORT  # one pass (from cron, say) serves no health check
-    if value == "off":
-        return None
-    if not value.isdigit() or int(value) > 65535:
-        raise TriageError(f"--health-port {value!r}: a port number from 0 to 65535, or off")
-    return int(value)
-
-
-def run(args: argparse.Namespace) -> int:
-    logs.configure()
-    settings = settings_for(args.rules)  # every rules file, read and checked once, here
-    if not settings.sources:
-        raise TriageError(f"no sources in {settings.rules_dir / 'sources.toml'}: nothing to watch")
-    port = _health_port(args.health_port, args.once)
+def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractContextManager[Store]],
+          options: DaemonOptions) -> int:
+    """Run the loop until SIGTERM or SIGINT (or one pass with `once`); the store is opened once."""
     state = DaemonState()
 
     def stop(signum, _frame) -> None:
@@ -188,42 +170,41 @@ def run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    database = resolve_db_path(args.db)
-    ensure_private_dir(database.parent)
     metrics = DaemonMetrics()
     health = None
+    port = options.health_port
     if port is not None:
         try:
-            health = HealthServer(metrics, host=args.health_address, port=port).start()
+            health = HealthServer(metrics, host=options.health_address, port=port).start()
         except OSError as error:
-            raise TriageError(f"--health-port {port}: cannot listen on {args.health_address}:{port}: {error}") from None
+            raise TriageError(f"--health-port {port}: cannot listen on {options.health_address}:{port}: {error}") from None
         event(log, logging.INFO, "health and metrics served", event="health.listening",
-              url=f"http://{args.health_address}:{health.port}/healthz", port=health.port)
+              url=f"http://{options.health_address}:{health.port}/healthz", port=health.port)
     notifier = make_notifier(database)
     try:
-        with SqliteStore(database) as store:
+        with open_store() as store:
             released = store.release_held()
             if released:
                 event(log, logging.INFO, "held notifications tried again", event="notify.released", rows=released)
 
             def deliver() -> None:
-                result = outbox.deliver(store, notifier, retry_seconds=args.notify_retry_seconds,
+                result = outbox.deliver(store, notifier, retry_seconds=options.notify_retry_seconds,
                                         on_sent=lambda row: metrics.notifications.inc())
                 if result.error is not None:
                     metrics.notify_failures.labels(result.error.code).inc()
 
             lab = flow.DaemonContext(settings=settings, database=database, deliver=deliver,
-                           budget=args.budget, stop_requested=lambda: state.stop, heartbeat=metrics.beat)
+                           budget=options.budget, stop_requested=lambda: state.stop, heartbeat=metrics.beat)
             event(log, logging.INFO, "daemon started", event="daemon.started", db=str(database),
                   rules=str(settings.rules_dir), sources=[source.url for source in settings.sources])
             while not state.stop:
                 metrics.beat()
-                run_pass(settings, store, state, lab, metrics, admit_days=args.admit_days)
-                if args.once:
+                run_pass(settings, store, state, lab, metrics, admit_days=options.admit_days)
+                if options.once:
                     break
-                deadline = time.monotonic() + args.tick
+                deadline = time.monotonic() + options.tick
                 while not state.stop and time.monotonic() < deadline:
-                    time.sleep(min(1.0, args.tick))
+                    time.sleep(min(1.0, options.tick))
                     metrics.beat()
     finally:
         if health is not None:

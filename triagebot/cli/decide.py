@@ -1,4 +1,4 @@
-"""Verdict stage: `triage decide`, the decision on numbers given by hand.
+"""`triage decide`, the decision on numbers given by hand.
 
 Exit status: 0 when a verdict is printed (confirmed, not-reproduced or inconclusive), 1 for an
 ``error`` verdict or a bad rules file, 2 for a bad option value (one line on stderr, no
@@ -12,6 +12,7 @@ import math
 import sys
 from pathlib import Path
 
+from triagebot.cli.common import add_json_argument, add_rules_argument
 from triagebot.rules.floors import load_floors
 from triagebot.verdict.decide import DEFAULT_ALPHA, Outcome, Verdict, decide, signed_percent
 
@@ -37,9 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: from --metric's rule, else 1.5)")
     parser.add_argument("--metric", metavar="NAME",
                         help="metric name, to look its floor up in rules/metric_floors.toml")
-    parser.add_argument("--rules", type=Path, metavar="PATH",
-                        help="floors file to use instead of rules/metric_floors.toml")
-    parser.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
+    add_rules_argument(parser, "floors file to use instead of rules/metric_floors.toml", type=Path, metavar="PATH")
+    add_json_argument(parser, "print the verdict as one JSON object")
 
 
 def run(args: argparse.Namespace) -> int:

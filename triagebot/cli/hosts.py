@@ -1,4 +1,4 @@
-"""Reproduce stage: `triage hosts` — the lab's hosts and their facts, and how each matches a report.
+"""`triage hosts` — the lab's hosts and their facts, and how each matches a report.
 
 `--match MESSAGE-ID` scores every host against that stored report's test machine (and the disk
 type its LKP parameters ask for) and lists the differences, best first; the host a run would
@@ -12,20 +12,26 @@ import shlex
 import sys
 from typing import Any
 
+from triagebot.cli.common import (
+    add_db_argument,
+    add_json_argument,
+    add_rules_argument,
+    database_path,
+    open_store,
+)
 from triagebot.records import Report, report_from_json
 from triagebot.reproduce.hosts import HostMatch, disk_from_parameters, host_to_json, score_host
 from triagebot.rules.hosts import Host
 from triagebot.rules.settings import settings_for
 from triagebot.store.protocol import normalize_message_id
-from triagebot.store.sqlite import SqliteStore, resolve_db_path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--rules", help="rules directory (default: TRIAGE_RULES, then the packaged rules/)")
-    parser.add_argument("--json", action="store_true", help="print the hosts (and matches) as JSON")
+    add_rules_argument(parser)
+    add_json_argument(parser, "print the hosts (and matches) as JSON")
     parser.add_argument("--match", metavar="MESSAGE-ID",
                         help="score each host against this stored report's test machine")
-    parser.add_argument("--db", help="database file (default: TRIAGE_DB, then ~/.local/share/triagebot/triage.db)")
+    add_db_argument(parser)
 
 
 def _facts(host: Host) -> str:
@@ -48,16 +54,16 @@ def _render_host(host: Host) -> list[str]:
     return lines
 
 
-def _load_report(database_arg: str | None, message_id_arg: str) -> Report | str:
+def _load_report(args: argparse.Namespace, message_id_arg: str) -> Report | str:
     """The stored report, or the message saying why there is none."""
     try:
         message_id = normalize_message_id(message_id_arg)
     except ValueError:
         return f"{message_id_arg!r}: not a Message-ID"
-    database = resolve_db_path(database_arg)
+    database = database_path(args)
     if not database.exists():
         return f"{message_id}: no such message ({database} does not exist yet)"
-    with SqliteStore(database) as store:
+    with open_store(args) as store:
         record = store.get_record(message_id)
         if record is None:
             alias = store.resolve_alias(message_id)
@@ -76,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     matches: list[HostMatch] | None = None
     report: Report | None = None
     if args.match:
-        loaded = _load_report(args.db, args.match)
+        loaded = _load_report(args, args.match)
         if isinstance(loaded, str):
             print(f"triage hosts: {loaded}", file=sys.stderr)
             return 1

@@ -1,4 +1,4 @@
-"""Ingest stage: `triage ingest SOURCE...` — files, list URLs, message URLs or ids, into the store.
+"""`triage ingest SOURCE...` — files, list URLs, message URLs or ids, into the store.
 
 SOURCE is read as, in order: an existing path (mbox, mbox.gz, maildir, a folder of messages,
 one message); a lists.openwall.net URL (a list, or one message page); a public-inbox message
@@ -15,18 +15,18 @@ import sys
 from datetime import datetime, timezone
 
 from triagebot.batch import default_jobs
+from triagebot.cli.common import add_db_argument, add_rules_argument, database_path, open_store
 from triagebot.errors import TriageError
 from triagebot.ingest.runner import IngestResult, describe_error, ingest_once
 from triagebot.ingest.sources import build_source
 from triagebot.rules.settings import settings_for
-from triagebot.store.sqlite import SqliteStore, ensure_private_dir, resolve_db_path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sources", nargs="*", metavar="SOURCE",
                         help="file, maildir, list URL, message URL or Message-ID (none: rules/sources.toml)")
-    parser.add_argument("--db", help="database file (default: TRIAGE_DB, then ~/.local/share/triagebot/triage.db)")
-    parser.add_argument("--rules", help="rules directory (default: TRIAGE_RULES, then the packaged rules/)")
+    add_db_argument(parser)
+    add_rules_argument(parser)
     parser.add_argument("--list", dest="list_name", help="list name to record for file sources")
     parser.add_argument("--jobs", type=int, default=default_jobs(), metavar="N", help="parser processes")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
@@ -70,11 +70,10 @@ def run(args: argparse.Namespace) -> int:
         references = [source.url for source in settings.sources]
         if not references:
             raise TriageError(f"no SOURCE given and no sources in {settings.rules_dir / 'sources.toml'}")
-    database = resolve_db_path(args.db)
-    ensure_private_dir(database.parent)
+    database = database_path(args)
     failures = 0
     quarantined = 0
-    with SqliteStore(database) as store:
+    with open_store(args) as store:
         for reference in references:
             try:
                 source = build_source(reference, settings.http, list_name=args.list_name, since=args.since)

@@ -1,4 +1,4 @@
-"""Store stage: `triage list` — stored records, newest first, filtered by kind, list, date, testcase.
+"""`triage list` — stored records, newest first, filtered by kind, list, date, testcase.
 
 `--failed` lists the quarantined messages instead (the parser could not read them): key, when it
 last failed, source, error; `triage reparse` tries them again.
@@ -8,13 +8,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from triagebot.store.sqlite import SqliteStore, resolve_db_path
-
-KINDS = ("lkp-regression", "lkp-improvement", "lkp-functional", "syzbot", "human-report", "reply", "other")
+from triagebot.cli.common import add_db_argument, add_json_argument, database_path, open_store
+from triagebot.records import KINDS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", help="database file (default: TRIAGE_DB, then ~/.local/share/triagebot/triage.db)")
+    add_db_argument(parser)
     parser.add_argument("--kind", action="append", choices=KINDS + ("reports",),
                         help="record kind; 'reports' = LKP, human and syzbot reports (repeatable)")
     parser.add_argument("--list", dest="list_name", help="mailing list name, e.g. linux-ext4")
@@ -23,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verdict", choices=("confirmed", "not-reproduced", "inconclusive", "error", "none"),
                         help="verdict of the rerun ('none': not rerun yet)")
     parser.add_argument("--limit", type=int, default=50, help="at most this many (default 50; 0: all)")
-    parser.add_argument("--json", action="store_true", help="JSON Lines, one record per line")
+    add_json_argument(parser, "JSON Lines, one record per line")
     parser.add_argument("--failed", action="store_true",
                         help="the quarantined messages the parser could not read, with the reason")
 
@@ -39,16 +38,16 @@ def _kinds(selected: list[str] | None) -> list[str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    database = resolve_db_path(args.db)
+    database = database_path(args)
     if not database.exists():
         print(f"(no records: {database} does not exist yet)")
         return 0
     if args.failed:
-        with SqliteStore(database) as store:
+        with open_store(args) as store:
             rows = store.quarantined(limit=args.limit or None)
         _print_failed(rows, args.json)
         return 0
-    with SqliteStore(database) as store:
+    with open_store(args) as store:
         records = store.list_records(kind=_kinds(args.kind), list_name=args.list_name, since=args.since,
                                      testcase=args.testcase, limit=args.limit or None)
     if args.verdict and args.verdict != "none":

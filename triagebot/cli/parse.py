@@ -1,19 +1,28 @@
-"""Command line: thin argument parsing, one function per subcommand."""
+"""`triage parse PATH...`: messages read into records, printed as summaries or JSON Lines (--json)."""
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 
 from triagebot.batch import Reader, default_jobs, likely_parallel, parse_messages
-from triagebot.errors import InputError, TriageError
+from triagebot.cli.common import add_json_argument
+from triagebot.errors import InputError
 from triagebot.inputs import iter_inputs
 from triagebot.records import report_to_json
 from triagebot.summary import render_report
 
 
-def _parse_command(args: argparse.Namespace) -> int:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="message file, mbox, mbox.gz, openwall page, pasted text, or - for stdin")
+    add_json_argument(parser, "print JSON Lines, one record per message")
+    parser.add_argument("--all", action="store_true", help="show every metric row in the summary")
+    parser.add_argument("--jobs", type=int, default=default_jobs(), metavar="N",
+                        help="worker processes for inputs of 200 messages or more (default: the usable cores)")
+
+
+def run(args: argparse.Namespace) -> int:
     failures = 0
     out = sys.stdout
     # JSON is rendered where the parse runs (a worker, for big inputs); text needs every record
@@ -84,58 +93,3 @@ def _thread_summaries(records: list) -> str:
     by_key = reports_by_key(records)
     threads = [thread for thread in build_threads(records) if len(thread.order) > 1]
     return "".join("\n" + render_thread(thread, by_key) + "\n" for thread in threads)
-
-
-# Subcommands that live in their stage's package: name -> (module with add_arguments/run, help).
-_STAGE_COMMANDS = {
-    "daemon": ("triagebot.daemon", "watch the sources and triage each new report (--once: one pass)"),
-    "status": ("triagebot.status_command", "what the daemon is doing: the queue, the hosts, the last polls"),
-    "ingest": ("triagebot.ingest.command", "fetch messages from files, lore or openwall into the store"),
-    "show": ("triagebot.store.show_command", "show one stored report with its thread"),
-    "list": ("triagebot.store.list_command", "list stored records, filtered"),
-    "reparse": ("triagebot.store.reparse_command", "parse the kept raw messages again with this parser"),
-    "rerun": ("triagebot.reproduce.rerun_command", "rerun a stored report on the lab, base against suspect, and decide"),
-    "hosts": ("triagebot.reproduce.hosts_command", "list the lab's hosts; --match scores them against a report"),
-    "plan": ("triagebot.reproduce.plan_command", "plan a rerun of a stored report or a pasted command, or say why not"),
-    "verdict": ("triagebot.verdict.verdict_command", "recompute a report's verdict from its stored samples"),
-    "decide": ("triagebot.verdict.command", "decide confirm / no-repro / inconclusive from numbers given by hand"),
-}
-
-
-def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="triage", description="Triage kernel performance-regression reports.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    parse = commands.add_parser("parse", help="parse messages into records")
-    parse.add_argument("paths", nargs="+", metavar="PATH",
-                       help="message file, mbox, mbox.gz, openwall page, pasted text, or - for stdin")
-    parse.add_argument("--json", action="store_true", help="print JSON Lines, one record per message")
-    parse.add_argument("--all", action="store_true", help="show every metric row in the summary")
-    parse.add_argument("--jobs", type=int, default=default_jobs(), metavar="N",
-                       help="worker processes for inputs of 200 messages or more (default: the usable cores)")
-    parse.set_defaults(handler=_parse_command)
-    chosen = next((word for word in (argv if argv is not None else sys.argv[1:]) if not word.startswith("-")), None)
-    for name, (module_name, summary) in _STAGE_COMMANDS.items():
-        command = commands.add_parser(name, help=summary)
-        # A stage's module (scipy for the verdict: half a second) loads only when it is the
-        # command being run, so `triage parse` starts fast.
-        if name == chosen:
-            module = importlib.import_module(module_name)
-            module.add_arguments(command)
-            command.set_defaults(handler=module.run)
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser(argv)
-    args = parser.parse_args(argv)
-    try:
-        return args.handler(args)
-    except TriageError as error:
-        print(f"triage {args.command}: {error}", file=sys.stderr)
-        return 1
-    except BrokenPipeError:
-        return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

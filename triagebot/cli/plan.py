@@ -1,4 +1,4 @@
-"""Reproduce stage: `triage plan MESSAGE-ID` / `triage plan --command '…'` — the plan or the refusal.
+"""`triage plan MESSAGE-ID` / `triage plan --command '…'` — the plan or the refusal.
 
 Prints the argv the runner would start (never run here), the metric and its better direction,
 what was scaled to the host and why, or the refusal's reason. `--json` prints the plan's or the
@@ -13,10 +13,18 @@ import json
 import shlex
 import sys
 
+from triagebot.cli.common import (
+    add_db_argument,
+    add_json_argument,
+    add_rules_argument,
+    database_path,
+    open_store,
+)
 from triagebot.errors import TriageError
 from triagebot.records import report_from_json
 from triagebot.reproduce.plan import HostShape, Plan, PlanResult, plan_command, plan_report
 from triagebot.rules.settings import settings_for
+from triagebot.store.protocol import normalize_message_id
 
 _DEFAULT_HOST = HostShape()
 
@@ -24,9 +32,9 @@ _DEFAULT_HOST = HostShape()
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("message_id", nargs="?", metavar="MESSAGE-ID", help="a stored report, with or without <>")
     parser.add_argument("--command", metavar="COMMAND", help="plan a bare command line instead of a stored report")
-    parser.add_argument("--db", help="database file (default: TRIAGE_DB, then ~/.local/share/triagebot/triage.db)")
-    parser.add_argument("--rules", help="rules directory (default: TRIAGE_RULES, then the packaged rules/)")
-    parser.add_argument("--json", action="store_true", help="print the plan or the refusal as JSON")
+    add_db_argument(parser)
+    add_rules_argument(parser)
+    add_json_argument(parser, "print the plan or the refusal as JSON")
     parser.add_argument("--no-fetch", action="store_true",
                         help="do not fetch the report's LKP materials (job.yaml, reproduce, config): plan from the mail")
     parser.add_argument("--threads", type=int, default=_DEFAULT_HOST.threads,
@@ -68,10 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _stored_report(args: argparse.Namespace):
-    from triagebot.store.protocol import normalize_message_id
-    from triagebot.store.sqlite import SqliteStore, resolve_db_path
-
-    database = resolve_db_path(args.db)
+    database = database_path(args)
     try:
         message_id = normalize_message_id(args.message_id)
     except ValueError:
@@ -80,7 +85,7 @@ def _stored_report(args: argparse.Namespace):
     if not database.exists():
         print(f"triage plan: {message_id}: no such message ({database} does not exist yet)", file=sys.stderr)
         return None
-    with SqliteStore(database) as store:
+    with open_store(args) as store:
         record = store.get_record(message_id)
     if record is None:
         print(f"triage plan: {message_id}: no such message in {database}", file=sys.stderr)
@@ -95,11 +100,10 @@ def _stored_report(args: argparse.Namespace):
 def _with_materials(args: argparse.Namespace, report, policy):
     """The report with its LKP materials' job.yaml (fetched, or from the store); notes to stderr."""
     from triagebot.reproduce.materials import needs_materials, with_materials_over_http
-    from triagebot.store.sqlite import SqliteStore, resolve_db_path
 
     if not needs_materials(report):
         return report
-    with SqliteStore(resolve_db_path(args.db)) as store:
+    with open_store(args) as store:
         report, notes = with_materials_over_http(report, store, policy)
     for note in notes:
         print(f"triage plan: {note}", file=sys.stderr)

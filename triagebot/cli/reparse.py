@@ -1,4 +1,4 @@
-"""Store stage: `triage reparse` — records rebuilt from the kept raw bytes after a parser upgrade.
+"""`triage reparse` — records rebuilt from the kept raw bytes after a parser upgrade.
 
 Only records written by another parser version are rebuilt (`--all`: every one); a record
 whose new form is the same is left untouched. Raw messages are never changed. A message that
@@ -14,26 +14,33 @@ from __future__ import annotations
 import argparse
 import sys
 
+from triagebot.cli.common import add_db_argument, database_path, open_store
 from triagebot.ingest.protocol import FetchedMessage
-from triagebot.ingest.runner import PARSER_VERSION, IngestResult, describe_error, parse_alone, store_parsed
+from triagebot.ingest.runner import (
+    PARSER_VERSION,
+    IngestResult,
+    describe_error,
+    parse_alone,
+    store_parsed,
+)
 from triagebot.parse.report import parse_message
 from triagebot.records import Source, report_to_json
-from triagebot.store.sqlite import SqliteStore, resolve_db_path
+from triagebot.store.protocol import Store
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", help="database file (default: TRIAGE_DB, then ~/.local/share/triagebot/triage.db)")
+    add_db_argument(parser)
     parser.add_argument("--all", action="store_true",
                         help="rebuild every record and retry every quarantined message, not only older ones")
 
 
 def run(args: argparse.Namespace) -> int:
-    database = resolve_db_path(args.db)
+    database = database_path(args)
     if not database.exists():
         print(f"triage reparse: {database}: no such database", file=sys.stderr)
         return 1
     changed = checked = 0
-    with SqliteStore(database) as store:
+    with open_store(args) as store:
         for message in store.iter_raw():
             if not args.all and store.get_record_version(message.message_id) == PARSER_VERSION:
                 continue
@@ -53,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def retry_quarantined(store: SqliteStore, *, every: bool = False) -> tuple[int, int, int]:
+def retry_quarantined(store: Store, *, every: bool = False) -> tuple[int, int, int]:
     """Parse the quarantined messages again; (retried, stored now, still failing)."""
     retried = released = failing = 0
     for row in store.iter_quarantined():

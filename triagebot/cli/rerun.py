@@ -1,4 +1,4 @@
-"""Reproduce stage: `triage rerun MESSAGE-ID` — plan, pick a host, run base and suspect, decide.
+"""`triage rerun MESSAGE-ID` — plan, pick a host, run base and suspect, decide.
 
 The report is planned for the host most like its test machine (or `--host`); the suspect is
 the report's culprit (or `--suspect`), the base its base commit, else the culprit's parent
@@ -12,6 +12,13 @@ import argparse
 import json
 import sys
 
+from triagebot.cli.common import (
+    add_db_argument,
+    add_json_argument,
+    add_rules_argument,
+    database_path,
+    open_store,
+)
 from triagebot.errors import TriageError
 from triagebot.records import Report, report_from_json
 from triagebot.reproduce.executors.choose import executor_for
@@ -23,20 +30,19 @@ from triagebot.reproduce.plan import Plan, plan_report
 from triagebot.reproduce.rounds import commits_of, rounds_within
 from triagebot.reproduce.runner import Sample, rerun
 from triagebot.rules.settings import Settings, settings_for
-from triagebot.store.protocol import normalize_message_id
-from triagebot.store.sqlite import SqliteStore, resolve_db_path
+from triagebot.store.protocol import Store, normalize_message_id
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("message_id", metavar="MESSAGE-ID")
-    parser.add_argument("--db", help="database file (default: TRIAGE_DB, then ~/.local/share/triagebot/triage.db)")
-    parser.add_argument("--rules", help="rules directory with hosts.toml and reproducers/")
+    add_db_argument(parser)
+    add_rules_argument(parser, "rules directory with hosts.toml and reproducers/")
     parser.add_argument("--host", help="host name from hosts.toml (default: the closest idle one)")
     parser.add_argument("--base", help="base commit (default: the report's base, else the culprit's parent)")
     parser.add_argument("--suspect", help="suspect commit (default: the report's culprit)")
     parser.add_argument("--budget", type=int, default=20, metavar="N",
                         help="at most N runs a side (default 20: looks at 6, 10, 15, 20)")
-    parser.add_argument("--json", action="store_true", help="print the stored run as JSON")
+    add_json_argument(parser, "print the stored run as JSON")
     parser.add_argument("--no-fetch", action="store_true",
                         help="do not fetch the report's LKP materials (job.yaml, reproduce, config): plan from the mail")
 
@@ -46,7 +52,7 @@ def _progress(sample: Sample) -> None:
           f"({sample.seconds:.1f} s)", file=sys.stderr)
 
 
-def _with_materials(report: Report, store: SqliteStore, settings: Settings) -> Report:
+def _with_materials(report: Report, store: Store, settings: Settings) -> Report:
     """The report with its LKP materials' job.yaml (fetched, or from the store); notes to stderr."""
     report, notes = with_materials_over_http(report, store, settings.http)
     for note in notes:
@@ -58,8 +64,8 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_for(args.rules)
     rules = settings.rules_dir
     message_id = normalize_message_id(args.message_id)
-    database = resolve_db_path(args.db)
-    with SqliteStore(database) as store:
+    database = database_path(args)
+    with open_store(args) as store:
         record = store.get_record(message_id)
         if record is None:
             print(f"triage rerun: {message_id}: no such message in {database}", file=sys.stderr)

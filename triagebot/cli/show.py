@@ -1,4 +1,4 @@
-"""Store stage: `triage show MESSAGE-ID` — one stored report at a glance, with its thread.
+"""`triage show MESSAGE-ID` — one stored report at a glance, with its thread.
 
 The record's summary (commits, headline, testcase and machine, the top metric rows, reproducers,
 stance), then the thread it belongs to: who reproduced, who did not, objections, fixes.
@@ -10,17 +10,17 @@ import argparse
 import json
 import sys
 
+from triagebot.cli.common import add_db_argument, add_json_argument, database_path, open_store
 from triagebot.parse.thread import build_threads, render_thread, reports_by_key
 from triagebot.records import report_from_json
 from triagebot.store.protocol import normalize_message_id
-from triagebot.store.sqlite import SqliteStore, resolve_db_path
 from triagebot.summary import render_report
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("message_id", metavar="MESSAGE-ID", help="with or without <>")
-    parser.add_argument("--db", help="database file (default: TRIAGE_DB, then ~/.local/share/triagebot/triage.db)")
-    parser.add_argument("--json", action="store_true", help="print the stored record as JSON")
+    add_db_argument(parser)
+    add_json_argument(parser, "print the stored record as JSON")
     parser.add_argument("--all", action="store_true", help="every metric row, not the top ones")
 
 
@@ -67,7 +67,7 @@ def render_triage(triage, notifications) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    database = resolve_db_path(args.db)
+    database = database_path(args)
     try:
         message_id = normalize_message_id(args.message_id)
     except ValueError:
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     if not database.exists():
         print(f"triage show: {message_id}: no such message ({database} does not exist yet)", file=sys.stderr)
         return 1
-    with SqliteStore(database) as store:
+    with open_store(args) as store:
         record = store.get_record(message_id)
         if record is None:
             held = store.get_quarantined(message_id)

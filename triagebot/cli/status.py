@@ -11,19 +11,25 @@ import json
 import sys
 from pathlib import Path
 
+from triagebot.cli.common import (
+    add_db_argument,
+    add_json_argument,
+    add_rules_argument,
+    database_path,
+    open_store,
+)
 from triagebot.ingest.runner import LAST_POLL_KEY
 from triagebot.notify.render import STATE_MEANING
 from triagebot.reproduce.host_lock import host_busy
 from triagebot.rules.settings import Settings, settings_for
 from triagebot.states import OPEN_STATES, TriageState
 from triagebot.store.protocol import Store
-from triagebot.store.sqlite import SqliteStore, resolve_db_path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", help="database file (default: TRIAGE_DB, then ~/.local/share/triagebot/triage.db)")
-    parser.add_argument("--rules", help="rules directory (default: TRIAGE_RULES, then the packaged rules/)")
-    parser.add_argument("--json", action="store_true", help="print the status as one JSON object")
+    add_db_argument(parser)
+    add_rules_argument(parser)
+    add_json_argument(parser, "print the status as one JSON object")
 
 
 def gather(store: Store, database: Path, settings: Settings) -> dict:
@@ -85,12 +91,12 @@ def render(status: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    database = resolve_db_path(args.db)
+    database = database_path(args)
     if not database.exists():
         print(f"triage status: {database}: no database yet (start `triage daemon` or `triage ingest`)",
               file=sys.stderr)
         return 1
-    with SqliteStore(database) as store:
+    with open_store(args) as store:
         status = gather(store, database, settings_for(args.rules))
     print(json.dumps(status, ensure_ascii=False) if args.json else render(status))
     return 0

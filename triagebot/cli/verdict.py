@@ -1,4 +1,4 @@
-"""Verdict stage: `triage verdict MESSAGE-ID` — the verdict recomputed from the stored samples.
+"""`triage verdict MESSAGE-ID` — the verdict recomputed from the stored samples.
 
 The last stored rerun's samples are fed again, in the order they were taken, through the same
 adaptive procedure and the current floors (rules/metric_floors.toml), so a changed floor or a
@@ -10,17 +10,16 @@ import argparse
 import json
 import sys
 
+from triagebot.cli.common import add_db_argument, add_json_argument, database_path, open_store
 from triagebot.rules.floors import load_floors
 from triagebot.store.protocol import normalize_message_id
-from triagebot.store.sqlite import SqliteStore, resolve_db_path
-from triagebot.verdict.sequential import LookSchedule
-from triagebot.verdict.sequential import decide_adaptively, rounds_within
+from triagebot.verdict.sequential import LookSchedule, decide_adaptively, rounds_within
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("message_id", metavar="MESSAGE-ID")
-    parser.add_argument("--db", help="database file (default: TRIAGE_DB, then ~/.local/share/triagebot/triage.db)")
-    parser.add_argument("--json", action="store_true", help="print the recomputed verdict as JSON")
+    add_db_argument(parser)
+    add_json_argument(parser, "print the recomputed verdict as JSON")
 
 
 def recompute(run: dict) -> dict:
@@ -44,11 +43,11 @@ def recompute(run: dict) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     message_id = normalize_message_id(args.message_id)
-    database = resolve_db_path(args.db)
+    database = database_path(args)
     if not database.exists():
         print(f"triage verdict: {message_id}: no such message ({database} does not exist yet)", file=sys.stderr)
         return 1
-    with SqliteStore(database) as store:
+    with open_store(args) as store:
         stored = store.latest_run(message_id)
     if stored is None:
         print(f"triage verdict: {message_id}: no stored rerun (run `triage rerun {message_id}` first)", file=sys.stderr)

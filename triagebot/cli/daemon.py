@@ -1,0 +1,50 @@
+"""`triage daemon`: its options, read and checked, then the loop (triagebot/daemon.py) run."""
+from __future__ import annotations
+
+import argparse
+
+from triagebot import logs
+from triagebot.cli.common import add_db_argument, add_rules_argument, database_path, open_store
+from triagebot.daemon import DEFAULT_HEALTH_PORT, DaemonOptions, serve
+from triagebot.errors import TriageError
+from triagebot.notify import outbox
+from triagebot.rules.settings import settings_for
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_db_argument(parser)
+    add_rules_argument(parser)
+    parser.add_argument("--once", action="store_true", help="one pass over every source, then exit")
+    parser.add_argument("--tick", type=float, default=30.0, help="seconds between checks for due sources")
+    parser.add_argument("--admit-days", type=float, default=14.0, metavar="DAYS",
+                        help="take on reports dated at most DAYS ago (default 14): a backfill is not triaged")
+    parser.add_argument("--budget", type=int, default=20, metavar="N", help="at most N runs a side (default 20)")
+    parser.add_argument("--health-port", metavar="PORT",
+                        help=f"port for /healthz and /metrics (default {DEFAULT_HEALTH_PORT}, none with --once; "
+                             "0: any free port, off: none)")
+    parser.add_argument("--health-address", default="127.0.0.1", metavar="ADDRESS",
+                        help="address /healthz and /metrics listen on (default 127.0.0.1; 0.0.0.0 in a container)")
+    parser.add_argument("--notify-retry-seconds", type=float, default=outbox.DEFAULT_RETRY_SECONDS,
+                        metavar="S", help="first wait after Slack fails (doubled per try, at most 600)")
+
+
+def health_port(value: str | None, once: bool) -> int | None:
+    """The port --health-port names: the default unless --once, None for `off`."""
+    if value is None:
+        return None if once else DEFAULT_HEALTH_PORT  # one pass (from cron, say) serves no health check
+    if value == "off":
+        return None
+    if not value.isdigit() or int(value) > 65535:
+        raise TriageError(f"--health-port {value!r}: a port number from 0 to 65535, or off")
+    return int(value)
+
+
+def run(args: argparse.Namespace) -> int:
+    logs.configure()
+    settings = settings_for(args.rules)  # every rules file, read and checked once, here
+    if not settings.sources:
+        raise TriageError(f"no sources in {settings.rules_dir / 'sources.toml'}: nothing to watch")
+    options = DaemonOptions(once=args.once, tick=args.tick, admit_days=args.admit_days, budget=args.budget,
+                            health_port=health_port(args.health_port, args.once),
+                            health_address=args.health_address, notify_retry_seconds=args.notify_retry_seconds)
+    return serve(settings, database_path(args), lambda: open_store(args), options)

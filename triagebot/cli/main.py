@@ -1,0 +1,55 @@
+"""`triage`: the argument parser and the dispatch to one module a subcommand (triagebot/cli/)."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from triagebot.errors import TriageError
+
+# name -> (module with add_arguments/run, help). A subcommand's module (scipy for the verdict:
+# half a second; spaCy for parse's workers) loads only when it is the command being run, so
+# `triage parse` and `triage status` start fast.
+COMMANDS = {
+    "parse": ("triagebot.cli.parse", "parse messages into records"),
+    "daemon": ("triagebot.cli.daemon", "watch the sources and triage each new report (--once: one pass)"),
+    "status": ("triagebot.cli.status", "what the daemon is doing: the queue, the hosts, the last polls"),
+    "ingest": ("triagebot.cli.ingest", "fetch messages from files, lore or openwall into the store"),
+    "show": ("triagebot.cli.show", "show one stored report with its thread"),
+    "list": ("triagebot.cli.list", "list stored records, filtered"),
+    "reparse": ("triagebot.cli.reparse", "parse the kept raw messages again with this parser"),
+    "rerun": ("triagebot.cli.rerun", "rerun a stored report on the lab, base against suspect, and decide"),
+    "hosts": ("triagebot.cli.hosts", "list the lab's hosts; --match scores them against a report"),
+    "plan": ("triagebot.cli.plan", "plan a rerun of a stored report or a pasted command, or say why not"),
+    "verdict": ("triagebot.cli.verdict", "recompute a report's verdict from its stored samples"),
+    "decide": ("triagebot.cli.decide", "decide confirm / no-repro / inconclusive from numbers given by hand"),
+}
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="triage", description="Triage kernel performance-regression reports.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    chosen = next((word for word in (argv if argv is not None else sys.argv[1:]) if not word.startswith("-")), None)
+    for name, (module_name, summary) in COMMANDS.items():
+        command = commands.add_parser(name, help=summary)
+        if name == chosen:
+            module = importlib.import_module(module_name)
+            module.add_arguments(command)
+            command.set_defaults(handler=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except TriageError as error:
+        print(f"triage {args.command}: {error}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
