@@ -12,7 +12,7 @@ from triagebot.errors import RulesError
 from triagebot.parse.lkp import parse_machine
 from triagebot.parse.report import parse_message
 from triagebot.records import Source, report_to_json
-from triagebot.cli import hosts as hosts_command
+from triagebot.cli import hosts as hosts_cli
 from triagebot.reproduce.hosts import choose_host, disk_from_parameters, microarch_of, score_host
 from triagebot.rules.hosts import Host, load_hosts, parse_hosts
 from triagebot.store.sqlite import SqliteStore
@@ -238,8 +238,8 @@ def _store_report(db: Path, message_id: str, description: str) -> None:
 
 def _run(*arguments: str) -> int:
     parser = argparse.ArgumentParser()
-    hosts_command.add_arguments(parser)
-    return hosts_command.run(parser.parse_args(list(arguments)))
+    hosts_cli.add_arguments(parser)
+    return hosts_cli.run(parser.parse_args(list(arguments)))
 
 
 def test_hosts_command_lists_and_matches(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
