@@ -8,8 +8,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parent.parent / "triagebot"
 STAGES = ("ingest", "parse", "store", "reproduce", "verdict", "notify", "rules")
 CORE = ("triagebot.daemon", "triagebot.flow")
