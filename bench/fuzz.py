@@ -180,8 +180,9 @@ def many_parts(raw: bytes, rng: random.Random) -> bytes:
 
 
 def spaces_run(raw: bytes, rng: random.Random) -> bytes:
-    prefix = rng.choice([b"Link: x", b"Reported-by: a", b"Fixes: 1234567 (\"x", b"testcase: x", b"test machine: 8 threads",
-                         b"  nr: x", b"commit: 1234567", b"#regzbot introduced: x", b"1:4  -25%  :4  x", b"", b"Amean 1"])
+    prefix = rng.choice([b"Link: x", b"Reported-by: a", b"Fixes: 1234567 (\"x", b"testcase: x",
+                         b"test machine: 8 threads", b"  nr: x", b"commit: 1234567",
+                         b"#regzbot introduced: x", b"1:4  -25%  :4  x", b"", b"Amean 1"])
     filler = rng.choice([b" ", b"\t", b" \t"])
     return _insert_line(raw, prefix + filler * rng.randrange(1000, 200_000) + rng.choice([b"y", b"", b")"]), rng)
 
@@ -235,7 +236,8 @@ def encoded_word_flood(raw: bytes, rng: random.Random) -> bytes:
 
 
 def bad_transfer_encoding(raw: bytes, rng: random.Random) -> bytes:
-    encoding, body = rng.choice([(b"base64", b"!!!=" * 1000 + b"QUJD\n" * 100), (b"quoted-printable", b"=ZZ=\n=" * 2000),
+    encoding, body = rng.choice([(b"base64", b"!!!=" * 1000 + b"QUJD\n" * 100),
+                                 (b"quoted-printable", b"=ZZ=\n=" * 2000),
                                  (b"x-uuencode", b"begin 644 x\n" + b"M" * 5000), (b"base64", b"")])
     head, separator, _ = _split(_set_header(raw, b"Content-Transfer-Encoding", encoding))
     return head + (separator or b"\n\n") + body
@@ -342,7 +344,8 @@ def main() -> int:
     print("per mutation (ok / clean error / exception / over 1 s CPU):")
     for name in names:
         tally = by_mutation[name]
-        print(f"  {name:22} {tally['ok']:6} {tally['clean error']:5} {tally['exception']:3} {tally['over 1 s (CPU)']:3}")
+        print(f"  {name:22} {tally['ok']:6} {tally['clean error']:5} {tally['exception']:3} "
+              f"{tally['over 1 s (CPU)']:3}")
     failed = counts["exception"] or counts["over 1 s (CPU)"] or peak_mb >= 300
     return 1 if failed else 0
 

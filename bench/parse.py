@@ -50,7 +50,7 @@ def baseline_child(path: Path) -> float:
     """Seconds of the stdlib reader over PATH in a child process."""
     start = time.perf_counter()
     child = subprocess.run([sys.executable, __file__, "--stdlib-reader", str(path)],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+                           capture_output=True, check=False)
     seconds = time.perf_counter() - start
     if child.returncode != 0:
         raise SystemExit(f"stdlib reader failed: {child.stderr.decode()[-2000:]}")
@@ -129,7 +129,7 @@ def main() -> int:
     median_ratio = statistics.median(ratios)
     baseline_median = statistics.median(base for base, _ in pairs)
     triage_median = statistics.median(triage for _, triage in pairs)
-    overheads = sorted(triage / bare - 1 for (_, triage), bare in zip(pairs, without_readers))
+    overheads = sorted(triage / bare - 1 for (_, triage), bare in zip(pairs, without_readers, strict=True))
     print(f"messages:            {message_count} (records printed: {records})")
     print(f"stdlib baseline:     {baseline_median:.2f} s  (median; child process: start-up, gunzip, split, read)")
     print(f"triage parse --json: {triage_median:.2f} s  (median; child process: start-up, gunzip, split, parse, JSON)")

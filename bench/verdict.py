@@ -93,10 +93,10 @@ class Tally:
     runs: list[int]
 
     @classmethod
-    def empty(cls) -> "Tally":
+    def empty(cls) -> Tally:
         return cls(defaultdict(int), defaultdict(int), [])
 
-    def add(self, other: "Tally") -> None:
+    def add(self, other: Tally) -> None:
         for key, value in other.outcomes_adaptive.items():
             self.outcomes_adaptive[key] += value
         for key, value in other.outcomes_fixed.items():

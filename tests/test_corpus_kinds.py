@@ -7,7 +7,7 @@ import pytest
 
 from tests.conftest import CORPUS, require_corpus
 from triagebot.parse.report import parse_message
-from triagebot.records import Source, report_to_json, report_from_json
+from triagebot.records import Source, report_from_json, report_to_json
 
 INDEX_TO_KIND = {
     "lkp-perf": "lkp-regression",

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from tests.conftest import FIXTURES, PROJECT
@@ -77,7 +77,7 @@ def test_status_shows_the_queue_held_rows_and_sources_never_polled(tmp_path: Pat
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "new                 1  received, not yet planned" in out
-    assert f"  new      since " in out and f"<{record['message_id']}>  [REGRESSION] sysbench cpu" in out
+    assert "  new      since " in out and f"<{record['message_id']}>  [REGRESSION] sysbench cpu" in out
     assert "https://lore.kernel.org/oe-lkp/ (every 15 min): never polled" in out
     assert "outbox: 1 held" in out and "held: parent of <" in out and "channel_not_found" in out
     as_json = json.loads(triage("status", "--db", str(database), "--json").stdout)
@@ -115,9 +115,9 @@ def test_only_recent_reports_are_taken_on_and_each_once(tmp_path: Path) -> None:
     with SqliteStore(tmp_path / "t.db") as store:
         store.put_message(record["message_id"], raw, "test", None, "2026-12-01T00:00:00+00:00")
         store.put_record(record["message_id"], record, "test")
-        in_2026 = datetime(2026, 12, 3, tzinfo=timezone.utc)
+        in_2026 = datetime(2026, 12, 3, tzinfo=UTC)
         assert flow.admit(store, lab, admit_days=14, now=in_2026) == []  # a backfilled old report
-        in_2024 = datetime(2024, 4, 20, tzinfo=timezone.utc)
+        in_2024 = datetime(2024, 4, 20, tzinfo=UTC)
         assert flow.admit(store, lab, admit_days=14, now=in_2024) == [record["message_id"]]
         assert flow.admit(store, lab, admit_days=14, now=in_2024) == []  # once
         [parent] = store.outbox()

@@ -18,7 +18,16 @@ import pytest
 
 from tests.conftest import PROJECT
 from tests.support.hostile_http import (
-    MIB, HostileServer, answer, dribble, gzip_bomb, redirect, self_signed, streamed, zeros)
+    MIB,
+    HostileServer,
+    answer,
+    dribble,
+    gzip_bomb,
+    redirect,
+    self_signed,
+    streamed,
+    zeros,
+)
 from tests.support.hostile_http import within_guard as guard
 from triagebot.ingest.http import RequestsClient, fetch
 from triagebot.ingest.protocol import BodyTooLarge, HttpPolicy, ResponseRefused, SourceError

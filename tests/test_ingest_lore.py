@@ -15,8 +15,8 @@ import urllib.error
 import urllib.request
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
-from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -38,7 +38,7 @@ from triagebot.ingest.lore import LoreSource
 from triagebot.ingest.protocol import Batch, HttpPolicy, SourceError
 
 ATOM = "{http://www.w3.org/2005/Atom}"
-DAY = datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)
+DAY = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
 POLICY = HttpPolicy(user_agent="triagebot-test/0.1 (operator: lore-tests@example.org)",
                     timeout_seconds=1.0, attempts=4, backoff_seconds=0.25,
                     backoff_max_seconds=10.0)
@@ -337,7 +337,7 @@ def test_more_new_messages_than_the_feed_holds_are_found_through_the_search(publ
     server = public_inbox("linux-ext4", small_inbox()[:1], feedmax=2)
     source = make_source(server.list_url)
     cursor = source.poll(None).cursor
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     for n in range(3):  # the list received them now; their Dates are the senders'
         server.add_message(make_message(
             f"burst {n}", "x\n", msgid=f"burst-{n}@example.org",

@@ -16,8 +16,14 @@ import pytest
 from tests.conftest import FIXTURES
 from tests.support.openwall_server import OpenwallServer
 from triagebot.ingest.http import RequestsClient
-from triagebot.ingest.openwall import (OpenwallAddress, OpenwallPageSource, OpenwallSource,
-                                       fallback_key, fallback_key_of_record, parse_openwall_url)
+from triagebot.ingest.openwall import (
+    OpenwallAddress,
+    OpenwallPageSource,
+    OpenwallSource,
+    fallback_key,
+    fallback_key_of_record,
+    parse_openwall_url,
+)
 from triagebot.ingest.protocol import Batch, HttpPolicy, SourceError
 from triagebot.parse.report import parse_message
 from triagebot.records import Source, report_to_json
@@ -114,7 +120,7 @@ def test_first_poll_fetches_every_page_of_the_days_read(server, client, clock, w
     assert json.loads(batch.cursor) == {"v": 1, "days": {"2024-12-02": 2, "2024-12-03": 0}}
 
     records = {page: parse_message(message.raw, Source("openwall", message.source_url))
-               for page, message in zip(FIRST_POLL, batch.messages)}
+               for page, message in zip(FIRST_POLL, batch.messages, strict=True)}
     assert {page: (record.source.kind, record.source.url) for page, record in records.items()} == {
         page: ("openwall", server.list_url(LIST) + page) for page in FIRST_POLL}
 
@@ -212,7 +218,7 @@ def test_faults_are_retried_with_backoff_and_lose_or_duplicate_nothing(server, c
         ("/2024/12/02/2: HTTP 503", 2),
     ]
     assert len(batch.events) == len(problems) == len(waits)
-    for event, (what, attempt), wait in zip(batch.events, problems, waits):
+    for event, (what, attempt), wait in zip(batch.events, problems, waits, strict=True):
         assert what in event and f"(attempt {attempt} of 4)" in event, event
         announced = float(re.search(r"retrying in ([0-9.]+) s", event).group(1))
         assert abs(announced - wait) < 0.06

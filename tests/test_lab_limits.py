@@ -86,7 +86,8 @@ def test_the_issues_hackbench_on_a_224_thread_host_through_the_command_line() ->
 
 
 def test_fio_buffers_in_flight_fit_the_hosts_memory() -> None:
-    plan = plan_command("fio --name=x --rw=randread --bs=64M --iodepth=4096 --numjobs=16 --size=1G", TEMPLATES, host=BIG)
+    plan = plan_command("fio --name=x --rw=randread --bs=64M --iodepth=4096 --numjobs=16 --size=1G", TEMPLATES,
+                        host=BIG)
     assert isinstance(plan, Plan)
     values = dict(plan.parameters)
     assert values["iodepth"] == "128"  # 128 × 64M × 16 = 128 GiB, a quarter of 512 GB

@@ -2,7 +2,7 @@
 against a real public-inbox-httpd, through triagebot's bounded transport."""
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -18,7 +18,7 @@ from triagebot.ingest.lore_liblore import strict_thread
 from triagebot.ingest.lore_thread import LoreThreadSource, message_base_url
 from triagebot.ingest.protocol import SourceError
 
-DAY = datetime(2025, 6, 2, 9, 0, tzinfo=timezone.utc)
+DAY = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
 ODD = "a/b+c%41 x@example.org".replace(" ", "")  # `/`, `+` and `%` in one Message-ID
 
 

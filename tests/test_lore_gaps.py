@@ -14,7 +14,7 @@ the current index at once, without sleeping.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import pytest
@@ -31,8 +31,8 @@ from triagebot.ingest.runner import ingest_once
 from triagebot.store.sqlite import SqliteStore
 
 # "now" for the first poll; the list's Received times are set around it
-T0 = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(days=3)
-OLD = datetime(2019, 5, 1, tzinfo=timezone.utc)  # the Date of a sender whose clock is wrong
+T0 = datetime.now(UTC).replace(microsecond=0) - timedelta(days=3)
+OLD = datetime(2019, 5, 1, tzinfo=UTC)  # the Date of a sender whose clock is wrong
 
 
 class Clock:

@@ -21,9 +21,16 @@ from tests.support.hostile_http import MIB, HostileServer, answer, gzip_bomb, st
 from tests.support.hostile_http import within_guard as guard
 from tests.support.openwall_server import OpenwallServer
 from triagebot.ingest.http import RequestsClient
-from triagebot.ingest.lore import (ENTRIES_PER_POLL, FEED_MAX_BYTES, FEED_MAX_ENTRIES,
-                                   GZIP_MAX_MEMBERS, RAW_MESSAGE_MAX_BYTES, THREAD_MAX_BYTES,
-                                   THREAD_MAX_MESSAGES, LoreSource)
+from triagebot.ingest.lore import (
+    ENTRIES_PER_POLL,
+    FEED_MAX_BYTES,
+    FEED_MAX_ENTRIES,
+    GZIP_MAX_MEMBERS,
+    RAW_MESSAGE_MAX_BYTES,
+    THREAD_MAX_BYTES,
+    THREAD_MAX_MESSAGES,
+    LoreSource,
+)
 from triagebot.ingest.lore_thread import message_base_url
 from triagebot.ingest.openwall import PAGE_MAX_BYTES, PAGES_PER_RUN, OpenwallSource
 from triagebot.ingest.protocol import HttpPolicy, SourceError

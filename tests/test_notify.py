@@ -339,7 +339,8 @@ def test_run_plot_names_the_commits_metric_medians_and_reported_change() -> None
 
 def test_matplotlib_is_imported_only_to_draw_a_plot() -> None:
     # `triage parse` / `status` start without it; the daemon loads it at its first plot
-    code = ("import sys, triagebot.cli.main, triagebot.cli.parse, triagebot.daemon, triagebot.flow, triagebot.cli.status;"
+    code = ("import sys, triagebot.cli.main, triagebot.cli.parse, triagebot.daemon, triagebot.flow, "
+            "triagebot.cli.status;"
             " assert 'matplotlib' not in sys.modules, 'matplotlib imported at start'")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PROJECT)
     assert result.returncode == 0, result.stderr
@@ -412,11 +413,14 @@ def test_subsystem_prefixes() -> None:
 # A bad entry names the file, the entry and its line.
 @pytest.mark.parametrize("text, message", [
     ('default_channel = "#x"\n[[route]]\nchannel = "#a"\nsubsystem = "xfs"\n[[route]]\n'
-     'channel = "#b"\ncolour = "red"\n', ":5: [[route]] entry 2: unknown key(s) colour (expected channel, list, metric"),
+     'channel = "#b"\ncolour = "red"\n',
+     ":5: [[route]] entry 2: unknown key(s) colour (expected channel, list, metric"),
     ('default_channel = "#x"\n[[route]]\nsubsystem = "xfs"\n', ":2: [[route]] entry 1: channel is missing"),
     ('default_channel = "#x"\n[[route]]\nchannel = "#a"\n', ":2: [[route]] entry 1: matches everything"),
-    ('default_channel = "#x"\n[[route]]\nchannel = "not a channel"\nlist = "x"\n', ":2: [[route]] entry 1: channel must be a Slack channel ID"),
-    ('default_channel = "#x"\n[[route]]\nchannel = "#a"\nmetric = []\n', ":2: [[route]] entry 1: metric must be a non-empty string"),
+    ('default_channel = "#x"\n[[route]]\nchannel = "not a channel"\nlist = "x"\n',
+     ":2: [[route]] entry 1: channel must be a Slack channel ID"),
+    ('default_channel = "#x"\n[[route]]\nchannel = "#a"\nmetric = []\n',
+     ":2: [[route]] entry 1: metric must be a non-empty string"),
     ('[[route]]\nchannel = "#a"\nlist = "x"\n', "default_channel is missing"),
     ('default_channel = "#x"\nroute = 3\n', "array of tables"),
     ('default_channel = \n', "not valid TOML"),

@@ -175,7 +175,7 @@ FSUse%        Count         Size    Files/sec     App Overhead
 
 FS_MARK_VERBOSE = b"""FSUse%        Count         Size    Files/sec     App Overhead        CREAT (Min/Avg/Max)        WRITE (Min/Avg/Max)
      0        10000          512        512.3           147715       12       30     2188        3        5       63
-"""
+"""  # noqa: E501 - fs_mark -v prints its header on one line
 
 # rt-tests hackbench, two loops of the default run
 HACKBENCH = b"""Running in process mode with 10 groups using 40 file descriptors each (== 400 tasks)

@@ -138,7 +138,8 @@ def test_a_subject_of_many_encoded_words_is_decoded_up_to_the_bound() -> None:
 
 
 def test_encoded_words_in_a_raising_charset_are_left_as_they_are() -> None:
-    report = parse(HEAD.replace(b"Subject: hostile", b"Subject: =?undefined?q?x?= =?punycode?q?abc-=7F?=") + b"\r\nb\r\n")
+    subject = b"Subject: =?undefined?q?x?= =?punycode?q?abc-=7F?="
+    report = parse(HEAD.replace(b"Subject: hostile", subject) + b"\r\nb\r\n")
     assert "undefined" in report.subject
 
 

@@ -9,7 +9,7 @@ import re
 import shutil
 import socket
 import xml.etree.ElementTree as ET
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import requests
@@ -173,7 +173,7 @@ def test_corpus_add_message_reply_is_first_and_joins_the_thread(lore, corpus):
     parent = message_id_of(corpus["raw"][-1])
     raw = make_message("Re: regression", "Still seen on -rc3.\n",
                        msgid="late-reply-1@example.org", in_reply_to=parent,
-                       date=datetime.now(timezone.utc))
+                       date=datetime.now(UTC))
     assert lore.add_message(raw) == "late-reply-1@example.org"
     entries = feed(lore)
     assert entry_ids(entries)[0] == atom_entry_id("late-reply-1@example.org")
@@ -186,7 +186,7 @@ def test_corpus_add_message_reply_is_first_and_joins_the_thread(lore, corpus):
 # ---------------------------------------------------------------------------------------------
 # servers built only from messages made here (run without the corpus)
 
-DAY = datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)
+DAY = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
 
 
 def three_messages() -> list[bytes]:
@@ -239,7 +239,7 @@ def test_add_message_stop_and_start(public_inbox):
     # mail keeps arriving while the web server is down
     later = server.add_message(make_message(
         "while down", "x\n", msgid="down-1@example.org",
-        date=datetime.now(timezone.utc) + timedelta(minutes=1)))
+        date=datetime.now(UTC) + timedelta(minutes=1)))
     server.start()
     assert server.port == port and server.running
     assert entry_ids(feed(server))[:2] == [atom_entry_id(later), atom_entry_id(new)]

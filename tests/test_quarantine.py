@@ -12,7 +12,7 @@ import os
 import sqlite3
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -28,7 +28,7 @@ from triagebot.store.protocol import IncomingMessage, synthetic_message_id
 from triagebot.store.quarantine import quarantine_key
 from triagebot.store.sqlite import SqliteStore
 
-NOW = datetime(2026, 12, 3, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 
 
 def mail(message_id: str | None, subject: str, body: bytes = b"Looks good to me.\n", *,
@@ -121,7 +121,8 @@ def test_an_older_database_gains_the_quarantine_table(tmp_path: Path) -> None:
     database = tmp_path / "v4.db"
     connection = sqlite3.connect(database, isolation_level=None)
     apply_migrations(connection, str(database), MIGRATIONS[:4])
-    connection.execute("INSERT INTO messages VALUES ('old@x', 'lore', NULL, NULL, '2026-01-01T00:00:00+00:00', 1, x'61')")
+    connection.execute("INSERT INTO messages VALUES "
+                       "('old@x', 'lore', NULL, NULL, '2026-01-01T00:00:00+00:00', 1, x'61')")
     connection.close()
     with SqliteStore(database) as store:
         assert store.count_messages() == 1 and store.count_quarantined() == 0
@@ -176,7 +177,8 @@ def test_a_parser_bug_on_one_message_loses_nothing(tmp_path: Path, monkeypatch: 
         result = IngestResult()
         store_batch(store, "lore:test", Batch(messages, cursor="c"), jobs=jobs, clock=lambda: NOW, result=result)
         assert len(result.new_ids) == count - 1 and result.quarantined == ["m3@example.org"]
-        assert store.get_quarantined("m3@example.org").error == "parser failed: RuntimeError: parser bug: index out of range"
+        expected = "parser failed: RuntimeError: parser bug: index out of range"
+        assert store.get_quarantined("m3@example.org").error == expected
         assert store.get_cursor("lore:test") == "c"
 
 

@@ -207,7 +207,8 @@ def test_a_big_file_starts_the_reader_before_it_is_read_and_gives_the_same_recor
 
 def test_a_reader_started_for_a_big_file_of_few_messages_is_stopped_unused(tmp_path) -> None:
     mbox = tmp_path / "few.mbox"
-    long_reply = _message(0).replace(b"\n\nThanks,", b"\n" + b"log line\n" * (batch.PARALLEL_FILE_BYTES // 9) + b"\nThanks,")
+    log = b"log line\n" * (batch.PARALLEL_FILE_BYTES // 9)
+    long_reply = _message(0).replace(b"\n\nThanks,", b"\n" + log + b"\nThanks,")
     _write_mbox(mbox, [long_reply, _message(1)])
     child = _triage_parse("parse", "--json", "--jobs", "2", str(mbox))
     assert child.returncode == 0, child.stderr[-2000:]

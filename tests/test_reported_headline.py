@@ -69,9 +69,9 @@ def test_the_lab_fixture_report_carries_its_stated_change_into_its_plan():
 
 
 def test_only_a_human_report_reads_its_change_from_prose():
-    reply = ("From: Someone <s@example.org>\nSubject: Re: [REGRESSION] sysbench cpu slower since v6.9-rc1\n"
-             "Message-ID: <r1@example.org>\nIn-Reply-To: <h1@example.org>\n\n"
-             "Here 2360 events/s and 2350 events/s (-0.4%), no regression on my box.\n").encode()
+    reply = (b"From: Someone <s@example.org>\nSubject: Re: [REGRESSION] sysbench cpu slower since v6.9-rc1\n"
+             b"Message-ID: <r1@example.org>\nIn-Reply-To: <h1@example.org>\n\n"
+             b"Here 2360 events/s and 2350 events/s (-0.4%), no regression on my box.\n")
     assert parse_message(reply, Source("eml")).headline is None
     report = parse_message(_human_report("  $ sysbench cpu --threads=2 run\n\n2360 events/s, now 1780 events/s "
                                          "(-24.6%).\n"), Source("eml"))

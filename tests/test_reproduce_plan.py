@@ -104,7 +104,8 @@ _BROKEN = [
     # an output parser nobody implements
     (_GOOD.replace('"fio-json"', '"fio-xml"'), "parser must be one of fio-json, sysbench-text"),
     # a better direction that is neither
-    (_GOOD.replace('better = "higher"', 'better = "up"'), "[[metrics]] entry 1 (write_iops): better must be one of higher, lower, not 'up'"),
+    (_GOOD.replace('better = "higher"', 'better = "up"'),
+     "[[metrics]] entry 1 (write_iops): better must be one of higher, lower, not 'up'"),
     # an argv placeholder naming no parameter
     (_GOOD.replace('"{options}"]', '"{options}", "--size={size}"]'), "names unknown parameter 'size'"),
     # a shell metacharacter inside an argv element
@@ -118,7 +119,8 @@ _BROKEN = [
     # an unknown parameter type
     (_GOOD + '[params.x]\ntype = "float"\n', "[params.x]: type must be one of"),
     # a primary metric not among the metrics
-    (_GOOD.replace('primary_metric = "write_iops"', 'primary_metric = "read_iops"'), "primary_metric 'read_iops' is not one of the [[metrics]] names"),
+    (_GOOD.replace('primary_metric = "write_iops"', 'primary_metric = "read_iops"'),
+     "primary_metric 'read_iops' is not one of the [[metrics]] names"),
     # a key the format does not have
     ('shell = true\n' + _GOOD, "broken.toml:1: unknown key(s) shell (expected aliases, argv,"),
     # not TOML at all
@@ -128,7 +130,8 @@ _BROKEN = [
     # a product of counts without saying how many processes each unit starts
     (_GOOD.replace("max = 64", 'max = 64\ntasks_times = ["numjobs"]'), "tasks_times needs tasks"),
     (_GOOD.replace("max = 64", 'max = 64\ntasks = 1\ntasks_times = ["groups"]'), "names unknown parameter 'groups'"),
-    (_GOOD.replace("max = 64", "max = 64\ntasks = -1"), "[params.numjobs]: tasks must be a whole number from 0 to 10000, not -1"),
+    (_GOOD.replace("max = 64", "max = 64\ntasks = -1"),
+     "[params.numjobs]: tasks must be a whole number from 0 to 10000, not -1"),
     # an assumed program default outside the range, or beside a default of the template's own
     (_GOOD.replace("max = 64", "max = 64\nassume = 100"), "[params.numjobs]: assume 100 is above max 64"),
     (_GOOD.replace("max = 64", "max = 64\ndefault = 1\nassume = 2"), "assume is for a parameter without a default"),
@@ -461,7 +464,8 @@ HOSTILE = {
     "fio --name=x\nrm -rf /": "a newline",
     "fio --name=x --exec_prerun=/bin/sh": "fio option --exec_prerun runs a program: refused",
     "fio --name=x --exec_postrun 'rm -rf /'": "fio option --exec_postrun runs a program: refused",
-    "fio --name=x --ioengine=external:/tmp/evil.so": "fio option --ioengine=external:/tmp/evil.so loads a shared object",
+    "fio --name=x --ioengine=external:/tmp/evil.so":
+        "fio option --ioengine=external:/tmp/evil.so loads a shared object",
     "fio --name=x --ioengine=exec": "fio option --ioengine=exec runs a program",
     "fio --name=x --filename=/dev/sda --rw=write": "--filename=/dev/sda is a raw device",
     "fio --name=x --directory=../../etc --rw=write": "--directory=../../etc has a '..' path component",

@@ -252,7 +252,8 @@ def test_under_strace_only_the_plans_argv_and_the_hosts_hooks_are_started(tmp_pa
     completed = subprocess.run(
         ["strace", "-f", "-qq", "-s", "4096", "-e", "trace=execve", "-o", str(trace), sys.executable, str(script),
          str(PROJECT), str(tmp_path / "scratch"), str(tmp_path / "state"), hook],
-        capture_output=True, text=True, timeout=600, cwd=PROJECT, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(PROJECT)})
+        capture_output=True, text=True, timeout=600, cwd=PROJECT,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(PROJECT)})
     assert completed.returncode == 0, completed.stderr
     result = json.loads(completed.stdout)
     assert result["status"] == "done" and result["samples"] == 12, result["error"]

@@ -10,7 +10,7 @@ import dataclasses
 import shutil
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -165,7 +165,7 @@ def test_the_flow_plans_from_the_settings_it_was_given_not_from_disk(tmp_path: P
     with SqliteStore(tmp_path / "t.db") as store:
         store.put_message(record["message_id"], raw, "test", None, "2026-12-01T00:00:00+00:00")
         store.put_record(record["message_id"], record, "test")
-        assert flow.admit(store, lab, admit_days=14, now=datetime(2024, 4, 20, tzinfo=timezone.utc))
+        assert flow.admit(store, lab, admit_days=14, now=datetime(2024, 4, 20, tzinfo=UTC))
         assert flow.plan_new(store, lab) == [record["message_id"]]
         triage = store.get_triage(record["message_id"])
         assert triage.state == "planned", triage.note

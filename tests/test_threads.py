@@ -60,7 +60,8 @@ def test_order_of_arrival_and_duplicates_change_nothing() -> None:
 
 def test_missing_parent_makes_the_nearest_present_ancestor_root() -> None:
     records = own_thread_records()
-    without_report = [record for record in records if record.message_id != "8f3e2c1a-5b7d-4e2f-9a61-0c4d2e7b9f10@example.com"]
+    report_id = "8f3e2c1a-5b7d-4e2f-9a61-0c4d2e7b9f10@example.com"
+    without_report = [record for record in records if record.message_id != report_id]
     thread = thread_with(build_threads(without_report), "20240215083344.u7kq2xw3rfd5@marek-tp")
     assert thread.root == "20240215083344.u7kq2xw3rfd5@marek-tp"
     assert thread.report is None  # no report in what is left: the replies are not reports

@@ -141,14 +141,16 @@ def test_shipped_floors_file_loads_and_matches_corpus_metric_names() -> None:
     # An unknown top-level key.
     ("floors = 1\n", "rules/f.toml:1: unknown key(s) floors (expected default_floor_percent, floor)"),
     # A misspelt key inside an entry.
-    ('[[floor]]\npattern = "a"\nfloor_pct = 1\n', "rules/f.toml:1: [[floor]] entry 1 (pattern 'a'): unknown key(s) floor_pct"),
+    ('[[floor]]\npattern = "a"\nfloor_pct = 1\n',
+     "rules/f.toml:1: [[floor]] entry 1 (pattern 'a'): unknown key(s) floor_pct"),
     # A missing floor.
     ('[[floor]]\npattern = "a"\n', "rules/f.toml:1: [[floor]] entry 1 (pattern 'a'): floor_percent is missing"),
     # Zero and over-large floors.
     ('[[floor]]\npattern = "a"\nfloor_percent = 0\n', "must be a number above 0 and at most 50, not 0"),
     ('[[floor]]\npattern = "a"\nfloor_percent = 80.0\n', "must be a number above 0 and at most 50, not 80.0"),
     # A boolean is no number.
-    ('[[floor]]\npattern = "a"\nfloor_percent = true\n', "floor_percent must be a number above 0 and at most 50, not True"),
+    ('[[floor]]\npattern = "a"\nfloor_percent = true\n',
+     "floor_percent must be a number above 0 and at most 50, not True"),
     # An empty pattern.
     ('[[floor]]\npattern = " "\nfloor_percent = 1\n', "pattern must be a non-empty string"),
     # The same pattern twice: the second would never match.

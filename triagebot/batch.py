@@ -239,7 +239,7 @@ class Reader:
             self._pool.join()
             self._pool = None
 
-    def __enter__(self) -> "Reader":
+    def __enter__(self) -> Reader:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

@@ -177,7 +177,8 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
         try:
             health = HealthServer(metrics, host=options.health_address, port=port).start()
         except OSError as error:
-            raise TriageError(f"--health-port {port}: cannot listen on {options.health_address}:{port}: {error}") from None
+            raise TriageError(f"--health-port {port}: cannot listen on {options.health_address}:{port}: "
+                              f"{error}") from None
         event(log, logging.INFO, "health and metrics served", event="health.listening",
               url=f"http://{options.health_address}:{health.port}/healthz", port=health.port)
     notifier = make_notifier(database)

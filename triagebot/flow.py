@@ -25,7 +25,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from triagebot.errors import TriageError
@@ -71,7 +71,7 @@ class DaemonContext:
 
 def admit(store: Store, lab: DaemonContext, admit_days: float, now: datetime | None = None) -> list[str]:
     """Take on the reports dated within `admit_days`: a triage row and a parent message each."""
-    since = utc_text((now or datetime.now(timezone.utc)) - timedelta(days=admit_days))
+    since = utc_text((now or datetime.now(UTC)) - timedelta(days=admit_days))
     admitted = []
     for message_id in store.reports_to_admit(REPORT_KINDS, since):
         record = store.get_record(message_id)

@@ -246,7 +246,7 @@ class _Handler(BaseHTTPRequestHandler):
             except SlackError as error:
                 answer = {"ok": False, "error": error.code, **error.extra}
             self._record_and_send(call, 200, answer)
-        hook = getattr(self, "fake").after_call
+        hook = self.fake.after_call
         if hook is not None:
             hook(call)
 

@@ -52,7 +52,8 @@ What public-inbox does to messages (so tests compare the right things):
   ``X-Approve``, ``Urgent``, ``Return-Receipt-To``, ``Disposition-Notification-To``,
   ``X-Confirm-Reading-To``, ``X-PMRQC``, ``Bytes``, ``Lines``, ``Content-Length``,
   ``Status`` and ``X-Status``; it adds ``List-Id: <ADDRESS with @ as .>`` (e.g.
-  ``<linux-ext4.vger.kernel.org>``) after the other headers when the message has none; a leading mbox ``From `` line is stripped.
+  ``<linux-ext4.vger.kernel.org>``) after the other headers when the message has none; a leading
+  mbox ``From `` line is stripped.
 * ``/LIST/MSGID/raw`` and ``t.mbox.gz`` are *mboxrd*: each message starts with
   ``From mboxrd@z Thu Jan  1 00:00:00 1970``, body lines matching ``^>*From `` get one more
   ``>``, and a blank line is appended.  :func:`mboxrd_unescape` undoes that for one message,
@@ -82,7 +83,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterable, Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.parser import BytesHeaderParser
 from email.policy import compat32
 from pathlib import Path
@@ -193,7 +194,7 @@ def make_message(subject: str, body: str, *, msgid: str | None = None,
     ``date`` defaults to now; give messages distinct dates when feed order matters
     (new.atom sorts by date, ties are unordered)."""
     if date is None:
-        date = datetime.now(timezone.utc)
+        date = datetime.now(UTC)
     if isinstance(date, datetime):
         date = email.utils.format_datetime(date)
     if msgid is None:
@@ -220,7 +221,7 @@ def make_message(subject: str, body: str, *, msgid: str | None = None,
 # ---------------------------------------------------------------------------------------------
 # process helpers
 
-_LIVE: "set[PublicInboxServer]" = set()  # servers with a running httpd (strong refs)
+_LIVE: set[PublicInboxServer] = set()  # servers with a running httpd (strong refs)
 
 
 @atexit.register
@@ -373,14 +374,14 @@ class PublicInboxServer:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    def __enter__(self) -> "PublicInboxServer":
+    def __enter__(self) -> PublicInboxServer:
         self.open()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def open(self) -> "PublicInboxServer":
+    def open(self) -> PublicInboxServer:
         """Create the inbox (once), deliver and index the initial messages, start httpd."""
         try:
             if not self._created:

@@ -36,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_rules_argument(parser)
     add_json_argument(parser, "print the plan or the refusal as JSON")
     parser.add_argument("--no-fetch", action="store_true",
-                        help="do not fetch the report's LKP materials (job.yaml, reproduce, config): plan from the mail")
+                        help="do not fetch the report's LKP materials (job.yaml, reproduce, config): "
+                             "plan from the mail")
     parser.add_argument("--threads", type=int, default=_DEFAULT_HOST.threads,
                         help=f"host threads to fit the plan to (default {_DEFAULT_HOST.threads})")
     parser.add_argument("--memory-gb", type=int, default=_DEFAULT_HOST.memory_gb,

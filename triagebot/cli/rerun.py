@@ -44,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="at most N runs a side (default 20: looks at 6, 10, 15, 20)")
     add_json_argument(parser, "print the stored run as JSON")
     parser.add_argument("--no-fetch", action="store_true",
-                        help="do not fetch the report's LKP materials (job.yaml, reproduce, config): plan from the mail")
+                        help="do not fetch the report's LKP materials (job.yaml, reproduce, config): "
+                             "plan from the mail")
 
 
 def _progress(sample: Sample) -> None:
@@ -120,7 +121,8 @@ def render_verdict(run_json: dict) -> str:
     if run_json["host_match"]["differences"]:
         lines.append("  differs:  " + "; ".join(run_json["host_match"]["differences"]))
     if not verdict.get("host_can_switch_kernel", True):
-        lines.append("  note:     this host cannot switch kernels: base and suspect ran on the same kernel (an A/A run)")
+        lines.append("  note:     this host cannot switch kernels: base and suspect ran on the same kernel "
+                     "(an A/A run)")
     elif verdict["outcome"] == "not-reproduced" and run_json["host_match"]["score"] < 0.5:
         lines.append("  note:     not reproduced on a very different machine: weak evidence against the report")
     return "\n".join(lines)

@@ -61,7 +61,8 @@ def render(status: dict) -> str:
     lines += ["", "queue:" if status["queue"] else "queue: empty"]
     for item in status["queue"]:
         host = f" on {item['host']}" if item["host"] else ""
-        lines.append(f"  {item['state']:8} since {item['since']}{host}  <{item['message_id']}>  {item['subject'] or ''}")
+        lines.append(f"  {item['state']:8} since {item['since']}{host}  <{item['message_id']}>  "
+                     f"{item['subject'] or ''}")
     lines += ["", "hosts:"]
     for host in status["hosts"]:
         note = "" if host["can_switch_kernel"] else " (cannot switch kernels: reports are planned, not rerun)"

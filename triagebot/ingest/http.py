@@ -28,8 +28,15 @@ from collections.abc import Callable, Mapping
 from urllib.parse import urljoin, urlsplit
 
 from triagebot.backoff import Backoff
-from triagebot.ingest.protocol import (BodyTooLarge, HttpClient, HttpPolicy, HttpResponse,
-                                       ResponseRefused, Sleeper, SourceError)
+from triagebot.ingest.protocol import (
+    BodyTooLarge,
+    HttpClient,
+    HttpPolicy,
+    HttpResponse,
+    ResponseRefused,
+    Sleeper,
+    SourceError,
+)
 
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})

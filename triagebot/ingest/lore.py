@@ -71,11 +71,29 @@ from email.policy import compat32
 
 from triagebot.ingest.http import fetch
 from triagebot.ingest.lore_search import (
-    DEFAULT_SINCE, HEAL_MARGIN_SECONDS, HEAL_MAX_RESULTS, HEAL_PAGES_PER_POLL, NO_SEARCH_STATUS,
-    SEARCH_PAGE_MAX_BYTES, SEARCH_PAGE_SIZE, Heal, describe, search_url, since_epoch)
+    DEFAULT_SINCE,
+    HEAL_MARGIN_SECONDS,
+    HEAL_MAX_RESULTS,
+    HEAL_PAGES_PER_POLL,
+    NO_SEARCH_STATUS,
+    SEARCH_PAGE_MAX_BYTES,
+    SEARCH_PAGE_SIZE,
+    Heal,
+    describe,
+    search_url,
+    since_epoch,
+)
 from triagebot.ingest.protocol import (
-    Batch, BodyTooLarge, FetchedMessage, HttpClient, HttpPolicy, HttpResponse, ResponseRefused,
-    Sleeper, SourceError)
+    Batch,
+    BodyTooLarge,
+    FetchedMessage,
+    HttpClient,
+    HttpPolicy,
+    HttpResponse,
+    ResponseRefused,
+    Sleeper,
+    SourceError,
+)
 from triagebot.inputs import split_mbox
 
 __all__ = ["LoreSource", "CURSOR_VERSION"]

@@ -23,7 +23,7 @@ list's search is read instead, oldest first, for everything *received* since a p
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 SEARCH_PAGE_SIZE = 50  # results per search page (public-inbox's own cap is 200)
 SEARCH_PAGE_MAX_BYTES = 64 << 20  # one page of results, decoded (entries hold whole messages)
@@ -75,9 +75,9 @@ def since_epoch(since: datetime | timedelta, now: float) -> int:
     if isinstance(since, timedelta):
         return int(now - since.total_seconds())
     if since.tzinfo is None:
-        since = since.replace(tzinfo=timezone.utc)
+        since = since.replace(tzinfo=UTC)
     return int(since.timestamp())
 
 
 def describe(epoch: int) -> str:
-    return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

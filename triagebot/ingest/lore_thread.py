@@ -3,8 +3,8 @@
 `triage ingest https://lore.kernel.org/oe-lkp/<msgid>/` or `triage ingest '<msgid>'` fetches the
 whole thread the way b4 does (LoreSource.thread_batch: t.mbox.gz cut to the strict thread with
 liblore, else raw), through triagebot's bounded transport; a bare Message-ID (any characters but
-whitespace and `<>`, so `/`, `+` and `%` too) is looked up under lore's `/all/`. Each call fetches again (a thread grows); the
-store ignores the messages it has.
+whitespace and `<>`, so `/`, `+` and `%` too) is looked up under lore's `/all/`. Each call
+fetches again (a thread grows); the store ignores the messages it has.
 """
 from __future__ import annotations
 

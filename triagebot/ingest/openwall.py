@@ -46,8 +46,15 @@ from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
 from triagebot.ingest.http import fetch
-from triagebot.ingest.protocol import (Batch, FetchedMessage, HttpClient, HttpPolicy, HttpResponse,
-                                       ResponseRefused, Sleeper)
+from triagebot.ingest.protocol import (
+    Batch,
+    FetchedMessage,
+    HttpClient,
+    HttpPolicy,
+    HttpResponse,
+    ResponseRefused,
+    Sleeper,
+)
 from triagebot.parse.identity import fallback_key, fallback_key_of_record
 from triagebot.parse.webpage import looks_like_html, split_header_block
 
@@ -98,7 +105,7 @@ def parse_openwall_url(url: str) -> OpenwallAddress:
 
 
 def _utc_today() -> datetime.date:
-    return datetime.datetime.now(datetime.timezone.utc).date()
+    return datetime.datetime.now(datetime.UTC).date()
 
 
 def _day_path(day: datetime.date) -> str:

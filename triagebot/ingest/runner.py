@@ -18,7 +18,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from triagebot.batch import Outcome, default_jobs, parse_messages
 from triagebot.errors import TriageError
@@ -94,7 +94,7 @@ def _outcomes(named: list[tuple[str, str, bytes, str | None]], messages: Sequenc
                       f"({describe_error(error)}); the rest parsed one by one")
     finally:
         inner.close()  # a batch abandoned midway (a stop): its worker pools close here
-    for (name, _, _, _), fetched in zip(named[done:], messages[done:]):
+    for (name, _, _, _), fetched in zip(named[done:], messages[done:], strict=True):
         record, problem = parse_alone(fetched)
         yield Outcome(name, record, problem)
 
@@ -118,7 +118,7 @@ def store_parsed(store: Store, parsed: list[tuple[FetchedMessage, str, dict]], r
         incoming.append((item, fetched, name))
         aliases.append(alias)
     kept = []
-    for (item, fetched, name), (key, _, has_id) in zip(incoming, aliases):
+    for (item, fetched, name), (key, _, has_id) in zip(incoming, aliases, strict=True):
         if not has_id and store.resolve_alias(key) is not None:
             continue  # an archive page of a message stored already
         kept.append((item, fetched, name))
@@ -176,7 +176,7 @@ def store_batch(store: Store, source_key: str, batch: Batch, *, jobs: int, clock
     failed: list[tuple[FetchedMessage, str, str]] = []
     outcomes = _outcomes(named, batch.messages, jobs, result.events)
     try:
-        for fetched, outcome in zip(batch.messages, outcomes):
+        for fetched, outcome in zip(batch.messages, outcomes, strict=True):
             if should_stop is not None and should_stop():
                 result.stopped = True
                 return False
@@ -207,7 +207,7 @@ def poll_source(source: Source, cursor: str | None) -> Batch:
 
 
 def ingest_once(source: Source, store: Store, *, jobs: int | None = None,
-                clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+                clock: Callable[[], datetime] = lambda: datetime.now(UTC),
                 progress: Progress | None = None, should_stop: StopAsked | None = None) -> IngestResult:
     """Poll `source` until it has nothing more right now; store everything it gave.
 

@@ -19,7 +19,8 @@ _BISECT_FIRST_BAD = re.compile(r"first bad commit:?\s*\[?([0-9a-f]{7,40})\]?\s*(
                                re.IGNORECASE | re.MULTILINE)
 _REGZBOT_INTRODUCED = re.compile(r"^#regzbot\s+introduced:?\s*([0-9a-f]{7,40})", re.MULTILINE)
 _CULPRIT_CONTEXT = re.compile(
-    r"introduc|bisect|first bad|caused by|culprit|regress(?:ed|ion) (?:by|from|due to)|c[oa]mes? from|tracked (?:it |this |the \w+ )?down|narrowed (?:it )?down"
+    r"introduc|bisect|first bad|caused by|culprit|regress(?:ed|ion) (?:by|from|due to)|c[oa]mes? from|"
+    r"tracked (?:it |this |the \w+ )?down|narrowed (?:it )?down"
     r"|the one that|points? to|blame|root cause",
     re.IGNORECASE,
 )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import email.utils
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 _REPLY_PREFIXES = re.compile(r"^(?:\s*(?:re|aw|sv|fwd?)\s*+(?:\[\d+\])?\s*+:)+", re.IGNORECASE)
 
@@ -21,8 +21,8 @@ def _minute_utc(date_iso: str | None) -> str:
     except ValueError:
         return date_iso.strip()
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%MZ")
 
 
 def _display_name(sender: str) -> str:

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 from dataclasses import dataclass, field
+from typing import Any
 
 from triagebot.parse.limits import MAX_COMMITS, MAX_MACHINE_CHARS
 from triagebot.records import AlsoImpacted, Commit, Headline, TestMachine
@@ -107,7 +107,7 @@ def _axes(lines: list[str]) -> dict[str, str]:
             names = stripped[:-1].split("/")
             values = lines[index + 1].strip().split("/")
             if len(names) == len(values):
-                return dict(zip(names, values))
+                return dict(zip(names, values, strict=True))
     return {}
 
 

@@ -48,7 +48,8 @@ def read_measurements(own_text: str) -> tuple[Measurement, ...]:
             text = " ".join(match.group(0).split())
             found.append((match.start(), Measurement(text, f"{statistic} {column} base", float(match.group(3)), "")))
             found.append((match.start() + 1, Measurement(text, f"{statistic} {column} new", float(match.group(4)), "")))
-            found.append((match.start() + 2, Measurement(text, f"{statistic} {column} change", float(match.group(5)), "%")))
+            found.append((match.start() + 2,
+                          Measurement(text, f"{statistic} {column} change", float(match.group(5)), "%")))
     lowered = own_text.lower()
     if "iops" in lowered or "files/s" in lowered or "ops/s" in lowered:
         for match in _RATE.finditer(own_text):

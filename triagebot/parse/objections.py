@@ -61,7 +61,8 @@ PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
     "proposed-fix": [
         [{"LOWER": {"IN": ["patch", "diff", "fix"]}}, {"LOWER": {"IN": ["below", "attached", "above"]}}],
         [{"LOWER": {"IN": ["following", "untested", "attached"]}}, {"LOWER": {"IN": ["patch", "diff", "fix"]}}],
-        [{"LOWER": "this"}, {"LOWER": {"IN": ["patch", "diff", "fix"]}}, {"LOWER": {"IN": ["helps", "fixes", "should"]}}],
+        [{"LOWER": "this"}, {"LOWER": {"IN": ["patch", "diff", "fix"]}},
+         {"LOWER": {"IN": ["helps", "fixes", "should"]}}],
         [{"LOWER": {"IN": ["does", "can", "could"]}}, {"LOWER": {"IN": ["you", "this"]}, "OP": "*"},
          {"LOWER": {"IN": ["try", "test"]}}, {"OP": "?"}, {"LOWER": {"IN": ["patch", "fix", "diff"]}}],
     ],

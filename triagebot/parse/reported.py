@@ -59,7 +59,8 @@ def reported_headline(own_text: str) -> Headline | None:
 
 
 def _sentence_headline(sentence: str) -> Headline | None:
-    units = {UNITS[(after_value or after_change).lower()] for after_value, after_change in _VALUE_UNIT.findall(sentence)}
+    units = {UNITS[(after_value or after_change).lower()]
+             for after_value, after_change in _VALUE_UNIT.findall(sentence)}
     if len(units) != 1:
         return None
     (unit, better), = units

@@ -14,7 +14,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from urllib.parse import urljoin, urlsplit
 
 from triagebot.parse.identity import fallback_key
@@ -94,8 +94,8 @@ def build_threads(records: Sequence[Report]) -> list[Thread]:
         try:
             moment = datetime.fromisoformat(reports[key].date or "")
         except ValueError:
-            return datetime.min.replace(tzinfo=timezone.utc)
-        return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+            return datetime.min.replace(tzinfo=UTC)
+        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
     threads = []
     for root in sorted(children.get(None, []), key=date_of):

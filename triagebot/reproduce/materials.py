@@ -27,7 +27,6 @@ import shlex
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
 from triagebot.ingest.http import fetch

@@ -143,7 +143,7 @@ def _fio_json(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> dict[st
         metrics[f"fio.{direction}_bw_MBps"] = sum(_fio_number(parser, s, "bw", direction) for s in sections) / 1024
         for name, nanoseconds, microseconds in (("clat", "clat_ns", "clat"), ("lat", "lat_ns", "lat")):
             blocks = [(_fio_latency(section, nanoseconds, microseconds), count)
-                      for section, count in zip(sections, ios) if count > 0]
+                      for section, count in zip(sections, ios, strict=True) if count > 0]
             if any(block is None for block, _ in blocks):
                 raise OutputError(parser, f"{direction}: no {nanoseconds} latency block")
             weight = sum(count for _, count in blocks)

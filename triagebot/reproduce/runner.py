@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from triagebot.errors import TriageError
 from triagebot.reproduce.executors.protocol import ConnectionLost, Executor, ExecutorError, Limits
@@ -24,8 +24,7 @@ from triagebot.reproduce.outputs import OutputError, parse_output
 from triagebot.reproduce.plan import Plan
 from triagebot.rules.floors import load_floors
 from triagebot.rules.hosts import Host
-from triagebot.verdict.sequential import LookSchedule
-from triagebot.verdict.sequential import decide_adaptively
+from triagebot.verdict.sequential import LookSchedule, decide_adaptively
 
 SCRATCH = "{scratch}"
 MAX_KEPT_OUTPUT = 256 * 1024  # bytes of each sample's stdout kept in the store
@@ -74,7 +73,7 @@ class RunRecord:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _fill(argv: tuple[str, ...], scratch: str) -> list[str]:
@@ -190,8 +189,12 @@ class Runner:
         raise RunError(f"sample {index} ({role} {commit}) failed {len(problems)} times; last: {problems[-1]}")
 
 
+# The verdict's default looks (6, 10, 15, 20 a side), built once.
+DEFAULT_ROUNDS = LookSchedule()
+
+
 def rerun(plan: Plan, host: Host, executor: Executor, base_commit: str, suspect_commit: str, *,
-          rounds: LookSchedule = LookSchedule(), floor_percent: float | None = None,
+          rounds: LookSchedule = DEFAULT_ROUNDS, floor_percent: float | None = None,
           on_sample: Callable[[Sample], None] | None = None, retries: int = 2,
           limits: Limits | None = None) -> RunRecord:
     """Interleaved base/suspect samples in adaptive rounds, ending with the verdict (or an error).

@@ -25,8 +25,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from triagebot.verdict.decide import (DEFAULT_ALPHA, DEFAULT_SAME_FRACTION, Outcome, Verdict,
-                                      decide, smallest_p_value)
+from triagebot.verdict.decide import DEFAULT_ALPHA, DEFAULT_SAME_FRACTION, Outcome, Verdict, decide, smallest_p_value
 
 RunRound = Callable[[int], tuple[Sequence[float], Sequence[float]]]
 
@@ -118,7 +117,7 @@ def decide_adaptively(run_round: RunRound, better: str, reported_change_percent:
     suspect: list[float] = []
     looks: list[Verdict] = []
     alphas, confidences = plan.look_alphas(), plan.look_confidences()
-    for size, alpha, confidence in zip(plan.rounds, alphas, confidences):
+    for size, alpha, confidence in zip(plan.rounds, alphas, confidences, strict=True):
         new_base, new_suspect = run_round(size)
         base.extend(new_base)
         suspect.extend(new_suspect)
