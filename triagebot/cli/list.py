@@ -7,9 +7,34 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+from datetime import UTC, datetime, timedelta
 
 from triagebot.cli.common import add_db_argument, add_json_argument, database_path, open_store
+from triagebot.cli.keys import record_key
+from triagebot.errors import TriageError
 from triagebot.records import KINDS
+
+SINCE_FORMS = "YYYY-MM-DD, an ISO date-time (2024-06-01T12:00:00+00:00), today, yesterday, or Nd (N days ago)"
+_DAYS_AGO = re.compile(r"(\d{1,5})d")
+
+
+def parse_since(value: str, now: datetime | None = None) -> datetime:
+    """--since as a moment (naive = UTC); TriageError naming the value and the accepted forms."""
+    text = value.strip().lower()
+    today = (now or datetime.now(UTC)).astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    if text == "today":
+        return today
+    if text == "yesterday":
+        return today - timedelta(days=1)
+    days = _DAYS_AGO.fullmatch(text)
+    if days:
+        return today - timedelta(days=int(days.group(1)))
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise TriageError(f"--since {value!r}: not a date; give {SINCE_FORMS}") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kind", action="append", choices=KINDS + ("reports",),
                         help="record kind; 'reports' = LKP, human and syzbot reports (repeatable)")
     parser.add_argument("--list", dest="list_name", help="mailing list name, e.g. linux-ext4")
-    parser.add_argument("--since", help="ISO date, e.g. 2024-06-01")
+    parser.add_argument("--since", help=f"messages dated at or after: {SINCE_FORMS}")
     parser.add_argument("--testcase", help="LKP testcase or benchmark, e.g. fsmark")
     parser.add_argument("--verdict", choices=("confirmed", "not-reproduced", "inconclusive", "error", "none"),
                         help="verdict of the rerun ('none': not rerun yet)")
@@ -47,9 +72,16 @@ def run(args: argparse.Namespace) -> int:
             rows = store.quarantined(limit=args.limit or None)
         _print_failed(rows, args.json)
         return 0
+    since = parse_since(args.since) if args.since else None
+    limit = args.limit or None
     with open_store(args) as store:
-        records = store.list_records(kind=_kinds(args.kind), list_name=args.list_name, since=args.since,
-                                     testcase=args.testcase, limit=args.limit or None)
+        filters = {"kind": _kinds(args.kind), "list_name": args.list_name, "since": since,
+                   "testcase": args.testcase}
+        records = store.list_records(**filters, limit=limit + 1 if limit else None)
+        more = 0
+        if limit and len(records) > limit:
+            more = len(store.list_records(**filters)) - limit
+            records = records[:limit]
     if args.verdict and args.verdict != "none":
         records = []  # no rerun has stored a verdict yet: the reproduce stage writes them
     for record in records:
@@ -59,7 +91,9 @@ def run(args: argparse.Namespace) -> int:
         headline = record.get("headline") or {}
         change = f"{headline['change_percent']:+g}% " if headline else ""
         print(f"{(record.get('date') or '')[:10]:10}  {record['kind']:15}  {change}"
-              f"{record.get('subject', '')[:90]}  <{record.get('message_id') or '(no Message-ID)'}>")
+              f"{record.get('subject', '')[:90]}  <{record_key(record)}>")
+    if more and not args.json:
+        print(f"({more} more, use --limit {limit + more} or --limit 0 for all)")
     return 0
 
 

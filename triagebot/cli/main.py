@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from pathlib import Path
 
 from triagebot.errors import TriageError
 
@@ -26,8 +27,29 @@ COMMANDS = {
 }
 
 
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+
+
+def version() -> str:
+    """The installed package's version; from a source tree that is not installed, pyproject's."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed_version
+
+    try:
+        return installed_version("triagebot")
+    except PackageNotFoundError:
+        pass
+    try:
+        import tomllib
+
+        return str(tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]["version"])
+    except (OSError, KeyError, ValueError):
+        return "unknown (not installed, no pyproject.toml)"
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="triage", description="Triage kernel performance-regression reports.")
+    parser.add_argument("--version", action="version", version=f"triage {version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     chosen = next((word for word in (argv if argv is not None else sys.argv[1:]) if not word.startswith("-")), None)
     for name, (module_name, summary) in COMMANDS.items():

@@ -11,6 +11,7 @@ import json
 import sys
 
 from triagebot.cli.common import add_db_argument, add_json_argument, database_path, open_store
+from triagebot.cli.keys import resolve_key, short_key
 from triagebot.parse.thread import build_threads, render_thread, reports_by_key
 from triagebot.records import report_from_json
 from triagebot.store.protocol import normalize_message_id
@@ -18,7 +19,8 @@ from triagebot.summary import render_report
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("message_id", metavar="MESSAGE-ID", help="with or without <>")
+    parser.add_argument("message_id", metavar="MESSAGE-ID",
+                        help="with or without <>; a message without one: the sha256-… key `triage list` prints")
     add_db_argument(parser)
     add_json_argument(parser, "print the stored record as JSON")
     parser.add_argument("--all", action="store_true", help="every metric row, not the top ones")
@@ -77,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"triage show: {message_id}: no such message ({database} does not exist yet)", file=sys.stderr)
         return 1
     with open_store(args) as store:
+        message_id = resolve_key(store, message_id)
         record = store.get_record(message_id)
         if record is None:
             held = store.get_quarantined(message_id)
@@ -95,7 +98,10 @@ def run(args: argparse.Namespace) -> int:
         triage = store.get_triage(message_id)
         notifications = store.outbox(message_id=message_id)
     report = report_from_json(record)
-    print(render_report(report, all_rows=args.all))
+    text = render_report(report, all_rows=args.all)
+    if not report.message_id:  # the key it was opened by, to open it again
+        text = text.replace("(no Message-ID)", f"(no Message-ID; key {short_key(message_id)})", 1)
+    print(text)
     if latest_run is not None:
         print(render_run(latest_run))
     if triage is not None:

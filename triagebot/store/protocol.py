@@ -220,7 +220,14 @@ class RecordStore(Protocol):
                      list_name: str | None = None, since: str | datetime | None = None,
                      testcase: str | None = None,
                      limit: int | None = None) -> list[dict[str, Any]]:
-        """Records matching every given filter, newest first (by message date, else receipt)."""
+        """Records matching every given filter, newest first (by message date, else receipt).
+
+        A record whose message has no Message-ID carries `stored_as`: the key it is kept under
+        (`sha256-<hex>@triagebot.invalid`), which `triage show` opens."""
+        ...
+
+    def record_keys_starting(self, prefix: str, limit: int) -> list[str]:
+        """Up to `limit` keys of stored records that begin with `prefix` (a short key's lookup)."""
         ...
 
 

@@ -197,6 +197,7 @@ class SqliteStore:
     get_record = _Exposed("_records", SqliteRecords.get_record)
     get_record_version = _Exposed("_records", SqliteRecords.get_record_version)
     list_records = _Exposed("_records", SqliteRecords.list_records)
+    record_keys_starting = _Exposed("_records", SqliteRecords.record_keys_starting)
     # -- threads ----------------------------------------------------------------------------
     link_thread = _Exposed("_threads", SqliteThreads.link_thread)
     thread_of = _Exposed("_threads", SqliteThreads.thread_of)

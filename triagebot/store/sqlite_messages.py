@@ -234,9 +234,22 @@ class SqliteRecords:
             clauses.append("COALESCE(r.date_utc, m.received_at) >= ?")
             parameters.append(utc_text(since))
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        sql = (f"SELECT r.record_json FROM records r JOIN messages m USING (message_id) {where}"
+        sql = (f"SELECT r.message_id, r.record_json FROM records r JOIN messages m USING (message_id) {where}"
                " ORDER BY COALESCE(r.date_utc, m.received_at) DESC, r.message_id")
         if limit is not None:
             sql += " LIMIT ?"
             parameters.append(int(limit))
-        return [json.loads(row[0]) for row in self._database.connection.execute(sql, parameters)]
+        records = []
+        for key, record_json in self._database.connection.execute(sql, parameters):
+            record = json.loads(record_json)
+            if not record.get("message_id"):
+                record["stored_as"] = key  # no Message-ID: the key `triage show` opens it by
+            records.append(record)
+        return records
+
+    def record_keys_starting(self, prefix: str, limit: int) -> list[str]:
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = self._database.connection.execute(
+            "SELECT message_id FROM records WHERE message_id LIKE ? ESCAPE '\\' ORDER BY message_id LIMIT ?",
+            (escaped + "%", int(limit)))
+        return [str(row[0]) for row in rows]

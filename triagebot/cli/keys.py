@@ -1,0 +1,43 @@
+"""Short keys for records without a Message-ID.
+
+Such a message is stored under `sha256-<hex of its raw bytes>@triagebot.invalid`; `triage list`
+prints it as `sha256-<first SHORT_KEY_HEX hex>` and `triage show` opens it by that short key (or
+any unique prefix of the stored key), as well as by the full one.
+"""
+from __future__ import annotations
+
+from triagebot.errors import TriageError
+from triagebot.store.protocol import SYNTHETIC_ID_DOMAIN, RecordStore
+
+# hex digits of the raw bytes' SHA-256 a short key keeps: 48 bits, unique among millions of
+# messages, short enough to type
+SHORT_KEY_HEX = 12
+SYNTHETIC_PREFIX = "sha256-"
+# candidates fetched when resolving a prefix: two are enough to tell unique from ambiguous
+_PREFIX_PROBE = 2
+
+
+def short_key(stored_key: str) -> str:
+    """`sha256-<hex>@triagebot.invalid` -> `sha256-<first 12 hex>`; other keys unchanged."""
+    if stored_key.startswith(SYNTHETIC_PREFIX) and stored_key.endswith("@" + SYNTHETIC_ID_DOMAIN):
+        return stored_key[:len(SYNTHETIC_PREFIX) + SHORT_KEY_HEX]
+    return stored_key
+
+
+def record_key(record: dict) -> str:
+    """What `triage show` opens a listed record by: its Message-ID, else its short key."""
+    if record.get("message_id"):
+        return str(record["message_id"])
+    stored = record.get("stored_as")
+    return short_key(str(stored)) if stored else "(no Message-ID)"
+
+
+def resolve_key(store: RecordStore, key: str) -> str:
+    """A full stored key for `key`: itself when stored, else the one stored key a short
+    `sha256-…` key begins (TriageError when none or several do)."""
+    if store.get_record(key) is not None or not key.startswith(SYNTHETIC_PREFIX) or "@" in key:
+        return key
+    matches = store.record_keys_starting(key, _PREFIX_PROBE)
+    if len(matches) > 1:
+        raise TriageError(f"{key}: more than one stored message starts with it (give more hex digits)")
+    return matches[0] if matches else key
