@@ -96,3 +96,20 @@ def test_record_without_message_id_listed_by_short_key_and_shown_by_it(database,
         shown = capsys.readouterr().out
         assert "abc0002" in shown and f"key {short})" in shown.splitlines()[0]
     assert main(["show", "--db", str(database), "sha256-zzzz"]) == 1
+
+
+# what `triage status` must not load: each costs from 0.2 s (numpy) to 2.4 s (scipy, spaCy)
+HEAVY = ("scipy", "numpy", "spacy", "matplotlib", "slack_sdk", "prometheus_client", "importlib.metadata")
+
+
+@pytest.mark.parametrize("command", [["status"], ["list"], ["show", "r1@example.org"]])
+def test_read_only_commands_do_not_import_the_heavy_libraries(database, command):
+    rules = PROJECT / "rules"
+    probe = ("import sys\nfrom triagebot.cli.main import main\n"
+             f"code = main({command + ['--db', str(database)]!r}"
+             f" + ({['--rules', str(rules)]!r} if {command[0]!r} == 'status' else []))\n"
+             f"print(sorted(name for name in {HEAVY!r} if name in sys.modules))\n")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=PROJECT, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "[]"

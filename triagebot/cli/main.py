@@ -47,9 +47,17 @@ def version() -> str:
         return "unknown (not installed, no pyproject.toml)"
 
 
+class _VersionAction(argparse.Action):
+    """--version, looked up only when asked (importlib.metadata costs every other command 15 ms)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"triage {version()}")
+        parser.exit()
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="triage", description="Triage kernel performance-regression reports.")
-    parser.add_argument("--version", action="version", version=f"triage {version()}")
+    parser.add_argument("--version", action=_VersionAction, nargs=0, help="print the version and exit")
     commands = parser.add_subparsers(dest="command", required=True)
     chosen = next((word for word in (argv if argv is not None else sys.argv[1:]) if not word.startswith("-")), None)
     for name, (module_name, summary) in COMMANDS.items():
