@@ -37,8 +37,11 @@ def test_healthz_is_503_once_the_loop_stops_beating_and_metrics_are_prometheus_t
     server = HealthServer(metrics, port=0, stale_seconds=60).start()
     try:
         status, kind, body = get(f"http://127.0.0.1:{server.port}/healthz")
-        assert status == 200 and kind == "application/json"
-        assert json.loads(body)["status"] == "ok" and json.loads(body)["outbox_held"] == 1
+        assert status == 503 and kind == "application/json"  # a held row: degraded
+        assert json.loads(body)["status"] == "degraded" and json.loads(body)["outbox_held"] == 1
+        metrics.set_counts({}, {"sent": 9}, (), ("pending", "sent", "held"))
+        status, kind, body = get(f"http://127.0.0.1:{server.port}/healthz")
+        assert status == 200 and json.loads(body)["status"] == "ok"
         server.stale_seconds = 0.0  # as if the last beat were long ago
         status, _, body = get(f"http://127.0.0.1:{server.port}/healthz")
         assert status == 503 and json.loads(body)["status"] == "stuck"
@@ -46,7 +49,7 @@ def test_healthz_is_503_once_the_loop_stops_beating_and_metrics_are_prometheus_t
         assert status == 200 and kind.startswith("text/plain")
         assert 'triage_polls_total{outcome="ok",source="https://lore.example/list/"} 3.0' in text
         assert 'triage_reports{state="confirmed"} 2.0' in text and 'triage_reports{state="new"} 0.0' in text
-        assert 'triage_outbox{status="held"} 1.0' in text
+        assert 'triage_outbox{status="held"} 0.0' in text
         assert get(f"http://127.0.0.1:{server.port}/other")[0] == 404
     finally:
         server.stop()

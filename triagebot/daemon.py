@@ -85,6 +85,7 @@ def poll_due_sources(settings: Settings, store, state: DaemonState, metrics: Dae
         try:
             new_ids.extend(_poll_one(source_settings, settings, store, state, metrics, jobs))
         except Exception as error:  # noqa: BLE001 - even recording the outcome failed: log it, go on
+            metrics.poll_failed(source_settings.url)
             event(log, logging.ERROR, "poll failed", event="poll.failed", source=source_settings.url,
                   error=describe_error(error), exc_info=True)
     return new_ids
@@ -100,6 +101,7 @@ def _poll_one(source_settings, settings: Settings, store, state: DaemonState, me
         result = ingest_once(source, store, jobs=jobs, should_stop=lambda: state.stop)
     except Exception as error:  # noqa: BLE001 - one source's failure, of any kind, is that poll's alone
         metrics.polls.labels(url, "error").inc()
+        metrics.poll_failed(url)
         unexpected = isinstance(error, PollFailed) or not isinstance(error, TriageError)  # a bug: log its traceback
         event(log, logging.ERROR if unexpected else logging.WARNING, "poll failed", event="poll.failed",
               source=url, error=describe_error(error), exc_info=unexpected)
@@ -118,6 +120,7 @@ def _poll_one(source_settings, settings: Settings, store, state: DaemonState, me
               source=url, new=len(result.new_ids))
         return result.new_ids
     metrics.polls.labels(url, "ok").inc()
+    metrics.poll_ok(url, result.events)
     event(log, logging.INFO, "polled", event="poll.done", source=url, new=len(result.new_ids),
           quarantined=len(result.quarantined))
     store.set_cursor(LAST_POLL_KEY + url, json.dumps(outcome | {

@@ -1,8 +1,10 @@
 """The daemon's /healthz and Prometheus /metrics on a local port (prometheus-client).
 
 /healthz answers 200 with a JSON body while the loop is alive (it beat within
-`stale_seconds`: each tick and each sample beats), 503 when it is stuck; the body also counts
-the outbox rows held for an operator. /metrics is the registry in Prometheus' text format.
+`stale_seconds`: each tick and each sample beats), 503 `stuck` when it is not, and 503
+`degraded`, with the reasons, when every source has failed its last `FAILING_POLLS` polls in a
+row or the outbox holds rows for an operator. /metrics is the registry in Prometheus' text
+format, with each source's poll lag (seconds since its last successful poll) computed when read.
 The server runs on a thread of its own and reads only these objects, never the database.
 """
 from __future__ import annotations
@@ -13,7 +15,31 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+# consecutive failed polls of every source after which /healthz says `degraded`: one failure is
+# a blip (a retry already happened inside the poll), three in a row is an outage
+FAILING_POLLS = 3
+# what a lore poll's events say when the feed did not reach back and the list's search is read
+GAP_HEAL_EVENT = "the feed does not reach back"
+
+
+class _PollLag:
+    """triage_poll_lag_seconds{source}: now minus the source's last successful poll (or, never
+    successful, minus the daemon's start), computed at each scrape."""
+
+    def __init__(self, metrics: DaemonMetrics) -> None:
+        self.metrics = metrics
+
+    def collect(self):
+        family = GaugeMetricFamily("triage_poll_lag_seconds",
+                                   "Seconds since each source's last successful poll (since start if none)",
+                                   labels=["source"])
+        now = time.time()
+        for source in sorted(self.metrics.failures):
+            family.add_metric([source], round(now - self.metrics.last_ok.get(source, self.metrics.started_at), 3))
+        yield family
 
 
 class DaemonMetrics:
@@ -39,9 +65,34 @@ class DaemonMetrics:
         self.step_failures = Counter("triage_step_failures", "Steps of a pass that raised, by step", ["step"],
                                      registry=self.registry)
         self.runs = Counter("triage_runs", "Reruns finished, by outcome", ["outcome"], registry=self.registry)
+        self.gap_heals = Counter("triage_gap_heals", "Polls that read the list's search because the feed did not "
+                                 "reach back to what was seen, by source", ["source"], registry=self.registry)
         self.heartbeat_at = time.monotonic()
         self.started_at = time.time()
         self.held = 0
+        self.failures: dict[str, int] = {}  # source -> failed polls in a row (0: the last one was ok)
+        self.last_ok: dict[str, float] = {}  # source -> time.time() of its last successful poll
+        self.registry.register(_PollLag(self))
+
+    def poll_ok(self, source: str, events: tuple[str, ...] | list[str] = ()) -> None:
+        self.failures[source] = 0
+        self.last_ok[source] = time.time()
+        if any(GAP_HEAL_EVENT in line for line in events):
+            self.gap_heals.labels(source).inc()
+
+    def poll_failed(self, source: str) -> None:
+        self.failures[source] = self.failures.get(source, 0) + 1
+
+    def problems(self, failing_polls: int = FAILING_POLLS) -> list[str]:
+        """Why the daemon is degraded, in words; empty when it is not."""
+        reasons = []
+        if self.failures and all(count >= failing_polls for count in self.failures.values()):
+            reasons.append(f"every source ({len(self.failures)}) failed its last {failing_polls} polls in a row "
+                           "(see the daemon's log or triage status)")
+        if self.held:
+            reasons.append(f"{self.held} outbox row(s) held: Slack refused them (triage status; fix the token or "
+                           "channel, then restart)")
+        return reasons
 
     def beat(self) -> None:
         self.heartbeat_at = time.monotonic()
@@ -59,9 +110,10 @@ class HealthServer:
     """/healthz and /metrics on `host:port` (port 0: any free port; see `.port`)."""
 
     def __init__(self, metrics: DaemonMetrics, host: str = "127.0.0.1", port: int = 0,
-                 stale_seconds: float = 900.0) -> None:
+                 stale_seconds: float = 900.0, failing_polls: int = FAILING_POLLS) -> None:
         self.metrics = metrics
         self.stale_seconds = stale_seconds
+        self.failing_polls = failing_polls
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -89,11 +141,18 @@ class HealthServer:
     def health(self) -> tuple[int, bytes, str]:
         age = time.monotonic() - self.metrics.heartbeat_at
         held = self.metrics.held
-        healthy = age <= self.stale_seconds
-        body = {"status": "ok" if healthy else "stuck", "seconds_since_heartbeat": round(age, 1),
+        alive = age <= self.stale_seconds
+        problems = self.metrics.problems(self.failing_polls)
+        status = "stuck" if not alive else "degraded" if problems else "ok"
+        body = {"status": status, "seconds_since_heartbeat": round(age, 1),
                 "stale_after_seconds": self.stale_seconds, "outbox_held": int(held),
+                "failed_polls_in_a_row": dict(sorted(self.metrics.failures.items())),
                 "uptime_seconds": round(time.time() - self.metrics.started_at, 1)}
-        return (200 if healthy else 503), (json.dumps(body) + "\n").encode(), "application/json"
+        if not alive:
+            problems = [f"the loop has not beaten for {age:.0f} s (over {self.stale_seconds:g} s)", *problems]
+        if problems:
+            body["reasons"] = problems
+        return (200 if status == "ok" else 503), (json.dumps(body) + "\n").encode(), "application/json"
 
     def start(self) -> HealthServer:
         self._thread.start()

@@ -1,0 +1,70 @@
+"""Issue 17, part 2: /healthz says `degraded` (503, with the reason) when every source has failed
+its last polls in a row; /metrics carries each source's poll lag and the polls that healed a gap."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+from tests.test_daemon_parts import get
+from triagebot import daemon
+from triagebot.health import FAILING_POLLS, DaemonMetrics, HealthServer
+from triagebot.ingest.protocol import Batch, SourceError
+from triagebot.store.sqlite import SqliteStore
+
+DOWN, UP = "https://down.example/list/", "https://up.example/list/"
+
+
+class Failing:
+    key = "lore:" + DOWN
+
+    def poll(self, cursor):
+        raise SourceError(f"{DOWN}: NameResolutionError (gave up after 5 attempts)")
+
+
+class Healing:
+    key = "lore:" + UP
+
+    def poll(self, cursor):
+        return Batch((), "cursor", (f"{UP}new.atom: the feed does not reach back to what was seen; reading the "
+                                    "list's search for every message received since 2026-12-01",))
+
+
+def _poll(tmp_path: Path, monkeypatch, sources: dict, times: int) -> DaemonMetrics:
+    monkeypatch.setattr(daemon, "build_source", lambda url, policy, **_: sources[url]())
+    settings = SimpleNamespace(http=None, sources=[SimpleNamespace(url=url, poll_minutes=1) for url in sources])
+    metrics = DaemonMetrics()
+    with SqliteStore(tmp_path / "d.db") as store:
+        for _ in range(times):
+            daemon.poll_due_sources(settings, store, daemon.DaemonState(), metrics, jobs=1)
+    return metrics
+
+
+def test_healthz_degraded_when_every_source_failed_its_last_polls(tmp_path, monkeypatch):
+    metrics = _poll(tmp_path, monkeypatch, {DOWN: Failing}, FAILING_POLLS - 1)
+    server = HealthServer(metrics, port=0, stale_seconds=600).start()
+    try:
+        assert get(f"http://127.0.0.1:{server.port}/healthz")[0] == 200  # two failures: a blip
+        with SqliteStore(tmp_path / "d.db") as store:
+            settings = SimpleNamespace(http=None, sources=[SimpleNamespace(url=DOWN, poll_minutes=1)])
+            daemon.poll_due_sources(settings, store, daemon.DaemonState(), metrics, jobs=1)
+        status, kind, body = get(f"http://127.0.0.1:{server.port}/healthz")
+        answer = json.loads(body)
+        assert status == 503 and kind == "application/json" and answer["status"] == "degraded"
+        assert answer["failed_polls_in_a_row"] == {DOWN: FAILING_POLLS}
+        assert any("every source" in reason for reason in answer["reasons"])
+        _, _, text = get(f"http://127.0.0.1:{server.port}/metrics")
+        assert f'triage_poll_lag_seconds{{source="{DOWN}"}}' in text
+    finally:
+        server.stop()
+
+
+def test_one_source_still_polling_keeps_healthz_ok_and_gap_heals_are_counted(tmp_path, monkeypatch):
+    metrics = _poll(tmp_path, monkeypatch, {DOWN: Failing, UP: Healing}, FAILING_POLLS + 1)
+    assert metrics.problems() == []
+    assert metrics.registry.get_sample_value("triage_gap_heals_total", {"source": UP}) == FAILING_POLLS + 1
+    assert metrics.registry.get_sample_value("triage_gap_heals_total", {"source": DOWN}) is None
+    lag = metrics.registry.get_sample_value("triage_poll_lag_seconds", {"source": UP})
+    assert lag is not None and lag >= 0
+    metrics.poll_failed(UP)
+    assert metrics.problems() == []  # UP failed once only
