@@ -57,6 +57,17 @@ class DaemonState:
     stop: bool = False
 
 
+# what an http retry's event line says: the retry was logged when it happened (ingest/http.py)
+RETRY_MARK = "; retrying in "
+
+
+def next_step(poll_minutes: float, now: float) -> str:
+    """What a failed poll's log line says comes next: the next poll, and what to do offline."""
+    at = time.strftime("%H:%M:%S", time.localtime(now + poll_minutes * 60))
+    return (f"next poll at {at} (every {poll_minutes:g} min); offline? `triage ingest FILE` stores saved mail "
+            "(mbox, .eml, a maildir) meanwhile")
+
+
 def _stoppable_sleep(state: DaemonState) -> Callable[[float], None]:
     """A retry wait that ends the poll when a stop is asked for, instead of sleeping it out."""
     def sleep(seconds: float) -> None:
@@ -104,11 +115,14 @@ def _poll_one(source_settings, settings: Settings, store, state: DaemonState, me
         metrics.poll_failed(url)
         unexpected = isinstance(error, PollFailed) or not isinstance(error, TriageError)  # a bug: log its traceback
         event(log, logging.ERROR if unexpected else logging.WARNING, "poll failed", event="poll.failed",
-              source=url, error=describe_error(error), exc_info=unexpected)
+              source=url, error=describe_error(error), exc_info=unexpected,
+              next=next_step(source_settings.poll_minutes, time.time()))
         store.set_cursor(LAST_POLL_KEY + url,
                          json.dumps(outcome | {"outcome": "error", "error": describe_error(error)}))
         return []
     for line in result.events:
+        if RETRY_MARK in line:
+            continue  # logged as it happened (fetch.retry)
         event(log, logging.WARNING, "poll event", event="poll.event", source=url, detail=line)
     metrics.messages.labels(url).inc(len(result.new_ids))
     if result.quarantined:

@@ -1,7 +1,10 @@
-"""Structured logs: one JSON object a line on stderr, for the daemon (journald, docker logs).
+"""The daemon's logs on stderr: JSON lines for machines, or lines a person reads on a terminal.
 
-A record's `extra={"fields": {...}}` becomes keys of its line beside time, level, logger and
+JSON (stderr not a TTY, or `--log-format json`): one object a line (journald, docker logs); a
+record's `extra={"fields": {...}}` becomes keys of its line beside time, level, logger and
 message, so an operator can filter on `event`, `channel`, `code`, `message_id`.
+Text (a TTY, or `--log-format text`): `HH:MM:SS LEVEL what happened: details`, then, where the
+event names one, `-> next step` on the same line.
 """
 from __future__ import annotations
 
@@ -22,10 +25,43 @@ class JsonLines(logging.Formatter):
         return json.dumps(line, ensure_ascii=False, default=str)
 
 
-def configure(stream=None, level: int = logging.INFO) -> None:
-    """Send triagebot's loggers to `stream` (stderr) as JSON lines."""
-    handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(JsonLines())
+# the fields a text line shows after the message, in this order (the others stay in JSON only)
+TEXT_FIELDS = ("source", "error", "detail", "new", "quarantined", "rules", "db", "url", "rows", "signal", "step")
+LOG_FORMATS = ("auto", "text", "json")
+
+
+class TextLines(logging.Formatter):
+    """One line a person reads: local time, level, what happened, its details, the next step."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        fields = getattr(record, "fields", None) or {}
+        moment = datetime.fromtimestamp(record.created).strftime("%H:%M:%S")
+        details = [f"{name}={fields[name]}" if name in ("new", "quarantined", "rows") else str(fields[name])
+                   for name in TEXT_FIELDS if fields.get(name) not in (None, "", [])]
+        line = f"{moment} {record.levelname:7} {record.getMessage()}"
+        if details:
+            line += ": " + "; ".join(details)
+        if fields.get("next"):
+            line += f" -> {fields['next']}"
+        if record.exc_info:
+            line += " | " + self.formatException(record.exc_info).splitlines()[-1]
+        return line
+
+
+def choose_format(requested: str, stream) -> str:
+    """`text` or `json` for --log-format `requested` (`auto`: text on a terminal)."""
+    if requested != "auto":
+        return requested
+    isatty = getattr(stream, "isatty", None)
+    return "text" if isatty is not None and isatty() else "json"
+
+
+def configure(stream=None, level: int = logging.INFO, log_format: str = "json") -> None:
+    """Send triagebot's loggers to `stream` (stderr) as JSON lines, or as text lines
+    (`log_format` text; auto: text when `stream` is a terminal)."""
+    stream = stream or sys.stderr
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(TextLines() if choose_format(log_format, stream) == "text" else JsonLines())
     root = logging.getLogger("triagebot")
     root.handlers[:] = [handler]
     root.setLevel(level)

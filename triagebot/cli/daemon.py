@@ -26,6 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="address /healthz and /metrics listen on (default 127.0.0.1; 0.0.0.0 in a container)")
     parser.add_argument("--notify-retry-seconds", type=float, default=outbox.DEFAULT_RETRY_SECONDS,
                         metavar="S", help="first wait after Slack fails (doubled per try, at most 600)")
+    parser.add_argument("--log-format", choices=logs.LOG_FORMATS, default="auto",
+                        help="text: a line a person reads; json: JSON lines (default auto: text on a terminal)")
 
 
 def health_port(value: str | None, once: bool) -> int | None:
@@ -40,7 +42,7 @@ def health_port(value: str | None, once: bool) -> int | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    logs.configure()
+    logs.configure(log_format=args.log_format)
     settings = settings_for(args.rules)  # every rules file, read and checked once, here
     if not settings.sources:
         raise TriageError(f"no sources in {settings.rules_dir / 'sources.toml'}: nothing to watch")

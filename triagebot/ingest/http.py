@@ -19,6 +19,7 @@ retried.
 """
 from __future__ import annotations
 
+import logging
 import random
 import socket
 import threading
@@ -37,6 +38,9 @@ from triagebot.ingest.protocol import (
     Sleeper,
     SourceError,
 )
+from triagebot.logs import event
+
+log = logging.getLogger("triagebot.ingest.http")
 
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
@@ -338,7 +342,11 @@ def fetch(client: HttpClient, url: str, policy: HttpPolicy, *, limit: int, sleep
         wait = Backoff(policy.backoff_seconds, policy.backoff_max_seconds, HTTP_JITTER).delay(attempt, rng)
         if response is not None and (retry_after := _retry_after(response)) is not None:
             wait = min(policy.backoff_max_seconds, max(wait, retry_after))
+        retry = f"{last_problem}; retrying in {wait:.1f} s (attempt {attempt + 2} of {policy.attempts})"
         if events is not None:
-            events.append(f"{last_problem}; retrying in {wait:.1f} s (attempt {attempt + 2} of {policy.attempts})")
+            events.append(retry)
+        # logged now, while the wait runs (the daemon shows each retry as it happens, even when the
+        # poll then fails and its events are lost); INFO: a command without logging set stays quiet
+        event(log, logging.INFO, "retrying", event="fetch.retry", detail=retry, url=url)
         sleep(wait)
     raise SourceError(f"{last_problem} (gave up after {policy.attempts} attempts)")
