@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,8 +24,26 @@ from typing import Any, NoReturn, TypeVar
 
 from triagebot.errors import RulesError
 
-# The rules/ folder beside the package: a source checkout or the Docker image.
-PACKAGED_RULES = Path(__file__).resolve().parents[2] / "rules"
+# The rules/ folder beside the package: a source checkout, an editable install, the Docker image.
+CHECKOUT_RULES = Path(__file__).resolve().parents[2] / "rules"
+# Where a plain `pip install .` puts them (pyproject's data-files): <prefix>/share/triagebot/rules.
+INSTALLED_RULES = Path("share") / "triagebot" / "rules"
+
+
+def packaged_rules(checkout: Path = CHECKOUT_RULES, prefixes: Sequence[str] | None = None) -> Path:
+    """The default rules: the checkout's rules/ when there is one, else the installed copy under
+    the environment's prefix (sys.prefix, then sys.base_prefix); the checkout's path when neither
+    exists (the error then names it)."""
+    if (checkout / "sources.toml").is_file():
+        return checkout
+    for prefix in prefixes if prefixes is not None else (sys.prefix, sys.base_prefix):
+        installed = Path(prefix) / INSTALLED_RULES
+        if (installed / "sources.toml").is_file():
+            return installed
+    return checkout
+
+
+PACKAGED_RULES = packaged_rules()
 _T = TypeVar("_T")
 _TOML_POSITION = re.compile(r"\(at line (\d+), column \d+\)")
 _ANY_HEADER = re.compile(r"^[ \t]*\[")
