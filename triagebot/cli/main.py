@@ -23,6 +23,8 @@ COMMANDS = {
     "hosts": ("triagebot.cli.hosts", "list the lab's hosts; --match scores them against a report"),
     "plan": ("triagebot.cli.plan", "plan a rerun of a stored report or a pasted command, or say why not"),
     "verdict": ("triagebot.cli.verdict", "recompute a report's verdict from its stored samples"),
+    "preview": ("triagebot.cli.preview", "the Slack messages (Block Kit JSON, and as text) for a stored report, "
+                "without sending"),
     "rules": ("triagebot.cli.rules", "rules init DIR: write the default rules to DIR, to edit"),
     "decide": ("triagebot.cli.decide", "decide confirm / no-repro / inconclusive from numbers given by hand"),
 }
