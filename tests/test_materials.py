@@ -501,3 +501,47 @@ def test_triage_rerun_fetches_before_planning_and_no_fetch_does_not(tmp_path):
         fetched = _triage("rerun", "hand-lkp@example", "--db", str(database))
         assert fetched.returncode == 1 and "testcase aim7 has no template" in fetched.stderr, fetched.stderr
         assert "planning from" in fetched.stderr and server.total() == 2
+
+
+# --- issue 17: a command someone waits on says what it fetches and fails fast ------------------
+
+def test_quick_policy_tries_a_failing_host_once_says_what_it_fetches_and_plans_from_the_mail(tmp_path, store):
+    from triagebot.reproduce.materials import QUICK_ATTEMPTS, quick_policy, with_materials_over_http
+
+    _directory(tmp_path / "www", DIRECTORY, {"job.yaml": JOB_YAML})
+    with _Server(tmp_path / "www") as server:
+        url = server.url(DIRECTORY)
+        server.failures[urlsplit(url).path + "/"] = 10
+        announced: list[str] = []
+        report = _hand_report(url)
+        same, notes = with_materials_over_http(report, store, quick_policy(POLICY), announce=announced.append)
+        assert server.total() == QUICK_ATTEMPTS == 1  # the policy's 3 attempts are not waited out
+        assert announced == [f"fetching the directory listing from {url}/"]
+        assert same is report and len(notes) == 1
+        assert "materials not fetched" in notes[0] and "gave up after 1 attempts" in notes[0]
+        assert "planned from the report's own text" in notes[0]
+
+
+def test_an_unreachable_host_is_one_short_attempt_and_the_stored_copy_still_plans(tmp_path, store):
+    import socket
+
+    from triagebot.reproduce.materials import QUICK_TIMEOUT_SECONDS, quick_policy
+
+    assert quick_policy(POLICY).timeout_seconds == min(POLICY.timeout_seconds, QUICK_TIMEOUT_SECONDS)
+    with socket.socket() as probe:  # a port nothing listens on: connection refused
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/0day-ci/{DIRECTORY}"
+    announced: list[str] = []
+    _, notes = with_materials(_hand_report(url), store, _client(), quick_policy(POLICY), sleep=_Sleeps(),
+                              announce=announced.append)
+    assert announced == [f"fetching the directory listing from {url}/"]
+    assert "gave up after 1 attempts" in notes[0] and "planned from the report's own text" in notes[0]
+    # the same directory kept in the store (an earlier fetch): planned from it, no request made
+    for name, body in ((LISTING, b'<a href="job.yaml">job.yaml</a>'), ("job.yaml", JOB_YAML.encode())):
+        store.put_material(url + "/", name, body)
+    announced.clear()
+    planned, notes = with_materials(_hand_report(url), store, _client(), quick_policy(POLICY), sleep=_Sleeps(),
+                                    announce=announced.append)
+    assert announced == [] and any("from the store" in note for note in notes)
+    assert any(item.kind == "lkp-job" and item.content == JOB_YAML for item in planned.reproducers)

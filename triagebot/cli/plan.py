@@ -100,12 +100,14 @@ def _stored_report(args: argparse.Namespace):
 
 def _with_materials(args: argparse.Namespace, report, policy):
     """The report with its LKP materials' job.yaml (fetched, or from the store); notes to stderr."""
-    from triagebot.reproduce.materials import needs_materials, with_materials_over_http
+    from triagebot.reproduce.materials import needs_materials, quick_policy, with_materials_over_http
 
     if not needs_materials(report):
         return report
     with open_store(args) as store:
-        report, notes = with_materials_over_http(report, store, policy)
+        report, notes = with_materials_over_http(
+            report, store, quick_policy(policy),
+            announce=lambda line: print(f"triage plan: {line}", file=sys.stderr, flush=True))
     for note in notes:
         print(f"triage plan: {note}", file=sys.stderr)
     return report

@@ -25,7 +25,7 @@ import html
 import re
 import shlex
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import quote, unquote, urlsplit
 
@@ -43,6 +43,12 @@ _CONFIG_NAME = re.compile(r"^config-[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")
 _HREF = re.compile(r"""href\s*=\s*["']([^"'<>]+)["']""", re.IGNORECASE)
 # HTTP answers that mean "no listing here" (a 404, or listing switched off on the server).
 _NO_LISTING = re.compile(r": HTTP (401|403)$")
+# a command someone waits on (`triage plan`) tries the host once, and gives up on a host that
+# does not answer within this many seconds (connect, or silence while reading): the plan then
+# comes from the store's copy or the mail's text, instead of the daemon's 5 attempts with backoff
+QUICK_ATTEMPTS = 1
+QUICK_TIMEOUT_SECONDS = 5.0
+Announce = Callable[[str], None]  # told "fetching job.yaml from URL" before each GET
 
 
 class MaterialsError(SourceError):
@@ -92,7 +98,7 @@ def _refused(url: str, name: str, size: int | None) -> MaterialsError:
 
 
 def _get(directory: str, name: str, client: HttpClient, policy: HttpPolicy, store, sleep: Sleeper,
-         events: list[str], *, listing: bool = False) -> bytes | None:
+         events: list[str], *, listing: bool = False, announce: Announce | None = None) -> bytes | None:
     """One file from the store, else from the server (then kept); None when it is not there."""
     cached = store.get_material(directory, name)
     if cached is not None and len(cached) > size_cap(name):
@@ -101,6 +107,8 @@ def _get(directory: str, name: str, client: HttpClient, policy: HttpPolicy, stor
         events.append(f"{'the listing' if listing else name} of {directory}: from the store")
         return cached
     url = directory if listing else file_url(directory, name)
+    if announce is not None:
+        announce(f"fetching {'the directory listing' if listing else name} from {url}")
     try:
         response = fetch(client, url, policy, limit=size_cap(name), sleep=sleep, events=events)
     except BodyTooLarge as error:
@@ -140,7 +148,8 @@ def _text(body: bytes | None) -> str | None:
 
 
 def fetch_materials(url: str, client: HttpClient, policy: HttpPolicy, store, *,
-                    sleep: Sleeper = time.sleep, attachment_names: Iterable[str | None] = ()) -> Materials:
+                    sleep: Sleeper = time.sleep, attachment_names: Iterable[str | None] = (),
+                    announce: Announce | None = None) -> Materials:
     """job.yaml, reproduce and the kernel config of one materials directory, via the store.
 
     Raises SourceError when the server cannot be read (after the policy's retries) and
@@ -148,7 +157,7 @@ def fetch_materials(url: str, client: HttpClient, policy: HttpPolicy, store, *,
     """
     directory = directory_url(url)
     events: list[str] = []
-    page = _get(directory, LISTING, client, policy, store, sleep, events, listing=True)
+    page = _get(directory, LISTING, client, policy, store, sleep, events, listing=True, announce=announce)
     listed = listed_names(_text(page) or "") if page is not None else set()
     # A listing that names none of the files is not trusted to say what is missing.
     trusted = bool(listed & {JOB_FILE, REPRODUCE_FILE}) or config_name_of(listed) is not None
@@ -161,7 +170,7 @@ def fetch_materials(url: str, client: HttpClient, policy: HttpPolicy, store, *,
             events.append(f"{file_url(directory, name)}: not in the directory listing")
             bodies[name] = None
             continue
-        bodies[name] = _get(directory, name, client, policy, store, sleep, events)
+        bodies[name] = _get(directory, name, client, policy, store, sleep, events, announce=announce)
     if config_name is None:
         events.append(f"{directory}: no kernel config name known (no listing, no config-* attachment): skipped")
     return Materials(
@@ -396,7 +405,7 @@ def needs_materials(report: Report) -> bool:
 
 
 def with_materials(report: Report, store, client: HttpClient, policy: HttpPolicy, *,
-                   sleep: Sleeper = time.sleep) -> tuple[Report, list[str]]:
+                   sleep: Sleeper = time.sleep, announce: Announce | None = None) -> tuple[Report, list[str]]:
     """The report with its materials' job.yaml as an lkp-job reproducer, and notes saying so.
 
     Unchanged (and no request made) when it links no materials or already carries a job.yaml.
@@ -408,9 +417,10 @@ def with_materials(report: Report, store, client: HttpClient, policy: HttpPolicy
         return report, []
     try:
         materials = fetch_materials(link, client, policy, store, sleep=sleep,
-                                    attachment_names=[item.name for item in report.attachments])
+                                    attachment_names=[item.name for item in report.attachments],
+                                    announce=announce)
     except SourceError as error:
-        return report, [f"materials not fetched: {error}"]
+        return report, [f"materials not fetched: {error}; planned from the report's own text"]
     notes = list(materials.events)
     if materials.reproduce is not None:
         facts = reproduce_facts(materials.reproduce)
@@ -426,10 +436,17 @@ def with_materials(report: Report, store, client: HttpClient, policy: HttpPolicy
     return dataclasses.replace(report, reproducers=(*report.reproducers, job)), notes
 
 
-def with_materials_over_http(report: Report, store, policy: HttpPolicy) -> tuple[Report, list[str]]:
+def quick_policy(policy: HttpPolicy) -> HttpPolicy:
+    """`policy` for a command someone waits on: one attempt, a short connect and read timeout."""
+    return dataclasses.replace(policy, attempts=QUICK_ATTEMPTS,
+                               timeout_seconds=min(policy.timeout_seconds, QUICK_TIMEOUT_SECONDS))
+
+
+def with_materials_over_http(report: Report, store, policy: HttpPolicy, *,
+                             announce: Announce | None = None) -> tuple[Report, list[str]]:
     """`with_materials` over a requests client with the HTTP manners `policy` (rules/sources.toml).
 
-    No request when the report needs no materials.
+    No request when the report needs no materials; `announce` is told each file before its GET.
     """
     if not needs_materials(report):
         return report, []
@@ -437,6 +454,6 @@ def with_materials_over_http(report: Report, store, policy: HttpPolicy) -> tuple
 
     client = RequestsClient(policy)
     try:
-        return with_materials(report, store, client, policy)
+        return with_materials(report, store, client, policy, announce=announce)
     finally:
         client.close()
