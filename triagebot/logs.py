@@ -27,6 +27,8 @@ class JsonLines(logging.Formatter):
 
 # the fields a text line shows after the message, in this order (the others stay in JSON only)
 TEXT_FIELDS = ("source", "error", "detail", "new", "quarantined", "rules", "db", "url", "rows", "signal", "step")
+LABELLED_FIELDS = ("new", "quarantined", "rows", "rules", "db")  # shown as name=value (a bare number or path
+# says nothing)
 LOG_FORMATS = ("auto", "text", "json")
 
 
@@ -36,8 +38,12 @@ class TextLines(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         fields = getattr(record, "fields", None) or {}
         moment = datetime.fromtimestamp(record.created).strftime("%H:%M:%S")
-        details = [f"{name}={fields[name]}" if name in ("new", "quarantined", "rows") else str(fields[name])
-                   for name in TEXT_FIELDS if fields.get(name) not in (None, "", [])]
+        details: list[str] = []
+        for name in TEXT_FIELDS:
+            value = fields.get(name)
+            if value in (None, "", []) or any(str(value) in shown for shown in details):
+                continue  # nothing to say, or said already (a retry's detail names its URL)
+            details.append(f"{name}={value}" if name in LABELLED_FIELDS else str(value))
         line = f"{moment} {record.levelname:7} {record.getMessage()}"
         if details:
             line += ": " + "; ".join(details)
