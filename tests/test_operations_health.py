@@ -68,3 +68,36 @@ def test_one_source_still_polling_keeps_healthz_ok_and_gap_heals_are_counted(tmp
     assert lag is not None and lag >= 0
     metrics.poll_failed(UP)
     assert metrics.problems() == []  # UP failed once only
+
+
+class Delivering:
+    key = "lore:" + UP
+
+    def poll(self, cursor):
+        from triagebot.ingest.protocol import FetchedMessage
+
+        raw = (b"From: A <a@example.org>\nSubject: hello\nMessage-ID: <age@example.org>\n"
+               b"Date: Tue, 01 Dec 2026 00:00:00 +0000\n\nbody\n")
+        return Batch((FetchedMessage(raw, "lore", None, "list"),), "cursor")
+
+
+def test_metrics_carry_the_age_of_the_newest_message_a_source_gave(tmp_path, monkeypatch):
+    metrics = _poll(tmp_path, monkeypatch, {UP: Delivering}, 1)
+    assert metrics.newest[UP] == 1796083200.0  # 2026-12-01T00:00:00Z, the message's Date
+    server = HealthServer(metrics, port=0, stale_seconds=600).start()
+    try:
+        _, _, text = get(f"http://127.0.0.1:{server.port}/metrics")
+        line = next(line for line in text.splitlines()
+                    if line.startswith(f'triage_newest_message_age_seconds{{source="{UP}"}}'))
+        assert float(line.split()[-1]) > 0  # now is after that Date
+    finally:
+        server.stop()
+
+
+def test_unreadable_or_missing_dates_leave_the_newest_as_it_was():
+    metrics = DaemonMetrics()
+    metrics.saw_dates(UP, [None, "not a date"])
+    assert UP not in metrics.newest
+    metrics.saw_dates(UP, ["2026-12-01T00:00:00+00:00", "2026-11-30T00:00:00+00:00"])
+    metrics.saw_dates(UP, ["2026-01-01T00:00:00+00:00"])  # an old Date does not move it back
+    assert metrics.newest[UP] == 1796083200.0

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
@@ -40,6 +41,13 @@ class _PollLag:
         for source in sorted(self.metrics.failures):
             family.add_metric([source], round(now - self.metrics.last_ok.get(source, self.metrics.started_at), 3))
         yield family
+        newest = GaugeMetricFamily("triage_newest_message_age_seconds",
+                                   "Seconds since the Date of the newest message a source has given this daemon "
+                                   "(a list that should be busy and grows old here is not being read)",
+                                   labels=["source"])
+        for source, timestamp in sorted(self.metrics.newest.items()):
+            newest.add_metric([source], round(now - timestamp, 3))
+        yield newest
 
 
 class DaemonMetrics:
@@ -72,6 +80,7 @@ class DaemonMetrics:
         self.held = 0
         self.failures: dict[str, int] = {}  # source -> failed polls in a row (0: the last one was ok)
         self.last_ok: dict[str, float] = {}  # source -> time.time() of its last successful poll
+        self.newest: dict[str, float] = {}  # source -> Unix time of the newest message Date it gave
         self.registry.register(_PollLag(self))
 
     def poll_ok(self, source: str, events: tuple[str, ...] | list[str] = ()) -> None:
@@ -79,6 +88,19 @@ class DaemonMetrics:
         self.last_ok[source] = time.time()
         if any(GAP_HEAL_EVENT in line for line in events):
             self.gap_heals.labels(source).inc()
+
+    def saw_dates(self, source: str, dates: list[str | None]) -> None:
+        """Keep the newest of the ISO 8601 Dates of a poll's new messages (unreadable ones skipped)."""
+        stamps = [] if source not in self.newest else [self.newest[source]]
+        for text in dates:
+            if not text:
+                continue
+            try:
+                stamps.append(datetime.fromisoformat(text).timestamp())
+            except ValueError:
+                continue
+        if stamps:
+            self.newest[source] = max(stamps)
 
     def poll_failed(self, source: str) -> None:
         self.failures[source] = self.failures.get(source, 0) + 1
