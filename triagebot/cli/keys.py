@@ -6,8 +6,10 @@ any unique prefix of the stored key), as well as by the full one.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 from triagebot.errors import TriageError
-from triagebot.store.protocol import SYNTHETIC_ID_DOMAIN, RecordStore
+from triagebot.store.protocol import SYNTHETIC_ID_DOMAIN, RecordStore, normalize_message_id
 
 # hex digits of the raw bytes' SHA-256 a short key keeps: 48 bits, unique among millions of
 # messages, short enough to type
@@ -41,3 +43,23 @@ def resolve_key(store: RecordStore, key: str) -> str:
     if len(matches) > 1:
         raise TriageError(f"{key}: more than one stored message starts with it (give more hex digits)")
     return matches[0] if matches else key
+
+
+class KeyRefused(Exception):
+    """A command's MESSAGE-ID that cannot be opened: the line to print and the exit status."""
+
+    def __init__(self, line: str, status: int) -> None:
+        super().__init__(line)
+        self.status = status
+
+
+def asked_key(command: str, text: str, database: Path) -> str:
+    """The Message-ID or key `triage COMMAND` was given, normalised, in a database that exists
+    (KeyRefused: exit 2 for a value that is no Message-ID, 1 for a database not there yet)."""
+    try:
+        message_id = normalize_message_id(text)
+    except ValueError:
+        raise KeyRefused(f"triage {command}: {text!r}: not a Message-ID", 2) from None
+    if not database.exists():
+        raise KeyRefused(f"triage {command}: {message_id}: no such message ({database} does not exist yet)", 1)
+    return message_id

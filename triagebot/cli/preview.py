@@ -12,11 +12,10 @@ import json
 import sys
 
 from triagebot.cli.common import add_db_argument, add_json_argument, add_rules_argument, database_path, open_store
-from triagebot.cli.keys import resolve_key
+from triagebot.cli.keys import KeyRefused, asked_key, resolve_key
 from triagebot.notify import render
 from triagebot.notify.terminal import payload_to_text
 from triagebot.rules.settings import settings_for
-from triagebot.store.protocol import normalize_message_id
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,13 +46,10 @@ def payloads(store, message_id: str, rules: str | None) -> list[dict]:
 def run(args: argparse.Namespace) -> int:
     database = database_path(args)
     try:
-        message_id = normalize_message_id(args.message_id)
-    except ValueError:
-        print(f"triage preview: {args.message_id!r}: not a Message-ID", file=sys.stderr)
-        return 2
-    if not database.exists():
-        print(f"triage preview: {message_id}: no such message ({database} does not exist yet)", file=sys.stderr)
-        return 1
+        message_id = asked_key("preview", args.message_id, database)
+    except KeyRefused as refused:
+        print(refused, file=sys.stderr)
+        return refused.status
     with open_store(args) as store:
         message_id = resolve_key(store, message_id)
         if store.get_record(message_id) is None:

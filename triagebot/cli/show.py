@@ -11,10 +11,9 @@ import json
 import sys
 
 from triagebot.cli.common import add_db_argument, add_json_argument, database_path, open_store
-from triagebot.cli.keys import resolve_key, short_key
+from triagebot.cli.keys import KeyRefused, asked_key, resolve_key, short_key
 from triagebot.parse.thread import build_threads, render_thread, reports_by_key
 from triagebot.records import report_from_json
-from triagebot.store.protocol import normalize_message_id
 from triagebot.summary import render_report
 
 
@@ -71,13 +70,10 @@ def render_triage(triage, notifications) -> str:
 def run(args: argparse.Namespace) -> int:
     database = database_path(args)
     try:
-        message_id = normalize_message_id(args.message_id)
-    except ValueError:
-        print(f"triage show: {args.message_id!r}: not a Message-ID", file=sys.stderr)
-        return 2
-    if not database.exists():
-        print(f"triage show: {message_id}: no such message ({database} does not exist yet)", file=sys.stderr)
-        return 1
+        message_id = asked_key("show", args.message_id, database)
+    except KeyRefused as refused:
+        print(refused, file=sys.stderr)
+        return refused.status
     with open_store(args) as store:
         message_id = resolve_key(store, message_id)
         record = store.get_record(message_id)
