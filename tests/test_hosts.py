@@ -134,6 +134,10 @@ def _edit(text: str, old: str, new: str) -> str:
     (_edit(CASCADE, 'host = "clx.lab.example"', 'host = "clx.lab.example"\nport = 0'), "port must be"),
     (LOCAL.replace("\nreach", "\nssh = {}\nreach"), "a local host takes no [host.ssh] table"),
     (LOCAL + LOCAL, "used by an earlier entry"),
+    # tools: a table of names and absolute paths
+    (_edit(LOCAL, "threads = 2", 'threads = 2\ntools = ["lkp"]'), "tools must be a table"),
+    (_edit(LOCAL, "threads = 2", 'threads = 2\ntools = { lkp-tests = "lkp" }'), "tools.lkp-tests must be an absolute path"),
+    (_edit(LOCAL, "threads = 2", 'threads = 2\ntools = { "a b" = "/opt/x" }'), "is not a tool name"),
     ("[[hosts]]\nname = 'x'\n", "rules/hosts.toml:1: unknown key(s) hosts (expected host)"),
     ("[[host]\n", "not valid TOML"),
 ])
@@ -154,6 +158,17 @@ def test_the_process_budget_is_64_a_thread_at_least_256_unless_given() -> None:
     assert large.process_budget == 224 * 64
     (given,) = hosts(_edit(LOCAL, "threads = 2", "threads = 224\nmax_processes = 2000\nscratch_gb = 100"))
     assert given.process_budget == 2000 and given.scratch_gb == 100
+
+
+def test_a_host_names_the_tools_the_lab_installed_and_the_planner_sees_them() -> None:
+    from triagebot.reproduce.limits import host_shape
+    (host,) = hosts(_edit(LOCAL, "threads = 2",
+                          'threads = 2\ntools = { "lkp-tests" = "/opt/lkp-tests/", will-it-scale = "/opt/wis" }'))
+    assert host.tool("lkp-tests") == "/opt/lkp-tests" and host.tool("fxmark") is None
+    shape = host_shape(host)
+    assert shape.tool("will-it-scale") == "/opt/wis"
+    (plain,) = hosts(LOCAL)
+    assert plain.tools == () and host_shape(plain).tool("lkp-tests") is None
 
 
 def test_errors_point_at_the_entry_that_is_wrong() -> None:

@@ -57,6 +57,10 @@ class HostShape:
     memory_gb: int = 24
     scratch_gb: int = 20
     processes: int | None = None  # processes + threads a plan may start; None: 64 a thread, at least 256
+    tools: tuple[tuple[str, str], ...] = ()  # lab-installed tools by name and path (hosts.toml `tools`)
+
+    def tool(self, name: str) -> str | None:
+        return dict(self.tools).get(name)
 
     @property
     def process_budget(self) -> int:

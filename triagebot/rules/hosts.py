@@ -80,6 +80,14 @@ class Host:
     reboot_timeout_s: float = 900.0  # how long a kernel switch may keep the host unreachable
     max_processes: int | None = None  # processes + threads one plan may start; None: default_process_budget
     scratch_gb: int | None = None  # size of the scratch space; None: measured (local) or 20 GB (SSH)
+    # Benchmarks and suites the lab installed itself, by name: where each lives on the host
+    # (("lkp-tests", "/opt/lkp-tests"), ("will-it-scale", "/opt/will-it-scale"), …). A template
+    # that needs one plans only on a host that lists it.
+    tools: tuple[tuple[str, str], ...] = ()
+
+    def tool(self, name: str) -> str | None:
+        """Where the host keeps the tool `name`, or None when it does not have it."""
+        return dict(self.tools).get(name)
 
     @property
     def process_budget(self) -> int:
@@ -102,7 +110,7 @@ class Host:
 
 _HOST_KEYS = ("name", "reach", "ssh", "cpu_model", "microarch", "threads", "sockets", "memory_gb",
               "disk", "scratch_dir", "scratch_devices", "labels", "switch_kernel",
-              "running_kernel", "reboot_timeout_s", "max_processes", "scratch_gb")
+              "running_kernel", "reboot_timeout_s", "max_processes", "scratch_gb", "tools")
 _SSH_KEYS = ("host", "port", "user", "identity_file", "known_hosts_file", "connect_timeout_s",
              "control_master")
 
@@ -129,6 +137,21 @@ def _absolute(entry: Section, key: str, value: str) -> str:
     if not value.startswith("/") or "/../" in value + "/" or value.rstrip("/") == "":
         entry.fail(f"{key} must be an absolute path below / without '..', not {value!r}")
     return value.rstrip("/")
+
+
+def _tools(entry: Section) -> tuple[tuple[str, str], ...]:
+    """`tools = { "lkp-tests" = "/opt/lkp-tests", … }`: names and absolute paths."""
+    value = entry.get("tools", {})
+    if not isinstance(value, dict):
+        entry.fail(f"tools must be a table of tool name = absolute path, not {value!r}", "tools")
+    tools = []
+    for name, path in sorted(value.items()):
+        if not _NAME.fullmatch(name):
+            entry.fail(f"tools: {name!r} is not a tool name (letters, digits, '.', '_' or '-')", "tools")
+        if not isinstance(path, str):
+            entry.fail(f"tools: {name} must be a path string, not {path!r}", "tools")
+        tools.append((name, _absolute(entry, f"tools.{name}", path)))
+    return tuple(tools)
 
 
 def _ssh(entry: Section) -> SshAccess:
@@ -188,6 +211,7 @@ def _host(entry: Section) -> Host:
         reboot_timeout_s=entry.number("reboot_timeout_s", 900.0, 1, 86400),
         max_processes=entry.whole("max_processes", None, 16, 1 << 22) if "max_processes" in entry else None,
         scratch_gb=entry.whole("scratch_gb", None, 1, 1 << 30) if "scratch_gb" in entry else None,
+        tools=_tools(entry),
     )
 
 
