@@ -136,7 +136,8 @@ def _edit(text: str, old: str, new: str) -> str:
     (LOCAL + LOCAL, "used by an earlier entry"),
     # tools: a table of names and absolute paths
     (_edit(LOCAL, "threads = 2", 'threads = 2\ntools = ["lkp"]'), "tools must be a table"),
-    (_edit(LOCAL, "threads = 2", 'threads = 2\ntools = { lkp-tests = "lkp" }'), "tools.lkp-tests must be an absolute path"),
+    (_edit(LOCAL, "threads = 2", 'threads = 2\ntools = { lkp-tests = "lkp" }'), 
+     "tools.lkp-tests must be an absolute path"),
     (_edit(LOCAL, "threads = 2", 'threads = 2\ntools = { "a b" = "/opt/x" }'), "is not a tool name"),
     ("[[hosts]]\nname = 'x'\n", "rules/hosts.toml:1: unknown key(s) hosts (expected host)"),
     ("[[host]\n", "not valid TOML"),
