@@ -29,7 +29,7 @@ from triagebot.store.protocol import (
     synthetic_message_id,
 )
 from triagebot.store.sqlite import SqliteStore, open_private, resolve_db_path
-from triagebot.store.threads import choose_root, parent_edges
+from triagebot.threads import choose_root, parent_edges
 
 RECEIVED = "2024-06-01T12:00:00+00:00"
 

@@ -106,3 +106,22 @@ def test_corpus_threads() -> None:
         assert thread.reproduced == thread.not_reproduced == ()
         text = render_thread(thread, by_key)
         assert report.subject in text and reply.from_[:20] in text
+
+
+def test_display_and_store_hang_a_message_from_the_same_parent() -> None:
+    """parse/thread.py and the store follow one rule (triagebot/threads.py): In-Reply-To, else the
+    last References entry, and up the References chain when a message in between is absent."""
+    from triagebot.threads import parent_edges
+    report, reply = parse(MAIL / "human/bisected-fsmark.eml"), parse(MAIL / "reply/can-reproduce.eml")
+    middle = dataclasses.replace(reply, message_id="middle@example.com", in_reply_to=report.message_id,
+                                 references=(report.message_id,))
+    # In-Reply-To names the middle message; References lists the report then the middle one.
+    last = dataclasses.replace(reply, message_id="last@example.com", in_reply_to=None,
+                               references=(report.message_id, "middle@example.com"))
+    for present, expected_parent in (([report, middle, last], "middle@example.com"),
+                                     ([report, last], report.message_id)):
+        [thread] = build_threads(present)
+        depths = dict(thread.order)
+        assert depths["last@example.com"] == (2 if expected_parent == "middle@example.com" else 1)
+    store_parent = dict(parent_edges("last@example.com", None, last.references))["last@example.com"]
+    assert store_parent == "middle@example.com"

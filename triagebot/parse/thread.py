@@ -1,7 +1,8 @@
 """Parse stage: threads from records, and what each thread says of its report.
 
-Pure: records in, threads out. A message's parent is its In-Reply-To when that message is
-present, else the nearest present ancestor named in References, else (archive pages) the
+Pure: records in, threads out. A message's parent is the nearest present message along the
+edges its headers give (triagebot/threads.py, the rule the store keeps threads by: In-Reply-To,
+else the last References entry, then up the References chain), else (archive pages) the
 thread-prev page it links to. Missing parents make the nearest present ancestor a root;
 duplicates count once; a loop in the headers is cut where it closes. Messages without a
 Message-ID take part under their date + subject + sender key.
@@ -19,6 +20,7 @@ from urllib.parse import urljoin, urlsplit
 
 from triagebot.parse.identity import fallback_key
 from triagebot.records import Report
+from triagebot.threads import parent_edges
 
 REPORT_KINDS = ("lkp-regression", "lkp-improvement", "lkp-functional", "human-report", "syzbot")
 
@@ -53,12 +55,7 @@ def _parents(reports: dict[str, Report]) -> dict[str, str | None]:
     by_url = {report.source.url: key for key, report in reports.items() if report.source.url}
     parents: dict[str, str | None] = {}
     for key, report in reports.items():
-        parent = None
-        if report.in_reply_to in reports:
-            parent = report.in_reply_to
-        else:
-            parent = next((ancestor for ancestor in reversed(report.references)
-                           if ancestor in reports and ancestor != key), None)
+        parent = _nearest_present(key, report, reports)
         links = dict(report.thread_links)
         if parent is None and report.source.url and "thread-prev" in links:
             # an archive page: its thread-prev link names the page before it in the thread
@@ -77,6 +74,24 @@ def _parents(reports: dict[str, Report]) -> dict[str, str | None]:
             seen.add(node)
             node = parents[node]
     return parents
+
+
+def _nearest_present(key: str, report: Report, reports: dict[str, Report]) -> str | None:
+    """The message's stated parent when present, else its nearest present ancestor upwards."""
+    try:
+        edges = parent_edges(key, report.in_reply_to, report.references)
+    except ValueError:  # an empty id in the headers states no parent
+        return None
+    up = {child: parent for child, parent in edges}
+    node, seen = up.get(key), {key}
+    while node is not None and node not in seen:
+        if node in reports:
+            return node
+        seen.add(node)
+        node = up.get(node)
+    # In-Reply-To names a message outside the References chain: try the chain itself.
+    return next((ancestor for ancestor in reversed(report.references) if ancestor in reports and ancestor != key),
+                None)
 
 
 def build_threads(records: Sequence[Report]) -> list[Thread]:

@@ -1,6 +1,6 @@
 """Store stage: the SQLite part for threads — ids unioned into thread_ids, edges kept for the root.
 
-The rules (which edges the headers give, which id is the root) are threads.py's; this part only
+The rules (which edges the headers give, which id is the root) are triagebot/threads.py's; this part only
 keeps them: `thread_nodes` maps every id seen, placeholders included, to its thread, and
 `thread_edges` keeps the (child, parent) pairs the root is chosen from.
 """
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from triagebot.store.protocol import normalize_message_id
 from triagebot.store.sqlite_database import SqliteDatabase, chunks, marks
-from triagebot.store.threads import choose_root, parent_edges
+from triagebot.threads import choose_root, parent_edges
 
 
 class SqliteThreads:

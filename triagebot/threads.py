@@ -1,6 +1,12 @@
-"""Store stage: pure threading rules — which parent edges a message's headers give, and the root.
+"""Threading rules, one set for the store and for display: which parent edges a message's
+headers give, and which id a thread hangs from.
 
-A thread is the connected set of every id linked by In-Reply-To / References, including ids of
+A message's parent is its In-Reply-To, else the last entry of its References; References
+lists the ancestors oldest first. The store (store/sqlite_threads.py) keeps every edge,
+placeholders included; a display of some messages (parse/thread.py) hangs each message from
+its nearest present ancestor along the same edges.
+
+In the store, a thread is the connected set of every id linked by In-Reply-To / References, including ids of
 messages never seen (placeholders), so a child stored before its parent, or beside a parent
 that never arrives, still lands in the right thread. The root is computed from that set alone,
 so it does not depend on the order the messages arrived in.
