@@ -12,7 +12,7 @@ import json
 import pytest
 
 from tests.conftest import CORPUS, FIXTURES, require_corpus
-from triagebot.parse.message import _fast_single_part, decode_message
+from triagebot.parse.message import decode_message, fast_single_part
 from triagebot.parse.report import parse_message
 from triagebot.records import Source, report_to_json
 
@@ -112,7 +112,7 @@ def test_fast_path_matches_full_parser() -> None:
     checked = 0
     for path in sorted(CORPUS.iterdir()):
         raw = path.read_bytes()
-        fast = _fast_single_part(raw)
+        fast = fast_single_part(raw)
         if fast is None:
             continue
         import triagebot.parse.message as message_module

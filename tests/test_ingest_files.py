@@ -198,7 +198,7 @@ _NOW = __import__("datetime").datetime(2026, 12, 3, tzinfo=__import__("datetime"
 def test_an_unreadable_file_cursor_reads_the_file_again_instead_of_failing_every_poll(tmp_path: Path) -> None:
     mbox = own_mbox(tmp_path / "own.mbox")
     source = FileSource(mbox)
-    same_file = source._identity()
+    same_file = source.identity()
     for damaged in ("{not json", "[1, 2]", json.dumps({**same_file, "done": "many"}), "null"):
         batch = source.poll(damaged)
         assert len(batch.messages) == 17 and json.loads(batch.cursor)["done"] == 17, damaged

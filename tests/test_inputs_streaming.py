@@ -57,16 +57,16 @@ def test_the_stream_split_equals_the_whole_split_at_any_block_size() -> None:
     assert len(whole) == 4  # the preamble, three messages; blank ones are none
     for size in (1, 5, 6, 7, 64, 199, 200, 201, len(data)):
         blocks = [data[start:start + size] for start in range(0, len(data), size)]
-        pieces = [inputs._message_of(piece) for piece in inputs._chunks(blocks)]
+        pieces = [inputs.message_of(piece) for piece in inputs.message_chunks(blocks)]
         assert [piece for piece in pieces if piece is not None] == whole, size
 
 
 def test_the_split_gives_the_first_message_before_the_stream_ends() -> None:
     endless = itertools.chain([SEPARATOR + _message(1), SEPARATOR + _message(2)],
                               itertools.repeat(SEPARATOR + _message(3)))
-    pieces = inputs._chunks(endless)
-    assert inputs._message_of(next(pieces)) == _message(1)
-    assert inputs._message_of(next(pieces)) == _message(2)
+    pieces = inputs.message_chunks(endless)
+    assert inputs.message_of(next(pieces)) == _message(1)
+    assert inputs.message_of(next(pieces)) == _message(2)
 
 
 def test_an_oversized_message_in_an_mbox_is_its_own_error_and_the_rest_are_read(

@@ -79,12 +79,12 @@ def test_a_reader_answer_that_raised_is_that_messages_error(monkeypatch: pytest.
             raise KeyError("boom")
         return said
     monkeypatch.setattr(batch, "read_language", read_language)
-    answers = batch._read_chunk([fine, boom])
+    answers = batch.read_chunk([fine, boom])
     assert answers == [said, "parser failed: KeyError: 'boom'"]
     draft = batch.read_message(_message(1), batch.Source("eml"))
     pending = [batch.Outcome("a", None, None, batch.Draft(draft.report, fine)),
                batch.Outcome("b", None, None, batch.Draft(draft.report, boom))]
-    completed = list(batch._completed(pending, answers, lambda report: report.stance_evidence))
+    completed = list(batch.completed_outcomes(pending, answers, lambda report: report.stance_evidence))
     assert [(item.name, item.output, item.error) for item in completed] == [
         ("a", "fine.", None), ("b", None, "parser failed: KeyError: 'boom'")]
 

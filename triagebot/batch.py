@@ -207,7 +207,9 @@ def _read_one(request: LanguageRequest) -> LanguageAnswer | str:
         return failure_text(error)
 
 
-def _read_chunk(requests: list[LanguageRequest]) -> list[LanguageAnswer | str]:
+def read_chunk(requests: list[LanguageRequest]) -> list[LanguageAnswer | str]:
+    """What the language reader finds for each request of a chunk (in a worker process), or
+    the error text of one it could not read."""
     if _READER_START_ERROR:
         raise _READER_START_ERROR[0]  # spaCy could not load: every message's reading fails
     return [_read_one(request) for request in requests]
@@ -231,7 +233,7 @@ class Reader:
     def read(self, requests: list[LanguageRequest]) -> Any:
         """An AsyncResult holding read_language's answer (or error text) for each request, in order."""
         self.start()
-        return self._pool.apply_async(_read_chunk, (requests,))
+        return self._pool.apply_async(read_chunk, (requests,))
 
     def close(self) -> None:
         if self._pool is not None:
@@ -255,7 +257,8 @@ def _answered(waiting: collections.deque, *,
         yield outcomes, answers.get() if answers is not None else []
 
 
-def _completed(outcomes: list[Outcome], answers: list[LanguageAnswer | str], render: Render) -> Iterator[Outcome]:
+def completed_outcomes(outcomes: list[Outcome], answers: list[LanguageAnswer | str],
+                       render: Render) -> Iterator[Outcome]:
     """A chunk's outcomes with the reader's answers put into the drafts, rendered."""
     replies = iter(answers)
     for outcome in outcomes:
@@ -308,13 +311,13 @@ def parse_messages(messages: Sequence[tuple[str, str, bytes, str | None]], rende
                 waiting.append((outcomes, reader.read(requests) if requests else None))
                 try:
                     for outcomes, answers in _answered(waiting, everything=False):
-                        yield from _completed(outcomes, answers, render)
+                        yield from completed_outcomes(outcomes, answers, render)
                 except Exception as error:  # noqa: BLE001 - the reader's, raised below once the pools are idle
                     failure = error
             if failure is None:
                 try:
                     for outcomes, answers in _answered(waiting, everything=True):
-                        yield from _completed(outcomes, answers, render)
+                        yield from completed_outcomes(outcomes, answers, render)
                 except Exception as error:  # noqa: BLE001 - as above
                     failure = error
             for _, answers in waiting:  # the reader idle, too, before the pools close

@@ -44,7 +44,7 @@ class Entry(NamedTuple):
     error: str | None
 
 
-class _Oversized(int):
+class OversizedPiece(int):
     """A message's size, in place of its bytes, when it is over MAX_MESSAGE_BYTES."""
 
 
@@ -88,9 +88,9 @@ def _blocks(path: str) -> Iterator[bytes]:
         raise InputError(path, "permission denied") from error
 
 
-def _chunks(blocks: Iterable[bytes]) -> Iterator[bytes | _Oversized]:
+def message_chunks(blocks: Iterable[bytes]) -> Iterator[bytes | OversizedPiece]:
     """The stream cut before each mbox separator line: each piece a message with its "From "
-    line (or, first, any text before the first separator); an _Oversized size for a piece over
+    line (or, first, any text before the first separator); an OversizedPiece size for a piece over
     MAX_MESSAGE_BYTES, whose bytes are dropped as they arrive."""
     buffer = bytearray()
     scan = 0  # no separator starts before this offset of the buffer
@@ -115,7 +115,7 @@ def _chunks(blocks: Iterable[bytes]) -> Iterator[bytes | _Oversized]:
             if not _MBOX_SEPARATOR.match(bytes(buffer[start:start + _SEPARATOR_WINDOW])):
                 scan = start
                 continue
-            yield _Oversized(dropped + start) if dropped else _copy(buffer, start)
+            yield OversizedPiece(dropped + start) if dropped else _copy(buffer, start)
             del buffer[:start]  # cheap: a bytearray advances its start
             scan = dropped = 0
         limit = MAX_MESSAGE_BYTES + _SEPARATOR_WINDOW
@@ -126,7 +126,7 @@ def _chunks(blocks: Iterable[bytes]) -> Iterator[bytes | _Oversized]:
             del buffer[:cut]
             scan -= cut
     if dropped:
-        yield _Oversized(dropped + len(buffer))
+        yield OversizedPiece(dropped + len(buffer))
     elif buffer:
         yield bytes(buffer)
 
@@ -138,7 +138,7 @@ def _copy(buffer: bytearray, end: int) -> bytes:
             return bytes(head)
 
 
-def _message_of(piece: bytes) -> bytes | None:
+def message_of(piece: bytes) -> bytes | None:
     """A piece's message: the separator line dropped, `>From ` lines unquoted; None if blank."""
     if piece.startswith(b"From ") and _MBOX_SEPARATOR.match(piece[:_SEPARATOR_WINDOW]):
         line_end = piece.find(b"\n")
@@ -151,8 +151,8 @@ def _message_of(piece: bytes) -> bytes | None:
 def split_mbox(data: bytes) -> list[bytes]:
     """Messages of an mboxrd/mboxo file; `>From ` lines unquoted one level."""
     messages = []
-    for piece in _chunks([data]):
-        message = _message_of(piece) if not isinstance(piece, _Oversized) else None
+    for piece in message_chunks([data]):
+        message = message_of(piece) if not isinstance(piece, OversizedPiece) else None
         if message is not None:
             messages.append(message)
     return messages
@@ -184,14 +184,14 @@ def iter_inputs(path: str) -> Iterator[Entry]:
     stream = _prepend(head, blocks)
     if is_mbox(head):
         index = 0
-        for piece in _chunks(stream):
-            if isinstance(piece, _Oversized):
+        for piece in message_chunks(stream):
+            if isinstance(piece, OversizedPiece):
                 index += 1
                 yield Entry(f"{name}#{index}", "mbox", None,
                             f"message of {piece // (1024 * 1024)} MiB, larger than the "
                             f"{MAX_MESSAGE_BYTES // (1024 * 1024)} MiB a single message may be")
                 continue
-            message = _message_of(piece)
+            message = message_of(piece)
             if message is not None:
                 index += 1
                 yield Entry(f"{name}#{index}", "mbox", message, None)

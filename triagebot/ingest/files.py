@@ -52,7 +52,7 @@ class FileSource:
     def key(self) -> str:
         return f"file:{self.path.resolve()}"
 
-    def _identity(self) -> dict[str, int]:
+    def identity(self) -> dict[str, int]:
         """What tells this input apart from a changed one: size and mtime (of a folder: its
         messages; see the module text for a maildir's)."""
         maildir = self._maildir()
@@ -113,7 +113,7 @@ class FileSource:
     def poll(self, cursor: str | None) -> Batch:
         if not self.path.exists():
             raise InputError(str(self.path), "no such file or directory")
-        identity = self._identity()
+        identity = self.identity()
         done = _done(cursor, identity)
         messages = self._read()
         chunk = messages[done:done + self.chunk_messages]

@@ -342,7 +342,7 @@ def _decoded(header, body: str, attachments: tuple[DecodedAttachment, ...],
     )
 
 
-def _fast_single_part(raw: bytes) -> DecodedMessage | None:
+def fast_single_part(raw: bytes) -> DecodedMessage | None:
     """Most list mail is one text/plain part: read it without the feed parser, or return None."""
     separator = raw.find(b"\n\n")
     # CRLF mail has no bare "\n\n" before its own separator; only look that far.
@@ -411,7 +411,7 @@ def decode_message(raw: bytes) -> DecodedMessage:
     """
     raw, cut = bound_header_block(raw)
     bounded = (cut,) if cut else ()
-    fast = _fast_single_part(raw)
+    fast = fast_single_part(raw)
     if fast is not None:
         return dataclasses.replace(fast, defects=bounded + fast.defects) if bounded else fast
     message = None
