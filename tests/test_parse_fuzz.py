@@ -55,7 +55,7 @@ def test_the_benchmark_names_at_least_twenty_kinds_of_mutation() -> None:
 
 
 @pytest.mark.skipif(not SAMPLES, reason=f"the shared corpus is absent: {CORPUS} not found")
-@settings(max_examples=300, deadline=None,
+@settings(max_examples=300, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(mutated_message())
 def test_mutated_messages_parse_or_refuse_cleanly(raw: bytes) -> None:

@@ -173,3 +173,12 @@ def test_a_raising_charset_on_an_8_bit_part_for_the_full_parser(charset: bytes) 
            + b"\r\n\r\n12 \xc2\xb1 3% slower\r\n")
     report = parse(raw)
     assert report.message_id == "hostile@example.org"
+
+
+def test_an_encoded_word_with_a_non_ascii_charset_name_is_left_as_written() -> None:
+    """`=?\\xf5tf-8?b?…?=` made the stdlib raise CharsetError (not a HeaderParseError): the
+    subject is kept as written and the message is read."""
+    raw = (b"From: a@example.com\nMessage-ID: <cs@example.com>\nSubject: =?\xf5tf-8?b?aGVsbG8=?= slow\n"
+           b"\nbody\n")
+    report = parse_message(raw, Source("eml"))
+    assert report.subject.endswith("tf-8?b?aGVsbG8=?= slow") and report.message_id == "cs@example.com"

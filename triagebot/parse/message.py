@@ -72,8 +72,10 @@ def decode_header_value(raw: str | None) -> str:
     if "=?" in text:
         try:
             text = str(email.header.make_header(email.header.decode_header(text)))
-        except (email.errors.HeaderParseError, LookupError, ValueError, TypeError):
-            pass  # ValueError includes UnicodeError: a charset such as "undefined"
+        except (email.errors.MessageError, LookupError, ValueError, TypeError):
+            # ValueError includes UnicodeError (a charset such as "undefined"); MessageError
+            # includes CharsetError (a charset name that is not ASCII, "=?\xf5tf-8?b?…?=")
+            pass
     return " ".join(text.split())
 
 
