@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
             return 1
         report = loaded
         disk = disk_from_parameters(report.parameters)
-        matches = sorted((score_host(host, report.test_machine, disk) for host in hosts),
+        matches = sorted((score_host(host, report.test_machine, disk, report.parameters) for host in hosts),
                          key=lambda match: -match.score)  # stable: ties keep hosts.toml order
     if args.json:
         data: dict[str, Any] = {"hosts": [host_to_json(host) for host in hosts]}

@@ -77,9 +77,9 @@ def run(args: argparse.Namespace) -> int:
             chosen = [host for host in hosts if host.name == args.host]
             if not chosen:
                 raise TriageError(f"no host {args.host!r} in {rules / 'hosts.toml'}")
-            match = score_host(chosen[0], report.test_machine)
+            match = score_host(chosen[0], report.test_machine, parameters=report.parameters)
         else:
-            match = choose_host(hosts, report.test_machine)
+            match = choose_host(hosts, report.test_machine, parameters=report.parameters)
         host = match.host
         if not args.no_fetch:
             report = _with_materials(report, store, settings)
