@@ -2,8 +2,10 @@
 
 The hosts themselves are rules data (triagebot.rules.hosts, rules/hosts.toml). Host choice is
 pure: `score_host` compares a host with a report's TestMachine (CPU vendor, microarchitecture and
-its core family, threads, sockets, memory, disk type) and returns the score with every
-difference spelled out; `choose_host` takes the best idle host.
+its core family, threads, sockets, memory, disk type) and, when the report's LKP parameters name
+a filesystem, with its storage (can the host make that filesystem on a scratch device:
+triagebot.reproduce.filesystem), and returns the score with every difference spelled out;
+`choose_host` takes the best idle host. What a CPU is lives in triagebot.reproduce.cpus.
 """
 from __future__ import annotations
 
