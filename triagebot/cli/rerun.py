@@ -55,7 +55,9 @@ def _progress(sample: Sample) -> None:
 
 def _with_materials(report: Report, store: Store, settings: Settings) -> Report:
     """The report with its LKP materials' job.yaml (fetched, or from the store); notes to stderr."""
-    report, notes = with_materials_over_http(report, store, settings.http)
+    report, notes = with_materials_over_http(
+        report, store, settings.http,
+        announce=lambda line: print(f"triage rerun: {line}", file=sys.stderr, flush=True))
     for note in notes:
         print(f"triage rerun: {note}", file=sys.stderr)
     return report
