@@ -251,3 +251,71 @@ def test_the_filesystem_is_unmounted_even_when_the_benchmark_fails(tmp_path: Pat
     assert [seen["mount"][2] for seen in executor.seen] == ["btrfs", "btrfs"]
     assert not any(fields[0] == loop_device for fields in _mounts())
     assert list(scratch_root.iterdir()) == []
+
+
+# --- the daemon: plan reply, run and verdict reply in the thread ---------------------------------
+
+def _daemon_lab(tmp_path: Path, devices: tuple[str, ...]):
+    import dataclasses
+    import json
+
+    from tests.support.lab import write_lab_rules
+    from triagebot import flow
+    from triagebot.rules.routing import parse_routing
+    from triagebot.rules.settings import load_settings
+
+    rules, _ = write_lab_rules(tmp_path, PROJECT)
+    hosts = rules / "hosts.toml"
+    hosts.write_text(hosts.read_text() + f"scratch_devices = {json.dumps(list(devices))}\n")
+    settings = dataclasses.replace(load_settings(rules),
+                                   routing=parse_routing('default_channel = "#perf-triage"\n', "test"))
+    return flow.DaemonContext(settings=settings, database=tmp_path / "t.db", deliver=lambda: None, budget=6)
+
+
+def _taken_on(store, report: Report) -> None:
+    import dataclasses
+
+    from triagebot.records import Commit, report_to_json
+
+    report = dataclasses.replace(report, commits=(Commit("c0ffee1234ab", role="culprit"),))
+    store.put_message(report.message_id, b"Subject: s\n\nbody\n", "test", None, "2026-12-01T00:00:00+00:00")
+    store.put_record(report.message_id, report_to_json(report), "test")
+    store.start_triage(report.message_id, "#perf-triage")
+
+
+def _thread(store, message_id: str) -> dict[str, str]:
+    return {row.kind: payload_to_text(row.payload) for row in store.outbox(message_id=message_id)}
+
+
+def test_the_daemon_reruns_a_btrfs_report_on_btrfs_and_says_so_in_the_thread(tmp_path: Path,
+                                                                               loop_device: str) -> None:
+    from triagebot import flow
+    from triagebot.store.sqlite import SqliteStore
+
+    lab = _daemon_lab(tmp_path, (loop_device,))
+    with SqliteStore(lab.database) as store:
+        _taken_on(store, lkp_report(BTRFS_ON_HDD))
+        assert flow.plan_new(store, lab) == ["fs-test@example.org"]
+        assert store.get_triage("fs-test@example.org").state == "planned"
+        plan_text = _thread(store, "fs-test@example.org")["plan"]
+        assert f"Runs on: btrfs made on scratch device {loop_device}" in plan_text
+        assert flow.run_planned(store, lab) == ["fs-test@example.org"]
+        thread = _thread(store, "fs-test@example.org")
+    assert f"Ran on btrfs made on scratch device {loop_device}" in thread["verdict"], thread["verdict"]
+    assert "Differs from the report" not in thread["verdict"]
+    assert not any(fields[0] == loop_device for fields in _mounts())
+
+
+def test_the_daemon_says_what_it_cannot_match_in_the_plan_reply(tmp_path: Path) -> None:
+    from triagebot import flow
+    from triagebot.store.sqlite import SqliteStore
+
+    lab = _daemon_lab(tmp_path, ())
+    with SqliteStore(lab.database) as store:
+        _taken_on(store, lkp_report(BTRFS_ON_HDD))
+        assert flow.plan_new(store, lab) == ["fs-test@example.org"]
+        plan_text = _thread(store, "fs-test@example.org")["plan"]
+    assert "Differs from the report" in plan_text
+    assert "the report ran on btrfs on 1HDD; the host lists no scratch device" in plan_text
+    # the host line: the match counts it (score below 1) and names it
+    assert "filesystem: the report ran on btrfs on 1HDD" in plan_text.split("Host:", 1)[1]

@@ -43,9 +43,14 @@ def _facts(host: Host) -> str:
 def _render_host(host: Host) -> list[str]:
     reach = "this machine" if host.reach == "local" else (
         f"ssh {host.ssh.user}@{host.ssh.host}:{host.ssh.port}" if host.ssh else "ssh")
-    lines = [f"{host.name}  [{reach}]", f"  {_facts(host)}",
+    read = f" (read from this machine: {', '.join(host.described)})" if host.described else ""
+    lines = [f"{host.name}  [{reach}]", f"  {_facts(host)}{read}",
              f"  scratch: {host.scratch_dir}"
              + (f"; devices: {', '.join(host.scratch_devices)}" if host.scratch_devices else "")]
+    if host.disks:
+        lines.append(f"  disks: {'; '.join(host.disks)}")
+    if host.program_names:
+        lines.append(f"  programs: {', '.join(host.program_names)}")
     if host.labels:
         lines.append(f"  labels: {', '.join(host.labels)}")
     lines.append(f"  running kernel: {shlex.join(host.running_kernel)}")
