@@ -319,3 +319,46 @@ def test_the_daemon_says_what_it_cannot_match_in_the_plan_reply(tmp_path: Path) 
     assert "the report ran on btrfs on 1HDD; the host lists no scratch device" in plan_text
     # the host line: the match counts it (score below 1) and names it
     assert "filesystem: the report ran on btrfs on 1HDD" in plan_text.split("Host:", 1)[1]
+
+
+# --- triage plan --host -------------------------------------------------------------------------
+
+def test_triage_plan_for_a_named_host_shows_the_filesystem_steps(tmp_path: Path, capsys) -> None:
+    import shutil as copying
+
+    from triagebot.cli.main import main
+    from triagebot.records import report_to_json
+    from triagebot.store.sqlite import SqliteStore
+
+    from triagebot.rules.self_describe import probe_this_machine
+
+    if "btrfs" not in (probe_this_machine(str(tmp_path)).kernel_filesystems or ()):
+        pytest.skip("this machine's kernel does not mount btrfs: the plan would (rightly) not make it")
+    rules = tmp_path / "rules"
+    copying.copytree(PROJECT / "rules" / "reproducers", rules / "reproducers")
+    (rules / "hosts.toml").write_text(f"""
+[[host]]
+name = "disk-lab"
+reach = "local"
+describe = "auto"
+scratch_dir = "{tmp_path / 'scratch'}"
+scratch_devices = ["/dev/disk/by-id/scratch-1"]
+tools = {{ "mkfs.btrfs" = "/usr/sbin/mkfs.btrfs" }}
+""")
+    database = tmp_path / "t.db"
+    with SqliteStore(database) as store:
+        report = lkp_report(BTRFS_ON_HDD)
+        store.put_message(report.message_id, b"Subject: s\n\nbody\n", "test", None, "2026-12-01T00:00:00+00:00")
+        store.put_record(report.message_id, report_to_json(report), "test")
+    common = ["plan", "fs-test@example.org", "--db", str(database), "--rules", str(rules), "--no-fetch"]
+    assert main([*common, "--host", "disk-lab"]) == 0
+    shown = capsys.readouterr().out
+    assert "  prepare: mkfs.btrfs -f /dev/disk/by-id/scratch-1\n" in shown
+    assert "  prepare: mount -t btrfs /dev/disk/by-id/scratch-1 '{scratch}'\n" in shown
+    assert "  release: umount '{scratch}' (after each sample, always)\n" in shown
+    assert "  storage: btrfs made on scratch device /dev/disk/by-id/scratch-1" in shown
+    assert main(common) == 0  # the default shape has no scratch device: said
+    assert "  differs: filesystem: the report ran on btrfs on 1HDD; the host lists no scratch device" in \
+        capsys.readouterr().out
+    assert main([*common, "--host", "nowhere"]) == 1
+    assert "--host 'nowhere': no such host in" in capsys.readouterr().err
