@@ -324,18 +324,15 @@ def test_the_daemon_says_what_it_cannot_match_in_the_plan_reply(tmp_path: Path) 
 # --- triage plan --host -------------------------------------------------------------------------
 
 def test_triage_plan_for_a_named_host_shows_the_filesystem_steps(tmp_path: Path, capsys) -> None:
-    import shutil as copying
-
     from triagebot.cli.main import main
     from triagebot.records import report_to_json
-    from triagebot.store.sqlite import SqliteStore
-
     from triagebot.rules.self_describe import probe_this_machine
+    from triagebot.store.sqlite import SqliteStore
 
     if "btrfs" not in (probe_this_machine(str(tmp_path)).kernel_filesystems or ()):
         pytest.skip("this machine's kernel does not mount btrfs: the plan would (rightly) not make it")
     rules = tmp_path / "rules"
-    copying.copytree(PROJECT / "rules" / "reproducers", rules / "reproducers")
+    shutil.copytree(PROJECT / "rules" / "reproducers", rules / "reproducers")
     (rules / "hosts.toml").write_text(f"""
 [[host]]
 name = "disk-lab"
