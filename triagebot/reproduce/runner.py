@@ -244,7 +244,8 @@ def rerun(plan: Plan, host: Host, executor: Executor, base_commit: str, suspect_
                              "running kernel (an A/A run; no evidence about the commit)")
 
     def run_round(size: int) -> tuple[list[float], list[float]]:
-        base, suspect = [], []
+        base: list[float] = []
+        suspect: list[float] = []
         for _ in range(size):
             for role, commit, values in (("base", base_commit, base), ("suspect", suspect_commit, suspect)):
                 sample = runner.sample(role, commit, len(record.samples), record)
