@@ -239,7 +239,8 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
     for key in ("mount_option", "md"):
         if key in parameters and key not in template.lkp_environment:
             environment.append(f"{key}={parameters[key]}")
-    storage = storage_wanted(parameters.items())
+    # lkp-tests makes the job's filesystem itself (its setup/fs, on the host's partitions)
+    storage = storage_wanted(parameters.items()) if template.program != "lkp" else None
     placement = place(storage, host.scratch_devices, [name for name, _ in host.tools], host.kernel_filesystems)
     if environment and storage is None:
         notes.append(f"the report ran on {' '.join(environment)}; the plan runs on the host's scratch filesystem")
