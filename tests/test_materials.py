@@ -536,7 +536,8 @@ def test_an_unreachable_host_is_one_short_attempt_and_the_stored_copy_still_plan
     _, notes = with_materials(_hand_report(url), store, _client(), quick_policy(POLICY), sleep=_Sleeps(),
                               announce=announced.append)
     assert announced == [f"fetching the directory listing from {url}/"]
-    assert "gave up after 1 attempts" in notes[0] and "planned from the report's own text" in notes[0]
+    assert "127.0.0.1 cannot be reached: it refuses connections (not retried" in notes[0]
+    assert "planned from the report's own text" in notes[0]
     # the same directory kept in the store (an earlier fetch): planned from it, no request made
     for name, body in ((LISTING, b'<a href="job.yaml">job.yaml</a>'), ("job.yaml", JOB_YAML.encode())):
         store.put_material(url + "/", name, body)

@@ -246,7 +246,8 @@ def test_an_lkp_fio_plan_scales_to_the_host_and_says_so():
     assert any("nr_task 50%" in item for item in plan.scaled)
     assert any(item.startswith("size 200G → 10G") for item in plan.scaled)
     assert any(item.startswith("runtime 200s → 120s") for item in plan.scaled)
-    assert any("disk=2pmem fs=ext4 mount_option=dax" in item for item in plan.notes)
+    assert any("ext4 on 2pmem, mount option dax; the host lists no scratch device" in item
+               for item in plan.storage_differs)
     # a bigger host is given more
     big = plan_report(_corpus_report("lkp-improve_ext4-fio-write_iops-364pct.eml"), TEMPLATES,
                       host=HostShape(threads=16, memory_gb=64, scratch_gb=400))

@@ -112,7 +112,7 @@ def _plan_one(store: Store, lab: DaemonContext, row: TriageRow, hosts: tuple[Hos
     """Plan one new report (or refuse it), with its replies."""
     record = store.get_record(row.message_id)
     report = report_from_json(record)
-    match = choose_host(hosts, report.test_machine)
+    match = choose_host(hosts, report.test_machine, parameters=report.parameters)
     notes: list[str] = []
     if match is None:
         plan_json = Refusal(f"no host in {lab.settings.rules_dir / HOSTS_FILE}", ("a lab host",),

@@ -43,9 +43,14 @@ def _facts(host: Host) -> str:
 def _render_host(host: Host) -> list[str]:
     reach = "this machine" if host.reach == "local" else (
         f"ssh {host.ssh.user}@{host.ssh.host}:{host.ssh.port}" if host.ssh else "ssh")
-    lines = [f"{host.name}  [{reach}]", f"  {_facts(host)}",
+    read = f" (read from this machine: {', '.join(host.described)})" if host.described else ""
+    lines = [f"{host.name}  [{reach}]", f"  {_facts(host)}{read}",
              f"  scratch: {host.scratch_dir}"
              + (f"; devices: {', '.join(host.scratch_devices)}" if host.scratch_devices else "")]
+    if host.disks:
+        lines.append(f"  disks: {'; '.join(host.disks)}")
+    if host.program_names:
+        lines.append(f"  programs: {', '.join(host.program_names)}")
     if host.labels:
         lines.append(f"  labels: {', '.join(host.labels)}")
     lines.append(f"  running kernel: {shlex.join(host.running_kernel)}")
@@ -88,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
             return 1
         report = loaded
         disk = disk_from_parameters(report.parameters)
-        matches = sorted((score_host(host, report.test_machine, disk) for host in hosts),
+        matches = sorted((score_host(host, report.test_machine, disk, report.parameters) for host in hosts),
                          key=lambda match: -match.score)  # stable: ties keep hosts.toml order
     if args.json:
         data: dict[str, Any] = {"hosts": [host_to_json(host) for host in hosts]}

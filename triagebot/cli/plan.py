@@ -38,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-fetch", action="store_true",
                         help="do not fetch the report's LKP materials (job.yaml, reproduce, config): "
                              "plan from the mail")
+    parser.add_argument("--host", metavar="NAME",
+                        help="plan for this hosts.toml host (its threads, memory, scratch space, scratch "
+                             "devices and programs) instead of --threads/--memory-gb/--scratch-gb")
     parser.add_argument("--threads", type=int, default=_DEFAULT_HOST.threads,
                         help=f"host threads to fit the plan to (default {_DEFAULT_HOST.threads})")
     parser.add_argument("--memory-gb", type=int, default=_DEFAULT_HOST.memory_gb,
@@ -57,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = settings_for(args.rules)
         templates = settings.need_templates()
+        if args.host:
+            host = _host_shape(settings, args.host)
     except TriageError as error:
         print(f"triage plan: {error}", file=sys.stderr)
         return 1
@@ -74,6 +79,15 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(render_result(result))
     return 0 if isinstance(result, Plan) else 1
+
+
+def _host_shape(settings, name: str) -> HostShape:
+    from triagebot.reproduce.limits import host_shape
+
+    for host in settings.need_hosts():
+        if host.name == name:
+            return host_shape(host)
+    raise TriageError(f"--host {name!r}: no such host in {settings.rules_dir / 'hosts.toml'}")
 
 
 def _stored_report(args: argparse.Namespace):
@@ -124,10 +138,15 @@ def render_result(result: PlanResult) -> str:
     lines = [f"plan: {result.template} from {result.source}"
              + (f" of {result.message_id}" if result.message_id else ""),
              f"  argv:    {shlex.join(result.argv)}"]
+    lines += [f"  prepare: {shlex.join(step)}" for step in result.prepare_steps]
     if result.setup_argv:
         lines.append(f"  setup:   {shlex.join(result.setup_argv)}")
     if result.cleanup_argv:
         lines.append(f"  cleanup: {shlex.join(result.cleanup_argv)}")
+    lines += [f"  release: {shlex.join(step)} (after each sample, always)" for step in result.release_steps]
+    if result.runs_on:
+        lines.append(f"  storage: {result.runs_on}")
+    lines += [f"  differs: {item}" for item in result.storage_differs]
     lines.append(f"  metric:  {result.metric}, {result.better} is better{named}; parser {result.parser} "
                  f"({result.output_metric})")
     lines.append(f"  timeout: {result.timeout_seconds}s")

@@ -55,7 +55,9 @@ def _progress(sample: Sample) -> None:
 
 def _with_materials(report: Report, store: Store, settings: Settings) -> Report:
     """The report with its LKP materials' job.yaml (fetched, or from the store); notes to stderr."""
-    report, notes = with_materials_over_http(report, store, settings.http)
+    report, notes = with_materials_over_http(
+        report, store, settings.http,
+        announce=lambda line: print(f"triage rerun: {line}", file=sys.stderr, flush=True))
     for note in notes:
         print(f"triage rerun: {note}", file=sys.stderr)
     return report
@@ -77,9 +79,9 @@ def run(args: argparse.Namespace) -> int:
             chosen = [host for host in hosts if host.name == args.host]
             if not chosen:
                 raise TriageError(f"no host {args.host!r} in {rules / 'hosts.toml'}")
-            match = score_host(chosen[0], report.test_machine)
+            match = score_host(chosen[0], report.test_machine, parameters=report.parameters)
         else:
-            match = choose_host(hosts, report.test_machine)
+            match = choose_host(hosts, report.test_machine, parameters=report.parameters)
         host = match.host
         if not args.no_fetch:
             report = _with_materials(report, store, settings)

@@ -292,7 +292,10 @@ def plan_reply(plan: Json) -> Payload:
                      + (f" in {escape(plan['report_metric'])}" if plan.get("report_metric") else ""))
     if plan.get("timeout_seconds"):
         lines.append(f"Timeout per sample: {plan['timeout_seconds']} s")
-    for title, items in (("Fitted to the host", plan.get("scaled")), ("Differs from the report", plan.get("notes"))):
+    if plan.get("runs_on"):
+        lines.append(f"Runs on: {escape(plan['runs_on'])}")
+    differs = [*(plan.get("storage_differs") or []), *(plan.get("notes") or [])]
+    for title, items in (("Fitted to the host", plan.get("scaled")), ("Differs from the report", differs)):
         if items:
             lines.append(f"{title}:\n" + "\n".join(f"• {escape(item)}" for item in items))
     blocks = [_section("\n".join(lines)), _section(f"```\n{escape(argv)}\n```")]
@@ -368,7 +371,20 @@ def verdict_reply(verdict: Json | None, run: Json | None = None) -> Payload:
                                "no evidence about the commit"))
     text = (f"Verdict: {outcome}. {verdict.get('reason') or ''} Measured "
             f"{percent(verdict.get('measured_change_percent'))} {interval}.")
+    storage = storage_lines((run or {}).get("plan") or {})
+    if storage:
+        blocks.append(_context(*(escape(line) for line in storage)))
+        text += " " + " ".join(storage)
     return fit({"text": text, "blocks": blocks})
+
+
+def storage_lines(plan: Json) -> list[str]:
+    """What a plan's benchmark ran on, and each way that differs from the report's storage."""
+    lines = []
+    if plan.get("runs_on"):
+        lines.append(f"Ran on {plan['runs_on']}.")
+    lines += [f"Differs from the report: {item}." for item in plan.get("storage_differs") or []]
+    return lines
 
 
 def with_section(payload: Payload, text: str) -> Payload:

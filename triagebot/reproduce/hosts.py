@@ -2,8 +2,10 @@
 
 The hosts themselves are rules data (triagebot.rules.hosts, rules/hosts.toml). Host choice is
 pure: `score_host` compares a host with a report's TestMachine (CPU vendor, microarchitecture and
-its core family, threads, sockets, memory, disk type) and returns the score with every
-difference spelled out; `choose_host` takes the best idle host.
+its core family, threads, sockets, memory, disk type) and, when the report's LKP parameters name
+a filesystem, with its storage (can the host make that filesystem on a scratch device:
+triagebot.reproduce.filesystem), and returns the score with every difference spelled out;
+`choose_host` takes the best idle host. What a CPU is lives in triagebot.reproduce.cpus.
 """
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from triagebot.records import TestMachine
+from triagebot.reproduce.cpus import Microarch, cpu_vendor, microarch_of
+from triagebot.reproduce.filesystem import Placement, place, storage_wanted
 from triagebot.rules.hosts import Host
 
 
@@ -25,6 +29,9 @@ def host_to_json(host: Host) -> dict[str, Any]:
         "scratch_devices": list(host.scratch_devices), "labels": list(host.labels),
         "switch_kernel": list(host.switch_kernel), "running_kernel": list(host.running_kernel),
         "can_switch_kernel": host.can_switch_kernel, "reboot_timeout_s": host.reboot_timeout_s,
+        "tools": dict(host.tools), "programs": dict(host.programs),
+        "kernel_filesystems": list(host.kernel_filesystems) if host.kernel_filesystems is not None else None,
+        "describe": host.describe, "described": list(host.described), "disks": list(host.disks),
     }
     if host.ssh is not None:
         data["ssh"] = {"host": host.ssh.host, "port": host.ssh.port, "user": host.ssh.user,
@@ -32,109 +39,6 @@ def host_to_json(host: Host) -> dict[str, Any]:
                        "known_hosts_file": host.ssh.known_hosts_file,
                        "control_master": host.ssh.control_master}
     return data
-
-
-# --- CPU knowledge -----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Microarch:
-    name: str
-    vendor: str  # intel / amd / arm
-    core: str  # the core design family: microarchitectures sharing it behave alike
-    generation: int  # ordered within a vendor, for "how far apart"
-
-
-def _table(*rows: tuple[str, str, str, int, tuple[str, ...]]) -> dict[str, Microarch]:
-    table: dict[str, Microarch] = {}
-    for name, vendor, core, generation, aliases in rows:
-        arch = Microarch(name, vendor, core, generation)
-        for key in (name, *aliases):
-            table[key.lower()] = arch
-    return table
-
-
-_MICROARCHES = _table(
-    ("Sandy Bridge", "intel", "sandy bridge", 1, ("sandybridge", "snb")),
-    ("Ivy Bridge", "intel", "sandy bridge", 2, ("ivybridge", "ivb")),
-    ("Haswell", "intel", "haswell", 3, ("hsw",)),
-    ("Broadwell", "intel", "haswell", 4, ("bdw",)),
-    ("Skylake", "intel", "skylake", 5, ("skl", "skx", "skylake-sp")),
-    ("Kaby Lake", "intel", "skylake", 5, ("kabylake",)),
-    ("Coffee Lake", "intel", "skylake", 5, ("coffeelake",)),
-    ("Comet Lake", "intel", "skylake", 5, ("cometlake",)),
-    ("Cascade Lake", "intel", "skylake", 6, ("cascadelake", "clx")),
-    ("Cooper Lake", "intel", "skylake", 6, ("cooperlake", "cpx")),
-    ("Ice Lake", "intel", "sunny cove", 7, ("icelake", "icx", "icl", "ice lake-sp")),
-    ("Tiger Lake", "intel", "sunny cove", 7, ("tigerlake",)),
-    ("Rocket Lake", "intel", "sunny cove", 7, ("rocketlake",)),
-    ("Sapphire Rapids", "intel", "golden cove", 8, ("sapphirerapids", "spr")),
-    ("Alder Lake", "intel", "golden cove", 8, ("alderlake", "adl")),
-    ("Raptor Lake", "intel", "golden cove", 8, ("raptorlake", "rpl")),
-    ("Emerald Rapids", "intel", "golden cove", 9, ("emeraldrapids", "emr")),
-    ("Granite Rapids", "intel", "redwood cove", 10, ("graniterapids", "gnr")),
-    ("Meteor Lake", "intel", "redwood cove", 10, ("meteorlake", "mtl")),
-    ("Sierra Forest", "intel", "crestmont", 10, ("sierraforest", "srf")),
-    ("Zen", "amd", "zen", 1, ("naples", "zen1")),
-    ("Zen 2", "amd", "zen", 2, ("rome", "zen2")),
-    ("Zen 3", "amd", "zen 3", 3, ("milan", "zen3")),
-    ("Zen 4", "amd", "zen 4", 4, ("genoa", "bergamo", "zen4")),
-    ("Zen 5", "amd", "zen 5", 5, ("turin", "zen5")),
-    ("Neoverse N1", "arm", "neoverse n1", 1, ("ampere altra", "graviton2")),
-    ("Neoverse V1", "arm", "neoverse v1", 2, ("graviton3",)),
-)
-# Xeon Scalable: the second digit of the model number is the generation.
-_XEON_SCALABLE = re.compile(r"\b(?:Platinum|Gold|Silver|Bronze)\s+\d(\d)\d\d")
-_XEON_GENERATIONS = {"1": "skylake", "2": "cascade lake", "3": "ice lake", "4": "sapphire rapids",
-                     "5": "emerald rapids"}
-_CORE_I = re.compile(r"\bi[3579]-(\d{4,5})")
-_CORE_GENERATIONS = {"2": "sandy bridge", "3": "ivy bridge", "4": "haswell", "5": "broadwell",
-                     "6": "skylake", "7": "kaby lake", "8": "coffee lake", "9": "coffee lake",
-                     "10": "comet lake", "11": "tiger lake", "12": "alder lake",
-                     "13": "raptor lake", "14": "raptor lake"}
-_XEON_E = re.compile(r"\bE[357]-\d{4}[A-Z]?\s*v(\d)")
-_XEON_E_VERSIONS = {"2": "ivy bridge", "3": "haswell", "4": "broadwell", "5": "skylake",
-                    "6": "kaby lake"}
-_EPYC = re.compile(r"\bEPYC\s+(\d)\d\d(\d)")
-_EPYC_GENERATIONS = {("7", "1"): "zen", ("7", "2"): "zen 2", ("7", "3"): "zen 3",
-                     ("9", "4"): "zen 4", ("9", "5"): "zen 5"}
-_QEMU_CPU = re.compile(r"-cpu\s+([A-Za-z-]+)")
-
-
-def cpu_vendor(cpu_model: str | None) -> str | None:
-    """intel / amd / arm from a model string, None when it does not say."""
-    if not cpu_model:
-        return None
-    text = cpu_model.lower()
-    if "intel" in text or "xeon" in text or re.search(r"\bcore\(tm\)", text):
-        return "intel"
-    if "amd" in text or "epyc" in text or "ryzen" in text:
-        return "amd"
-    if any(word in text for word in ("arm", "ampere", "neoverse", "graviton", "aarch64")):
-        return "arm"
-    return None
-
-
-def microarch_of(microarch: str | None, cpu_model: str | None) -> Microarch | None:
-    """The microarchitecture named, or the one a well-known model number implies."""
-    if microarch:
-        known = _MICROARCHES.get(microarch.strip().lower())
-        if known:
-            return known
-    if not cpu_model:
-        return None
-    key: str | None = None
-    if match := _XEON_SCALABLE.search(cpu_model):
-        key = _XEON_GENERATIONS.get(match.group(1))
-    elif match := _CORE_I.search(cpu_model):
-        number = match.group(1)
-        key = _CORE_GENERATIONS.get(number[:2] if len(number) == 5 else number[:1])
-    elif match := _XEON_E.search(cpu_model):
-        key = _XEON_E_VERSIONS.get(match.group(1))
-    elif match := _EPYC.search(cpu_model):
-        key = _EPYC_GENERATIONS.get((match.group(1), match.group(2)))
-    elif match := _QEMU_CPU.search(cpu_model):
-        key = match.group(1).lower()
-    return _MICROARCHES.get(key) if key else None
 
 
 def disk_from_parameters(parameters: Iterable[tuple[str, str]]) -> str | None:
@@ -162,7 +66,7 @@ class HostMatch:
 
 # How much each fact counts; facts the report does not state are left out of the weighting.
 _WEIGHTS = {"vendor": 0.15, "microarch": 0.25, "threads": 0.2, "sockets": 0.1, "memory": 0.15,
-            "disk": 0.15}
+            "disk": 0.15, "storage": 0.15}
 
 
 def _ratio_score(host_value: float, wanted: float) -> float:
@@ -191,11 +95,22 @@ def _machine_facts(machine: TestMachine) -> tuple[int | None, int | None]:
     return threads, memory
 
 
-def score_host(host: Host, machine: TestMachine | None, disk: str | None = None) -> HostMatch:
+def storage_placement(host: Host, parameters: Iterable[tuple[str, str]]) -> Placement:
+    """Where a report's benchmark runs on `host`: its filesystem made on a scratch device, or
+    the scratch directory's filesystem, with each difference (triagebot.reproduce.filesystem)."""
+    return place(storage_wanted(parameters), host.scratch_devices, host.program_names, host.kernel_filesystems)
+
+
+def score_host(host: Host, machine: TestMachine | None, disk: str | None = None,
+               parameters: Iterable[tuple[str, str]] = ()) -> HostMatch:
     """How like the report's test machine `host` is, and each way it differs (pure).
 
-    `disk` is the disk type the report's test used (see `disk_from_parameters`), if known.
+    `disk` is the disk type the report's test used, if known, else what its LKP `parameters`
+    say (`disk_from_parameters`); a filesystem they name (`fs`, `fs2`, `mount_option`) counts as
+    the storage fact: whether the host can make it on a scratch device, and what differs.
     """
+    parameters = tuple(parameters)
+    disk = disk or disk_from_parameters(parameters)
     if machine is None:
         return HostMatch(host, 0.0, ("the report names no test machine",))
     scores: dict[str, float] = {}
@@ -236,6 +151,10 @@ def score_host(host: Host, machine: TestMachine | None, disk: str | None = None)
         scores["disk"] = 1.0 if host.disk == disk else 0.5 if {host.disk, disk} <= flash else 0.0
         if host.disk != disk:
             differences.append(f"disk: host {host.disk}, test ran on {disk}")
+    if storage_wanted(parameters) is not None:
+        placement = storage_placement(host, parameters)
+        scores["storage"] = placement.score
+        differences.extend(placement.differs)
     if not scores:
         return HostMatch(host, 0.0, (f"the test machine states no comparable facts: "
                                      f"{machine.description!r}",))
@@ -245,13 +164,15 @@ def score_host(host: Host, machine: TestMachine | None, disk: str | None = None)
 
 
 def choose_host(hosts: Sequence[Host], machine: TestMachine | None, busy: set[str] | frozenset[str] = frozenset(),
-                disk: str | None = None) -> HostMatch | None:
-    """The idle host most like the test machine; ties go to the earlier host in hosts.toml."""
+                disk: str | None = None, parameters: Iterable[tuple[str, str]] = ()) -> HostMatch | None:
+    """The idle host most like the test machine (and its storage, from the report's LKP
+    `parameters`); ties go to the earlier host in hosts.toml."""
+    parameters = tuple(parameters)
     best: HostMatch | None = None
     for host in hosts:
         if host.name in busy:
             continue  # one run per host at a time
-        match = score_host(host, machine, disk)
+        match = score_host(host, machine, disk, parameters)
         if best is None or match.score > best.score:
             best = match
     return best

@@ -42,7 +42,8 @@ def scratch_gb(host: Host) -> int:
 def host_shape(host: Host) -> HostShape:
     """The host as the planner sees it."""
     return HostShape(threads=host.threads, memory_gb=host.memory_gb, scratch_gb=scratch_gb(host),
-                     processes=host.process_budget, tools=host.tools)
+                     processes=host.process_budget, tools=host.tools + host.programs,
+                     scratch_devices=host.scratch_devices, kernel_filesystems=host.kernel_filesystems)
 
 
 def host_limits(host: Host) -> Limits:

@@ -6,8 +6,9 @@ holds the job file (`job.yaml`), the `reproduce` script and the kernel config (`
 HttpPolicy, including its total deadline), refuses any file over its size cap while streaming
 it (an honest Content-Length over the cap before reading any of it; otherwise as soon as the
 body, decoded, passes the cap: never read whole first, so the job.yaml the planner's YAML
-reader sees is at most 4 MiB), takes a 404 as "not there", and keeps each
-file in the store by (directory URL, name), so a second fetch asks the network nothing.
+reader sees is at most 4 MiB), takes a 404 as "not there", gives up at once on a host whose
+name does not resolve or that refuses connections (HostUnreachable: offline, no retries), and
+keeps each file in the store by (directory URL, name), so a second fetch asks the network nothing.
 The config's name comes from the directory listing when the server serves one, else from the
 report's attachments' names; without either it is skipped.
 
@@ -24,13 +25,22 @@ import dataclasses
 import html
 import re
 import shlex
+import socket
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import quote, unquote, urlsplit
 
 from triagebot.ingest.http import fetch
-from triagebot.ingest.protocol import BodyTooLarge, HttpClient, HttpPolicy, Sleeper, SourceError
+from triagebot.ingest.protocol import (
+    BodyTooLarge,
+    HttpClient,
+    HttpPolicy,
+    HttpResponse,
+    ResponseRefused,
+    Sleeper,
+    SourceError,
+)
 from triagebot.records import Report, Reproducer
 
 JOB_FILE = "job.yaml"
@@ -53,6 +63,49 @@ Announce = Callable[[str], None]  # told "fetching job.yaml from URL" before eac
 
 class MaterialsError(SourceError):
     """A materials file could not be used: too big, or the link is not an http(s) URL."""
+
+
+class HostUnreachable(ResponseRefused):
+    """The materials host's name does not resolve or it refuses connections: asking again in a
+    few seconds would only keep a planner waiting (the retry policy is for a server that answers
+    badly, not for one that is not there), so `fetch` does not retry it."""
+
+
+def _unreachable(error: BaseException) -> str | None:
+    """"its name does not resolve" / "it refuses connections" when `error` (or what caused it,
+    through requests' and urllib3's wrappers) says so, else None."""
+    seen: set[int] = set()
+    pending: list[object] = [error]
+    while pending:
+        item = pending.pop()
+        if not isinstance(item, BaseException) or id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, socket.gaierror) or type(item).__name__ == "NameResolutionError":
+            return "its name does not resolve"
+        if isinstance(item, ConnectionRefusedError):
+            return "it refuses connections"
+        pending += [item.__cause__, item.__context__, getattr(item, "reason", None), *item.args]
+    return None
+
+
+class _FailFast:
+    """An HttpClient that turns "host not there" into HostUnreachable (not retried)."""
+
+    def __init__(self, client: HttpClient) -> None:
+        self._client = client
+
+    def get(self, url: str, **kwargs) -> HttpResponse:
+        try:
+            return self._client.get(url, **kwargs)
+        except ResponseRefused:
+            raise
+        except SourceError as error:
+            why = _unreachable(error)
+            if why is None:
+                raise
+            host = urlsplit(url).hostname or url
+            raise HostUnreachable(f"{host} cannot be reached: {why} (not retried; offline?)") from error
 
 
 @dataclass(frozen=True)
@@ -152,11 +205,13 @@ def fetch_materials(url: str, client: HttpClient, policy: HttpPolicy, store, *,
                     announce: Announce | None = None) -> Materials:
     """job.yaml, reproduce and the kernel config of one materials directory, via the store.
 
-    Raises SourceError when the server cannot be read (after the policy's retries) and
+    Raises SourceError when the server cannot be read (after the policy's retries; at once,
+    as HostUnreachable, when the host's name does not resolve or it refuses connections) and
     MaterialsError for a file over its cap; a file the server does not have is None.
     """
     directory = directory_url(url)
     events: list[str] = []
+    client = _FailFast(client)
     page = _get(directory, LISTING, client, policy, store, sleep, events, listing=True, announce=announce)
     listed = listed_names(_text(page) or "") if page is not None else set()
     # A listing that names none of the files is not trusted to say what is missing.

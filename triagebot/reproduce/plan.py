@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from triagebot.records import Report
 from triagebot.reproduce.commandline import CommandRefused, parse_command
+from triagebot.reproduce.filesystem import place, storage_wanted
 from triagebot.reproduce.yaml_text import YamlRefused, load_documents
 from triagebot.rules.hosts import default_process_budget
 from triagebot.rules.templates import (
@@ -58,6 +59,8 @@ class HostShape:
     scratch_gb: int = 20
     processes: int | None = None  # processes + threads a plan may start; None: 64 a thread, at least 256
     tools: tuple[tuple[str, str], ...] = ()  # lab-installed tools by name and path (hosts.toml `tools`)
+    scratch_devices: tuple[str, ...] = ()  # block devices a plan may make a filesystem on
+    kernel_filesystems: tuple[str, ...] | None = None  # what the host's kernel mounts; None: unknown
 
     def tool(self, name: str) -> str | None:
         return dict(self.tools).get(name)
@@ -86,6 +89,13 @@ class Plan:
     parameters: tuple[tuple[str, str], ...] = ()  # the template parameters as planned
     output_metric: str = ""         # the metric's name in parse_output's result (fio.write_iops)
     collect: tuple[str, ...] = ()   # files the runner keeps for the parser ("{scratch}/…")
+    # The report's filesystem made again (triagebot.reproduce.filesystem): host steps before each
+    # sample (mkfs, mount on "{scratch}") and after it, always (umount); what the benchmark runs
+    # on; each way the storage differs from the report's.
+    prepare_steps: tuple[tuple[str, ...], ...] = ()
+    release_steps: tuple[tuple[str, ...], ...] = ()
+    runs_on: str | None = None
+    storage_differs: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"schema": PLAN_SCHEMA, "kind": "plan"}
@@ -106,6 +116,8 @@ class Plan:
             value = data[item.name]
             if item.name == "parameters":
                 value = tuple(value.items())
+            elif item.name in ("prepare_steps", "release_steps"):
+                value = tuple(tuple(step) for step in value)
             elif isinstance(value, list):
                 value = tuple(value)
             values[item.name] = value
@@ -227,7 +239,10 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
     for key in ("mount_option", "md"):
         if key in parameters and key not in template.lkp_environment:
             environment.append(f"{key}={parameters[key]}")
-    if environment:
+    # lkp-tests makes the job's filesystem itself (its setup/fs, on the host's partitions)
+    storage = storage_wanted(parameters.items()) if template.program != "lkp" else None
+    placement = place(storage, host.scratch_devices, [name for name, _ in host.tools], host.kernel_filesystems)
+    if environment and storage is None:
         notes.append(f"the report ran on {' '.join(environment)}; the plan runs on the host's scratch filesystem")
     settings = [f"{key}={parameters[key]}" for key in MACHINE_SETTINGS if key in parameters]
     if settings:
@@ -280,8 +295,14 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
             values[spec.name] = share
             notes.append(f"{spec.name} {_render(spec, share)} is {item.key} {raw} divided by "
                          f"{' × '.join(item.divide_by)}")
-        return _finish(template, values, None, labels, source, report, message_id, scratch_dir, host,
+        plan = _finish(template, values, None, labels, source, report, message_id, scratch_dir, host,
                        scaled, notes)
+        if storage is None:
+            return plan
+        def steps(items: tuple[tuple[str, ...], ...]) -> tuple[tuple[str, ...], ...]:
+            return tuple(tuple(word.replace(SCRATCH, scratch_dir) for word in step) for step in items)
+        return replace(plan, prepare_steps=steps(placement.prepare), release_steps=steps(placement.release),
+                       runs_on=placement.runs_on, storage_differs=placement.differs)
     except CommandRefused as refused:
         return Refusal(refused.reason, refused.missing, source, message_id)
 

@@ -146,9 +146,34 @@ class Runner:
             raise RunError(f"host {self.host.name}: asked for {commit}, but the running kernel is {running!r}")
         return running
 
+    def _host_step(self, step: tuple[str, ...], scratch: str, what: str) -> None:
+        """One of the plan's host steps (mkfs, mount, umount): run outside the scratch directory
+        (so it acts on the host, not in a benchmark's own mount namespace) and without the
+        benchmark's limits; SampleError when it fails."""
+        completed = self.executor.run(_fill(step, scratch), timeout=HOOK_TIMEOUT_SECONDS)
+        if not completed.ok:
+            raise SampleError(f"{what} {_fill(step, scratch)} {_failure(completed)}")
+
+    def _release(self, scratch: str, steps: tuple[tuple[str, ...], ...]) -> None:
+        """The plan's release steps (umount), each tried even when one before it failed; a step
+        that fails ends the run: the next sample's mkfs would find its device still mounted."""
+        problems = []
+        for step in steps:
+            try:
+                self._host_step(step, scratch, "release")
+            except (SampleError, ExecutorError) as error:
+                problems.append(str(error))
+        if problems:
+            raise RunError(f"host {self.host.name}: {'; '.join(problems)}")
+
     def _one(self) -> tuple[float, float, str, dict[str, float]]:
         scratch = self.executor.make_scratch()
+        prepared = False
         try:
+            for step in self.plan.prepare_steps:
+                self._host_step(step, scratch, "prepare")
+            # Mounted: from here on released in `finally`, whatever happens to the sample.
+            prepared = bool(self.plan.prepare_steps)
             if self.plan.setup_argv:
                 setup = self.executor.run(_fill(self.plan.setup_argv, scratch), timeout=self.plan.timeout_seconds,
                                           cwd=scratch, env=_scratch_env(scratch), limits=self.limits)
@@ -171,7 +196,11 @@ class Runner:
             return metrics[self.plan.output_metric], completed.seconds, \
                 completed.stdout[:MAX_KEPT_OUTPUT].decode("utf-8", "replace"), metrics
         finally:
-            self.executor.remove_scratch(scratch)
+            try:
+                if prepared:
+                    self._release(scratch, self.plan.release_steps)
+            finally:
+                self.executor.remove_scratch(scratch)
 
     def sample(self, role: str, commit: str, index: int, record: RunRecord) -> Sample:
         problems = []
@@ -206,13 +235,17 @@ def rerun(plan: Plan, host: Host, executor: Executor, base_commit: str, suspect_
     runner = Runner(plan, host, executor, retries=retries, limits=limits)
     record.events.append(f"limits: {describe_limits(limits)}")
     record.events.extend(getattr(executor, "limit_notes", ()))
+    if plan.runs_on:
+        record.events.append(f"storage: each sample runs on {plan.runs_on}, unmounted after it")
+    record.events.extend(f"storage differs from the report's: {item}" for item in plan.storage_differs)
     floor = floor_percent if floor_percent is not None else load_floors().floor_for(plan.report_metric or plan.metric)
     if not host.can_switch_kernel:
         record.events.append(f"host {host.name} cannot switch kernels: base and suspect both run on the "
                              "running kernel (an A/A run; no evidence about the commit)")
 
     def run_round(size: int) -> tuple[list[float], list[float]]:
-        base, suspect = [], []
+        base: list[float] = []
+        suspect: list[float] = []
         for _ in range(size):
             for role, commit, values in (("base", base_commit, base), ("suspect", suspect_commit, suspect)):
                 sample = runner.sample(role, commit, len(record.samples), record)

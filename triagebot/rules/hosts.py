@@ -18,15 +18,23 @@ for a report is the reproduce stage's (triagebot.reproduce.hosts).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from triagebot.errors import RulesError
 from triagebot.rules.loader import RulesFile, Section, parse_text, read_file
 
+if TYPE_CHECKING:
+    from triagebot.rules.self_describe import MachineFacts
+
 HOSTS_FILE = "hosts.toml"
 DISK_TYPES = ("nvme", "ssd", "hdd")
 REACH_KINDS = ("local", "ssh")
+DESCRIBE_KINDS = ("auto",)
+# Facts `describe = "auto"` fills from the machine (an entry's own value wins).
+DESCRIBED_FACTS = ("cpu_model", "microarch", "threads", "sockets", "memory_gb", "disk")
 COMMIT_PLACEHOLDER = "{commit}"
 # A commit or ref as it may be substituted into a hook: a sha or a tag/branch name, optionally
 # with git's parent suffix ("abc123^", "v6.8~2": the base of a human report is often only "the
@@ -84,10 +92,27 @@ class Host:
     # (("lkp-tests", "/opt/lkp-tests"), ("will-it-scale", "/opt/will-it-scale"), …). A template
     # that needs one plans only on a host that lists it.
     tools: tuple[tuple[str, str], ...] = ()
+    # What a local host was found to have when the rules were loaded (triagebot.rules.self_describe):
+    # programs on PATH (benchmarks, mkfs.*) and the filesystems its kernel mounts (None: not
+    # known, as on an SSH host: there `tools` names the mkfs programs the host has).
+    programs: tuple[tuple[str, str], ...] = ()
+    kernel_filesystems: tuple[str, ...] | None = None
+    describe: str | None = None  # "auto": the facts below were read from the machine
+    described: tuple[str, ...] = ()  # the facts the machine gave (not written in hosts.toml)
+    disks: tuple[str, ...] = ()  # the machine's block devices, described (describe = "auto")
 
     def tool(self, name: str) -> str | None:
         """Where the host keeps the tool `name`, or None when it does not have it."""
         return dict(self.tools).get(name)
+
+    def program(self, name: str) -> str | None:
+        """Where the program `name` is on the host: a lab tool of that name, else found on PATH."""
+        return self.tool(name) or dict(self.programs).get(name)
+
+    @property
+    def program_names(self) -> tuple[str, ...]:
+        """Every program and tool the host has, by name."""
+        return tuple(sorted({name for name, _ in self.tools + self.programs}))
 
     @property
     def process_budget(self) -> int:
@@ -108,7 +133,7 @@ class Host:
 
 # --- loading -----------------------------------------------------------------------------------
 
-_HOST_KEYS = ("name", "reach", "ssh", "cpu_model", "microarch", "threads", "sockets", "memory_gb",
+_HOST_KEYS = ("name", "reach", "ssh", "describe", "cpu_model", "microarch", "threads", "sockets", "memory_gb",
               "disk", "scratch_dir", "scratch_devices", "labels", "switch_kernel",
               "running_kernel", "reboot_timeout_s", "max_processes", "scratch_gb", "tools")
 _SSH_KEYS = ("host", "port", "user", "identity_file", "known_hosts_file", "connect_timeout_s",
@@ -178,7 +203,31 @@ def _ssh(entry: Section) -> SshAccess:
     )
 
 
-def _host(entry: Section) -> Host:
+Probe = Callable[[str], "MachineFacts"]  # scratch_dir -> the local machine's facts
+
+
+def probe_local(scratch_dir: str) -> MachineFacts:
+    """This machine's facts (read from /proc and /sys when the rules are loaded)."""
+    from triagebot.rules.self_describe import probe_this_machine
+
+    return probe_this_machine(scratch_dir)
+
+
+def _described(entry: Section, facts: MachineFacts | None) -> dict:
+    """The facts a host entry gives, each filled from the machine where it says describe = "auto"."""
+    auto = facts is not None and entry.get("describe") == "auto"
+    values: dict = {}
+    for key in DESCRIBED_FACTS:
+        if key in entry or not auto:
+            continue
+        value = getattr(facts, key)
+        if value is None and key != "microarch":
+            entry.fail(f"describe = \"auto\": the machine does not say its {key}; give {key} in the entry")
+        values[key] = value
+    return values
+
+
+def _host(entry: Section, probe: Probe) -> Host:
     entry.check_keys(_HOST_KEYS)
     name = entry.string("name", None)
     if not _NAME.fullmatch(name):
@@ -186,24 +235,29 @@ def _host(entry: Section) -> Host:
     reach = entry.choice("reach", REACH_KINDS, None)
     if reach == "local" and "ssh" in entry:
         entry.fail("a local host takes no [host.ssh] table")
-    disk = entry.choice("disk", DISK_TYPES, None)
-    scratch = entry.string("scratch_dir", None)
+    describe = entry.choice("describe", DESCRIBE_KINDS, None) if "describe" in entry else None
+    if describe is not None and reach != "local":
+        entry.fail("describe = \"auto\" reads this machine: only a local host may say it; describe "
+                   "an SSH host's CPU, threads, sockets, memory and disk in its entry")
+    scratch = _absolute(entry, "scratch_dir", entry.string("scratch_dir", None))
+    facts = probe(scratch) if reach == "local" else None
+    filled = _described(entry, facts)
+    disk = filled["disk"] if "disk" in filled else entry.choice("disk", DISK_TYPES, None)
     devices = entry.strings("scratch_devices")
     for device in devices:
         if not device.startswith("/dev/") or ".." in device:
             entry.fail(f"scratch_devices: {device!r} is not a /dev/ path")
-    cpu_model = entry.string("cpu_model", None)
     return Host(
         name=name,
         reach=reach,
         ssh=_ssh(entry) if reach == "ssh" else None,
-        cpu_model=cpu_model,
-        microarch=entry.optional_string("microarch"),
-        threads=entry.whole("threads", None, 1, 65536),
-        sockets=entry.whole("sockets", None, 1, 64),
-        memory_gb=entry.whole("memory_gb", None, 1, 1 << 20),
+        cpu_model=filled["cpu_model"] if "cpu_model" in filled else entry.string("cpu_model", None),
+        microarch=filled["microarch"] if "microarch" in filled else entry.optional_string("microarch"),
+        threads=filled["threads"] if "threads" in filled else entry.whole("threads", None, 1, 65536),
+        sockets=filled["sockets"] if "sockets" in filled else entry.whole("sockets", None, 1, 64),
+        memory_gb=filled["memory_gb"] if "memory_gb" in filled else entry.whole("memory_gb", None, 1, 1 << 20),
         disk=disk,
-        scratch_dir=_absolute(entry, "scratch_dir", scratch),
+        scratch_dir=scratch,
         scratch_devices=devices,
         labels=entry.strings("labels"),
         switch_kernel=_argv(entry, "switch_kernel", [], allow_commit=True),
@@ -212,16 +266,25 @@ def _host(entry: Section) -> Host:
         max_processes=entry.whole("max_processes", None, 16, 1 << 22) if "max_processes" in entry else None,
         scratch_gb=entry.whole("scratch_gb", None, 1, 1 << 30) if "scratch_gb" in entry else None,
         tools=_tools(entry),
+        programs=facts.programs if facts is not None else (),
+        kernel_filesystems=facts.kernel_filesystems if facts is not None else None,
+        describe=describe,
+        described=tuple(filled),
+        disks=facts.disks if facts is not None and describe else (),
     )
 
 
-def hosts_from(file: RulesFile) -> tuple[Host, ...]:
-    """The hosts of one parsed hosts.toml; RulesError naming file, line and entry on any fault."""
+def hosts_from(file: RulesFile, probe: Probe | None = None) -> tuple[Host, ...]:
+    """The hosts of one parsed hosts.toml; RulesError naming file, line and entry on any fault.
+
+    A local host's programs and kernel filesystems, and the facts of one that says
+    describe = "auto", come from `probe` (default: this machine, read once)."""
     file.top().check_keys(("host",))
+    probe = _once(probe or probe_local)
     hosts: list[Host] = []
     seen: set[str] = set()
     for entry in file.entries("host", label="name"):
-        host = _host(entry)
+        host = _host(entry, probe)
         if host.name in seen:
             entry.fail(f"name {host.name!r} is used by an earlier entry")
         seen.add(host.name)
@@ -229,17 +292,28 @@ def hosts_from(file: RulesFile) -> tuple[Host, ...]:
     return tuple(hosts)
 
 
-def parse_hosts(text: str, path: Path) -> tuple[Host, ...]:
+def _once(probe: Probe) -> Probe:
+    """`probe` asked at most once per scratch directory."""
+    seen: dict[str, MachineFacts] = {}
+
+    def cached(scratch_dir: str) -> MachineFacts:
+        if scratch_dir not in seen:
+            seen[scratch_dir] = probe(scratch_dir)
+        return seen[scratch_dir]
+    return cached
+
+
+def parse_hosts(text: str, path: Path, probe: Probe | None = None) -> tuple[Host, ...]:
     """The hosts of one hosts.toml text; `path` names it in errors."""
-    return hosts_from(parse_text(text, str(path)))
+    return hosts_from(parse_text(text, str(path)), probe)
 
 
-def load_hosts(rules: Path) -> tuple[Host, ...]:
+def load_hosts(rules: Path, probe: Probe | None = None) -> tuple[Host, ...]:
     """The inventory in `rules/hosts.toml`; a missing or invalid file is a RulesError."""
     path = rules / HOSTS_FILE
     if not path.exists():
         raise missing_hosts(rules)
-    return hosts_from(read_file(path))
+    return hosts_from(read_file(path), probe)
 
 
 def missing_hosts(rules: Path) -> RulesError:
