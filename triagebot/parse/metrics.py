@@ -1,7 +1,6 @@
 """Parse stage: LKP comparison tables (`%stddev %change %stddev`) and `fail:runs` tables."""
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 
@@ -29,8 +28,8 @@ def _float(text: str) -> float:
     return float(text)
 
 
-def parse_metric_row(line: str) -> MetricRow | None:
-    """One comparison row, or None when the line is not one."""
+def parse_metric_row(line: str, quoted: bool = False, test: str | None = None) -> MetricRow | None:
+    """One comparison row (marked with `quoted` and `test`), or None when the line is not one."""
     match = _ROW.match(line)
     if not match:
         return None
@@ -47,6 +46,8 @@ def parse_metric_row(line: str) -> MetricRow | None:
         change_unit=unit,
         head=_float(head),
         head_stddev_percent=_float(head_sd) if head_sd is not None else None,
+        quoted=quoted,
+        test=test,
     )
 
 
@@ -112,9 +113,9 @@ def parse_tables(lines: list[str], *, quoted: bool = False) -> tuple[list[Metric
         if set(stripped) <= set("\\| "):
             continue  # the `\  |  \` guide line under a header
         if mode == "metrics":
-            row = parse_metric_row(line)
+            row = parse_metric_row(line, quoted, test)
             if row is not None:
-                metrics.append(_marked(row, quoted, test))
+                metrics.append(row)
                 continue
             failure = parse_failure_row(line)
             if failure is not None:
@@ -125,14 +126,10 @@ def parse_tables(lines: list[str], *, quoted: bool = False) -> tuple[list[Metric
             if failure is not None:
                 failures.append(failure)
                 continue
-            row = parse_metric_row(line)
+            row = parse_metric_row(line, quoted, test)
             if row is not None:
                 mode = "metrics"
-                metrics.append(_marked(row, quoted, test))
+                metrics.append(row)
                 continue
         mode = None  # anything else ends the table
     return metrics, failures
-
-
-def _marked(row: MetricRow, quoted: bool, test: str | None) -> MetricRow:
-    return dataclasses.replace(row, quoted=quoted, test=test) if quoted or test else row
