@@ -30,6 +30,8 @@ _AUTHOR = re.compile(
 _REPLY_SUBJECT = re.compile(r"^(?:re|aw|sv|fwd?)\s*(?:\[\d+\])?\s*:", re.IGNORECASE)
 MAX_SUBJECT_CHARS = 998  # a header line's length limit (RFC 5322)
 MIN_QUOTE_CHARS = 12  # shorter quoted lines ("Thanks,") say nothing of whom a reply answers
+MAX_LINE_OWNERS = 20  # a line written in more messages than this (a rule, a signature) is no clue
+MAX_REFERENCES = 20
 ID_DOMAIN = "paste.triagebot.invalid"
 
 
@@ -106,21 +108,33 @@ def _quoted_lines(body: str) -> set[str]:
 
 def _own_lines(body: str) -> set[str]:
     return {" ".join(line.split()) for line in body.split("\n")
-            if line.strip() and not line.lstrip().startswith(">")}
+            if len(line.strip()) >= MIN_QUOTE_CHARS and not line.lstrip().startswith(">")}
 
 
-def _parent(index: int, bodies: list[str]) -> int | None:
-    """Of the messages before `index`, the one whose own text it quotes most (the later on a
-    tie); the one just before it when it quotes none of them."""
-    if index == 0:
-        return None
-    quoted = _quoted_lines(bodies[index])
-    best, best_score = index - 1, 0
-    for candidate in range(index):
-        score = len(quoted & _own_lines(bodies[candidate])) if quoted else 0
-        if score and score >= best_score:
-            best, best_score = candidate, score
-    return best
+def _parents(bodies: list[str]) -> list[int | None]:
+    """For each message, the earlier one whose own text it quotes most (the later on a tie),
+    else the one just before it. An index of own lines keeps the work linear in the text."""
+    owners: dict[str, list[int]] = {}  # an own line -> the messages that wrote it
+    parents: list[int | None] = []
+    for index, body in enumerate(bodies):
+        scores: dict[int, int] = {}
+        for line in _quoted_lines(body) if index else ():
+            written = owners.get(line)
+            if written is None or len(written) > MAX_LINE_OWNERS:
+                continue
+            for owner in written:
+                scores[owner] = scores.get(owner, 0) + 1
+        if index == 0:
+            parents.append(None)
+        elif scores:
+            parents.append(max(scores, key=lambda owner: (scores[owner], owner)))
+        else:
+            parents.append(index - 1)
+        for line in _own_lines(body):
+            written = owners.setdefault(line, [])
+            if len(written) <= MAX_LINE_OWNERS:
+                written.append(index)
+    return parents
 
 
 def split_thread_paste(text: str) -> list[PastedMessage] | None:
@@ -134,22 +148,21 @@ def split_thread_paste(text: str) -> list[PastedMessage] | None:
         end = starts[number + 1][0] if number + 1 < len(starts) else len(lines)
         bodies.append("\n".join(lines[start + 3:end]).strip("\n"))
     ids: list[str] = []
-    parents: list[int | None] = []
+    parents = _parents(bodies)
     messages: list[PastedMessage] = []
     for number, ((start, (name, address)), body) in enumerate(zip(starts, bodies, strict=True)):
         subject = " ".join(lines[start].split())
         ids.append(f"pasted-{_digest(subject, name, address or '', body)}@{ID_DOMAIN}")
-        parent = _parent(number, bodies)
-        parents.append(parent)
-        chain: list[str] = []
-        ancestor = parent
-        while ancestor is not None:
-            chain.append(ids[ancestor])
-            ancestor = parents[ancestor]
+        parent = parents[number]
+        references: tuple[str, ...] = ()
+        if parent is not None:
+            chain = (*messages[parent].references, ids[parent])
+            # the root and the nearest ancestors, as mail clients trim a long References
+            references = chain if len(chain) <= MAX_REFERENCES else (chain[0], *chain[-(MAX_REFERENCES - 1):])
         messages.append(PastedMessage(
             position=number + 1, subject=subject, name=name, address=address, body=body,
             message_id=ids[number], in_reply_to=ids[parent] if parent is not None else None,
-            references=tuple(reversed(chain)),
+            references=references,
         ))
     return messages
 
