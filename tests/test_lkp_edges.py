@@ -80,3 +80,20 @@ def test_quoted_tables_mark_their_rows() -> None:
     rows, _ = parse_tables(lines, quoted=True)
     assert [(row.name, row.quoted, row.test) for row in rows] == [("will-it-scale.per_thread_ops", True, None)]
     assert parse_tables(lines)[0][0].quoted is False
+
+
+def test_a_plan_reads_the_reported_change_from_the_reports_own_table() -> None:
+    from tests.conftest import PROJECT
+    from triagebot.records import Headline, MetricRow
+    from triagebot.reproduce.plan import Plan, plan_report
+    from triagebot.rules.templates import load_templates
+
+    other_run = MetricRow("fileio.latency_95th_ms", 10.0, None, 40.0, "percent", 14.0, None,
+                          test="gcc-12/performance/1SSD/ext4/seqwr/lkp-icl-2sp7/fileio")
+    report = Report(message_id="edge@example", in_reply_to=None, subject="s", from_="f", date=None,
+                    source=Source("text"), kind="lkp-regression", testcase="fileio",
+                    parameters=(("rwmode", "seqwr"), ("iomode", "sync"), ("filenum", "1024f"), ("size", "64G"),
+                                ("nr_threads", "100%"), ("period", "600s"), ("disk", "1HDD"), ("fs", "ext4")),
+                    headline=Headline("fileio.latency_95th_ms", 92.5, "regression"), metrics=(other_run,))
+    plan = plan_report(report, load_templates(PROJECT / "rules"))
+    assert isinstance(plan, Plan) and plan.reported_change_percent == 92.5  # not the other run's +40%
