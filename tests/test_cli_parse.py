@@ -35,7 +35,7 @@ def test_json_lines_for_an_lkp_report() -> None:
     assert record["metrics"][0] == {"name": "fsmark.files_per_sec", "base": 14349.0,
                                     "base_stddev_percent": None, "change": -5.7,
                                     "change_unit": "percent", "head": 13527.0,
-                                    "head_stddev_percent": None}
+                                    "head_stddev_percent": None, "quoted": False, "test": None}
 
 
 def test_mbox_gz_gives_one_record_per_message(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
 from triagebot.errors import InputError
+from triagebot.parse.lore_paste import as_mail, split_thread_paste
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # one message larger than this is refused, not parsed
 MAX_DECOMPRESSED_BYTES = 4 * 1024 ** 3  # a .gz input inflating past this stops there
@@ -206,7 +207,23 @@ def iter_inputs(path: str) -> Iterator[Entry]:
             raise InputError(name, f"input larger than the {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB "
                                    f"a single message may be")
     kind = "eml" if path.endswith((".eml", ".mbox")) else "text"
+    if kind == "text":
+        pasted = _pasted_thread(bytes(data), name)
+        if pasted is not None:
+            yield from pasted
+            return
     yield Entry(name, kind, bytes(data), None)
+
+
+def _pasted_thread(data: bytes, name: str) -> list[Entry] | None:
+    """A pasted lore thread page as one entry per message (each written as a mail with
+    synthesized ids, see parse/lore_paste.py); None for any other text."""
+    if data[:1] in (b"<", b"\x00"):
+        return None  # a web page or binary data: the parser says what it is
+    messages = split_thread_paste(data.decode("utf-8", "replace"))
+    if not messages:
+        return None
+    return [Entry(f"{name}#{item.position}", "text", as_mail(item, len(messages)), None) for item in messages]
 
 
 def _prepend(head: bytes, blocks: Iterator[bytes]) -> Iterator[bytes]:

@@ -63,6 +63,10 @@ class MetricRow:
     change_unit: str  # percent / absolute
     head: float
     head_stddev_percent: float | None
+    quoted: bool = False  # read from quoted (`> `) text: the report a reply quotes
+    # The details line (`gcc-12/performance/…/testcase`) of the table the row is in, when that is
+    # another test's table (LKP's "also impacted" tests); None for the report's own table.
+    test: str | None = None
 
 
 @dataclass(frozen=True)

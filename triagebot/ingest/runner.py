@@ -111,7 +111,7 @@ def store_parsed(store: Store, parsed: list[tuple[FetchedMessage, str, dict]], r
     for fetched, name, record in parsed:
         try:
             item = _incoming(fetched, record, received_at)
-            alias = (fallback_key_of_record(record), item.message_id, record.get("message_id") is not None)
+            alias = (fallback_key_of_record(record, fetched.raw), item.message_id, record.get("message_id") is not None)
         except Exception as error:  # noqa: BLE001 - a record this message alone cannot be stored with
             failures.append((fetched, name, f"its record cannot be stored: {describe_error(error)}"))
             continue

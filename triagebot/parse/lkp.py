@@ -21,9 +21,11 @@ _FUNCTIONAL_HEADLINE = re.compile(
 # quadratically on a long run of spaces.
 _COMMIT_LINE = re.compile(r"^commit:\s*+([0-9a-f]{7,40})\s*+(?:\(\"(.*?)\"\))?\s*$")
 _COMMIT_LIST_ENTRY = re.compile(r"^\s+([0-9a-f]{7,40})\s+\(\"(.*)\"\)\s*$")
+# A base that is a release tag is listed by its name alone: `  v5.13-rc2`.
+_TAG_LIST_ENTRY = re.compile(r"^\s+(v\d{1,2}\.\d{1,3}(?:\.\d{1,3})?(?:-rc\d{1,2})?)\s*$")
 _TREE_LINE = re.compile(r"^(https?://\S+|git://\S+)\s+(\S+)\s*$")
 _TEST_ON = re.compile(
-    r"^\[(?:test failed|still regression|test failed again|regression) on ([\w./-]+) ([0-9a-f]{7,40})\]"
+    r"^\[(?:test failed|still regression|test failed again|regression) on ([\w./-]+)\s++([0-9a-f]{7,40})\]"
 )
 _KEY_LINE = re.compile(r"^(?:in )?(testcase|config|compiler|version|url|base|patch link|"
                        r"patch subject):\s*+(.*\S|)\s*$")
@@ -36,6 +38,12 @@ _PARAMETERS_START = re.compile(r"^(?:with following )?parameters:\s*$")
 _PARAMETER = re.compile(r"^[ \t]++([\w.-]+):\s*+(.*\S|)\s*$")
 _MATERIALS = re.compile(r"https?://download\.01\.org/0day-ci/archive/\d{8}/\S+")
 _ALSO_BOX_START = "also has significant impact on the following tests"
+# Where the report proper starts: a preamble above it ("we reported … when this commit is
+# in linux-next: commit: <sha>") may name another commit on a `commit:` line of its own.
+_REPORT_START = re.compile(r"kernel test robot noticed|FYI, we noticed|^Greeting,\s*$")
+# The trailer box: `| Closes: https://lore.kernel.org/oe-lkp/<msgid>`, and its early-2023 form
+# `| Link: …` (the same link under the older trailer name).
+_BOX_TRAILER = re.compile(r"^\|[ \t]*+(?:Closes|Link):[ \t]*+(https?://lore\.kernel\.org/oe-(?:lkp|kbuild-all)/\S+)\s*$")
 
 
 @dataclass
@@ -49,6 +57,7 @@ class LkpFacts:
     parameters: dict[str, str] = field(default_factory=dict)
     test_machine: TestMachine | None = None
     materials: str | None = None
+    closes: str | None = None  # the lore link of the report's `| Closes:` (or older `| Link:`) line
     also_impacted: list[AlsoImpacted] = field(default_factory=list)
     recipe: list[str] = field(default_factory=list)
 
@@ -172,8 +181,15 @@ def parse_lkp(text: str) -> LkpFacts:
     culprit: Commit | None = None
     seen: set[str] = set()
     machine_description: str | None = None
+    report_start = next((index for index, line in enumerate(lines[:200]) if _REPORT_START.search(line)), 0)
     for index, line in enumerate(lines):
         commit_match = _COMMIT_LINE.match(line.strip())
+        if commit_match and culprit is None and index < report_start:
+            sha, subject = commit_match.groups()  # a preamble's commit: not this report's culprit
+            if sha not in seen:
+                facts.commits.append(Commit(sha=sha, subject=subject, role="mentioned"))
+                seen.add(sha)
+            continue
         if commit_match and culprit is None:
             sha, subject = commit_match.groups()
             tree = branch = None
@@ -191,9 +207,10 @@ def parse_lkp(text: str) -> LkpFacts:
             position = 0
             while entry_index < len(lines):
                 entry = _COMMIT_LIST_ENTRY.match(lines[entry_index])
-                if not entry:
+                tag = _TAG_LIST_ENTRY.match(lines[entry_index]) if not entry else None
+                if not entry and not tag:
                     break
-                sha, subject = entry.groups()
+                sha, subject = entry.groups() if entry else (tag.group(1), None)  # type: ignore[union-attr]
                 if culprit.sha.startswith(sha) or sha.startswith(culprit.sha):
                     pass  # the culprit again: one record, not two
                 elif len(seen) < MAX_COMMITS and not any(known.startswith(sha) or sha.startswith(known)
@@ -228,6 +245,11 @@ def parse_lkp(text: str) -> LkpFacts:
                     facts.commits.append(Commit(sha=sha, role="base"))
                     seen.add(sha)
             continue
+        if line.startswith("|") and facts.closes is None:
+            trailer = _BOX_TRAILER.match(line)
+            if trailer:
+                facts.closes = trailer.group(1)
+                continue
         machine_match = _MACHINE_LINE.match(line)
         if machine_match and machine_description is None:
             machine_description = machine_match.group(1)
@@ -247,5 +269,10 @@ def parse_lkp(text: str) -> LkpFacts:
         facts.test_machine = TestMachine(description="", tbox_group=axes["tbox_group"])
     if facts.testcase is None and axes.get("testcase"):
         facts.testcase = axes["testcase"]
+    # Reports without `compiler:`/`config:` lines still name both in the details block.
+    if facts.compiler is None and axes.get("compiler"):
+        facts.compiler = axes["compiler"]
+    if facts.lkp_config is None and axes.get("kconfig"):
+        facts.lkp_config = axes["kconfig"]
     facts.also_impacted = _also_impacted(lines)
     return facts

@@ -1,6 +1,7 @@
 """Parse stage: assemble one Report from one message's bytes (mail, archive page or paste)."""
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from triagebot.errors import MessageError
@@ -325,11 +326,20 @@ def _lkp_fields(own: str, attachments: tuple[DecodedAttachment, ...]) -> dict:
         "failures": tuple(failures),
         "reproducers": tuple(reproducers),
         "kernel_config": tuple(kernel_config.items()),
-        "links": _links(own, facts.materials),
+        "links": _lkp_links(own, facts),
         "compiler": facts.compiler,
         "lkp_config": facts.lkp_config,
         "also_impacted": tuple(facts.also_impacted),
     }
+
+
+def _lkp_links(own: str, facts: lkp_parser.LkpFacts) -> Links:
+    """The links; Closes from the report's box when written as the older `| Link:` trailer."""
+    links = _links(own, facts.materials)
+    if links.closes is None and facts.closes:
+        return dataclasses.replace(links, closes=facts.closes, other=tuple(url for url in links.other
+                                                                             if url != facts.closes))
+    return links
 
 
 _COMMAND_HINTS = ("fio", "sysbench", "fs_mark", "stress-ng", "hackbench", "perf bench", "fsperf",
@@ -400,8 +410,9 @@ def _quoted_context(quoted: str) -> dict:
     """What a reply is about, from the report it quotes (marked quoted: true)."""
     facts = lkp_parser.parse_lkp(quoted)
     if facts.commits:
+        metrics, _ = parse_tables(quoted.split("\n"), quoted=True)  # rows marked quoted: true
         return {"commits": tuple(facts.commits), "testcase": facts.testcase,
-                "headline": facts.headline}
+                "headline": facts.headline, "metrics": tuple(metrics)}
     commits = find_commits(quoted)
     if commits:
         return {"commits": tuple(commits)}

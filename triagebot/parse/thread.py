@@ -119,7 +119,8 @@ def build_threads(records: Sequence[Report]) -> list[Thread]:
         while stack:
             key, depth = stack.pop()
             order.append((key, depth))
-            stack.extend((child, depth + 1) for child in sorted(children.get(key, []), key=date_of, reverse=True))
+            # reversed, not reverse=True: undated children (a paste's) keep their input order
+            stack.extend((child, depth + 1) for child in reversed(sorted(children.get(key, []), key=date_of)))
         threads.append(_summarise(root, order, reports))
     return threads
 

@@ -571,7 +571,8 @@ def _metric(template: Template, rendered: dict[str, str], report: Report | None,
             notes: list[str]) -> tuple[MetricSpec, str | None, float | None, str]:
     """The metric to compare, the report's name for it, its reported change and better direction."""
     headline = report.headline if report else None
-    rows = report.metrics if report else ()
+    # the report's own table: rows of an "also impacted" test's table (`test` set) measure another run
+    rows = [row for row in report.metrics if row.test is None] if report else []
 
     def change_of(name: str) -> float | None:
         row = next((row for row in rows if row.name == name and row.change_unit == "percent"), None)
