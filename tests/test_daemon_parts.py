@@ -15,7 +15,7 @@ from tests.support.fake_slack import FakeSlack
 from triagebot import flow
 from triagebot.health import DaemonMetrics, HealthServer
 from triagebot.parse.report import parse_message
-from triagebot.records import Source, report_to_json
+from triagebot.records import Source, report_from_json, report_to_json
 from triagebot.rules.routing import parse_routing
 from triagebot.rules.settings import load_settings
 from triagebot.store.sqlite import SqliteStore
@@ -71,7 +71,7 @@ def test_status_shows_the_queue_held_rows_and_sources_never_polled(tmp_path: Pat
     record = report_to_json(parse_message(raw, Source("eml")))
     with SqliteStore(database) as store:
         store.put_message(record["message_id"], raw, "test", None, "2026-12-01T00:00:00+00:00")
-        store.put_record(record["message_id"], record, "test")
+        store.put_record(record["message_id"], report_from_json(record), "test")
         store.start_triage(record["message_id"], "#perf-triage")
         store.enqueue(record["message_id"], "parent", "#perf-triage", {"text": "parent"})
         [row] = store.outbox()
@@ -117,7 +117,7 @@ def test_only_recent_reports_are_taken_on_and_each_once(tmp_path: Path) -> None:
     lab = flow.DaemonContext(settings=settings, database=tmp_path / "t.db", deliver=lambda: None)
     with SqliteStore(tmp_path / "t.db") as store:
         store.put_message(record["message_id"], raw, "test", None, "2026-12-01T00:00:00+00:00")
-        store.put_record(record["message_id"], record, "test")
+        store.put_record(record["message_id"], report_from_json(record), "test")
         in_2026 = datetime(2026, 12, 3, tzinfo=UTC)
         assert flow.admit(store, lab, admit_days=14, now=in_2026) == []  # a backfilled old report
         in_2024 = datetime(2024, 4, 20, tzinfo=UTC)

@@ -275,11 +275,11 @@ def _daemon_lab(tmp_path: Path, devices: tuple[str, ...]):
 def _taken_on(store, report: Report) -> None:
     import dataclasses
 
-    from triagebot.records import Commit, report_to_json
+    from triagebot.records import Commit
 
     report = dataclasses.replace(report, commits=(Commit("c0ffee1234ab", role="culprit"),))
     store.put_message(report.message_id, b"Subject: s\n\nbody\n", "test", None, "2026-12-01T00:00:00+00:00")
-    store.put_record(report.message_id, report_to_json(report), "test")
+    store.put_record(report.message_id, report, "test")
     store.start_triage(report.message_id, "#perf-triage")
 
 
@@ -325,7 +325,6 @@ def test_the_daemon_says_what_it_cannot_match_in_the_plan_reply(tmp_path: Path) 
 
 def test_triage_plan_for_a_named_host_shows_the_filesystem_steps(tmp_path: Path, capsys) -> None:
     from triagebot.cli.main import main
-    from triagebot.records import report_to_json
     from triagebot.rules.self_describe import probe_this_machine
     from triagebot.store.sqlite import SqliteStore
 
@@ -346,7 +345,7 @@ tools = {{ "mkfs.btrfs" = "/usr/sbin/mkfs.btrfs" }}
     with SqliteStore(database) as store:
         report = lkp_report(BTRFS_ON_HDD)
         store.put_message(report.message_id, b"Subject: s\n\nbody\n", "test", None, "2026-12-01T00:00:00+00:00")
-        store.put_record(report.message_id, report_to_json(report), "test")
+        store.put_record(report.message_id, report, "test")
     common = ["plan", "fs-test@example.org", "--db", str(database), "--rules", str(rules), "--no-fetch"]
     assert main([*common, "--host", "disk-lab"]) == 0
     shown = capsys.readouterr().out

@@ -12,7 +12,7 @@ from triagebot.cli import hosts as hosts_cli
 from triagebot.errors import RulesError
 from triagebot.parse.lkp import parse_machine
 from triagebot.parse.report import parse_message
-from triagebot.records import Source, report_to_json
+from triagebot.records import Source, report_from_json, report_to_json
 from triagebot.reproduce.hosts import choose_host, disk_from_parameters, microarch_of, score_host
 from triagebot.rules.hosts import Host, load_hosts, parse_hosts
 from triagebot.store.sqlite import SqliteStore
@@ -249,7 +249,7 @@ def _store_report(db: Path, message_id: str, description: str) -> None:
     data["parameters"] = {"disk": "1HDD"}
     with SqliteStore(db) as store:
         store.put_message(message_id, raw, "eml", None, "2024-01-01T00:00:00Z")
-        store.put_record(message_id, data, "test")
+        store.put_record(message_id, report_from_json(data), "test")
 
 
 def _run(*arguments: str) -> int:

@@ -63,7 +63,7 @@ def test_file_import_is_idempotent_and_threads(tmp_path: Path) -> None:
                                  _FreshCursor(store), jobs=1)
         assert other_copy.new_ids == []  # read again from the start: every Message-ID is known
         record = store.get_record("20240215083344.u7kq2xw3rfd5@marek-tp")
-        assert record["stance"] == "reproduced" and record["source"]["kind"] == "mbox"
+        assert record.stance == "reproduced" and record.source.kind == "mbox"
         assert store.get_record_version("20240215083344.u7kq2xw3rfd5@marek-tp") == PARSER_VERSION
         thread = store.thread_of("c41d9e27-8a3b-4f1c-b5d6-2e7f8a9b0c1d@example.com")
         assert thread[0] == "8f3e2c1a-5b7d-4e2f-9a61-0c4d2e7b9f10@example.com" and len(thread) == 3

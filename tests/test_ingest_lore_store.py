@@ -10,6 +10,7 @@ from tests.support.public_inbox import load_eml_dir, make_message, require_publi
 from tests.test_ingest_lore import DAY, Fault, Waits, faulty, make_source  # noqa: F401 (faulty: a fixture)
 from triagebot.ingest.protocol import SourceError
 from triagebot.ingest.runner import ingest_once
+from triagebot.records import Source
 from triagebot.store.sqlite import SqliteStore
 
 THREAD_FILES = ["lkp-perf_xfs-fsmark-5.7pct.eml", "reply_xfs-fsmark-5.7pct-reply.eml",
@@ -27,9 +28,9 @@ def test_corpus_inbox_ingested_over_http(tmp_path) -> None:
         first = ingest_once(source, store, jobs=1)
         assert sorted(first.new_ids) == sorted(server.message_ids)
         report = store.get_record("202305090905.aff4e0e6-oliver.sang@intel.com")
-        assert report["kind"] == "lkp-regression" and len(report["metrics"]) == 519
-        assert report["source"] == {"kind": "lore", "url": server.message_url(report["message_id"])}
-        assert store.thread_of("20230512230504.GF3223426@dread.disaster.area")[0] == report["message_id"]
+        assert report.kind == "lkp-regression" and len(report.metrics) == 519
+        assert report.source == Source("lore", server.message_url(report.message_id))
+        assert store.thread_of("20230512230504.GF3223426@dread.disaster.area")[0] == report.message_id
         # a second poll fetches nothing
         assert ingest_once(source, store, jobs=1).new_ids == []
         # a message added afterwards is the only thing the next poll stores
@@ -46,7 +47,7 @@ def test_corpus_inbox_ingested_over_http(tmp_path) -> None:
         server.add_message(reply)
         assert ingest_once(source, store, jobs=1).new_ids == ["reply-newcomer@example.org"]
         assert store.thread_of("reply-newcomer@example.org") == ["newcomer@example.org", "reply-newcomer@example.org"]
-        assert store.get_record("reply-newcomer@example.org")["stance"] == "not-reproduced"
+        assert store.get_record("reply-newcomer@example.org").stance == "not-reproduced"
 
 
 

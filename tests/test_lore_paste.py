@@ -111,7 +111,7 @@ def test_ingest_stores_every_message_once_and_keeps_two_dateless_texts_apart(tmp
     ids = [item.message_id for item in split_thread_paste(THREAD.read_text()) or []]
     with SqliteStore(database) as store:
         assert store.thread_root(ids[2]) == ids[0] and set(store.thread_of(ids[3])) == set(ids)
-        assert store.get_record(ids[3])["stance"] == "not-reproduced"
+        assert store.get_record(ids[3]).stance == "not-reproduced"
     # two old-style pastes (a header block without Date or Subject) by the same sender
     for name, words in (("a.txt", "The run took 41 minutes."), ("b.txt", "The run took 58 minutes.")):
         (tmp_path / name).write_text(f"From: Ines Walcher\n\n{words}\n")

@@ -27,7 +27,7 @@ from triagebot.ingest.http import RequestsClient
 from triagebot.ingest.protocol import HttpPolicy, SourceError
 from triagebot.parse.message import decode_message
 from triagebot.parse.report import parse_message
-from triagebot.records import Links, Report, Source, report_from_json, report_to_json
+from triagebot.records import Links, Report, Source
 from triagebot.reproduce import materials as materials_module
 from triagebot.reproduce.materials import (
     LISTING,
@@ -412,15 +412,14 @@ def _triage(*args: str) -> subprocess.CompletedProcess:
 def _point_materials_at(database: Path, message_id: str, url: str) -> None:
     """Rewrite the stored record's materials link: the parser takes only download.01.org links."""
     with SqliteStore(database) as store:
-        record = store.get_record(message_id)
-        assert record is not None
-        report = report_from_json(record)
+        report = store.get_record(message_id)
+        assert report is not None
         assert report.links.materials and report.links.materials.startswith("https://download.01.org/")
         report = dataclasses.replace(
             report, links=dataclasses.replace(report.links, materials=url),
             reproducers=tuple(dataclasses.replace(item, url=url) if item.kind == "lkp-materials" else item
                               for item in report.reproducers))
-        store.put_record(message_id, report_to_json(report), store.get_record_version(message_id) or "test")
+        store.put_record(message_id, report, store.get_record_version(message_id) or "test")
 
 
 def test_triage_plan_fetches_the_materials_of_a_stored_lkp_report(tmp_path):
@@ -475,7 +474,7 @@ def test_triage_plan_no_fetch_refuses_a_report_the_mail_cannot_plan(tmp_path):
         report = _hand_report(server.url(DIRECTORY))
         with SqliteStore(database) as store:
             store.put_message("hand-lkp@example", b"Subject: s\n\nbody\n", "eml", None, "2024-01-01T00:00:00Z")
-            store.put_record("hand-lkp@example", report_to_json(report), "test")
+            store.put_record("hand-lkp@example", report, "test")
         refused = _triage("plan", "hand-lkp@example", "--db", str(database), "--no-fetch")
         assert refused.returncode == 1 and refused.stdout.startswith("refused: ")
         assert server.total() == 0
@@ -494,7 +493,7 @@ def test_triage_rerun_fetches_before_planning_and_no_fetch_does_not(tmp_path):
         report = _hand_report(server.url(DIRECTORY))
         with SqliteStore(database) as store:
             store.put_message("hand-lkp@example", b"Subject: s\n\nbody\n", "eml", None, "2024-01-01T00:00:00Z")
-            store.put_record("hand-lkp@example", report_to_json(report), "test")
+            store.put_record("hand-lkp@example", report, "test")
         offline = _triage("rerun", "hand-lkp@example", "--db", str(database), "--no-fetch")
         assert offline.returncode == 1 and "names no testcase" in offline.stderr, offline.stderr
         assert server.total() == 0

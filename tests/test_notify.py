@@ -23,7 +23,7 @@ from triagebot.notify.plot import run_plot, strip_plot
 from triagebot.notify.slack import NotifyError, SlackNotifier
 from triagebot.notify.terminal import TerminalNotifier, payload_to_text
 from triagebot.parse.report import parse_message
-from triagebot.records import Source, report_to_json
+from triagebot.records import Report, Source, report_from_json, report_to_json
 from triagebot.rules.routing import load_routing, parse_routing, subsystems
 from triagebot.states import TriageState, triage_state
 
@@ -119,7 +119,7 @@ def test_token_and_url_from_environment(slack: FakeSlack, monkeypatch: pytest.Mo
 
 def test_parent_posted_appears_in_history(notifier: SlackNotifier, slack: FakeSlack,
                                           lkp_report: dict) -> None:
-    payload = render.parent_message(lkp_report, "new")
+    payload = render.parent_message(report_from_json(lkp_report), "new")
     ts = notifier.post_parent(CHANNEL, payload)
     history = notifier.history(CHANNEL)
     assert [message["ts"] for message in history] == [ts]
@@ -136,7 +136,7 @@ def test_parent_posted_appears_in_history(notifier: SlackNotifier, slack: FakeSl
 
 def test_replies_are_threaded_and_update_changes_parent(notifier: SlackNotifier, slack: FakeSlack,
                                                         lkp_report: dict) -> None:
-    posted = notifier.post_message("#perf-triage", render.parent_message(lkp_report, "new"))
+    posted = notifier.post_message("#perf-triage", render.parent_message(report_from_json(lkp_report), "new"))
     assert posted.channel == CHANNEL  # a #name in, the ID out: chat.update needs it
     parent = posted.ts
     plan_ts = notifier.post_reply(CHANNEL, parent, render.plan_reply(PLAN))
@@ -145,7 +145,7 @@ def test_replies_are_threaded_and_update_changes_parent(notifier: SlackNotifier,
                                         "started", 40)
     progress_ts = notifier.post_reply(CHANNEL, parent, started)
     verdict_ts = notifier.post_reply(CHANNEL, parent, render.verdict_reply(None, run))
-    final = render.parent_message(lkp_report, triage_state(PLAN, run), plan=PLAN, run=run)
+    final = render.parent_message(report_from_json(lkp_report), triage_state(PLAN, run), plan=PLAN, run=run)
     notifier.update_parent(CHANNEL, parent, final)
 
     messages = slack.messages(CHANNEL)
@@ -161,9 +161,9 @@ def test_replies_are_threaded_and_update_changes_parent(notifier: SlackNotifier,
 
 def test_plot_upload_reaches_server_as_png(notifier: SlackNotifier, slack: FakeSlack,
                                            lkp_report: dict) -> None:
-    parent = notifier.post_parent(CHANNEL, render.parent_message(lkp_report, "confirmed"))
+    parent = notifier.post_parent(CHANNEL, render.parent_message(report_from_json(lkp_report), "confirmed"))
     run = run_json()
-    file_id = notifier.upload_plot(CHANNEL, parent, run_plot(run), render.plot_title(lkp_report, run))
+    file_id = notifier.upload_plot(CHANNEL, parent, run_plot(run), render.plot_title(report_from_json(lkp_report), run))
     data = slack.uploaded(file_id)
     assert data is not None and data[:8] == b"\x89PNG\r\n\x1a\n"
     length, kind = struct.unpack(">I4s", data[8:16])
@@ -181,7 +181,7 @@ def test_plot_upload_reaches_server_as_png(notifier: SlackNotifier, slack: FakeS
 
 def test_channel_not_found_names_the_channel(notifier: SlackNotifier, lkp_report: dict) -> None:
     with pytest.raises(NotifyError) as caught:
-        notifier.post_parent("C0NOSUCH1", render.parent_message(lkp_report, "new"))
+        notifier.post_parent("C0NOSUCH1", render.parent_message(report_from_json(lkp_report), "new"))
     error = caught.value
     assert (error.code, error.channel, error.method) == ("channel_not_found", "C0NOSUCH1",
                                                          "chat.postMessage")
@@ -192,7 +192,7 @@ def test_rate_limit_burst_is_retried_and_arrives_once(notifier: SlackNotifier, s
                                                       lkp_report: dict) -> None:
     slack.rate_limit("chat.postMessage", count=2, retry_after=1)
     started = time.monotonic()
-    ts = notifier.post_parent(CHANNEL, render.parent_message(lkp_report, "new"))
+    ts = notifier.post_parent(CHANNEL, render.parent_message(report_from_json(lkp_report), "new"))
     assert time.monotonic() - started >= 2  # Retry-After honoured, twice
     calls = slack.calls_to("chat.postMessage")
     assert [call.status for call in calls] == [429, 429, 200]
@@ -203,7 +203,7 @@ def test_rate_limit_beyond_retries_raises_retryable(slack: FakeSlack, lkp_report
     notifier = SlackNotifier(TOKEN, base_url=slack.base_url, rate_limit_retries=1)
     slack.rate_limit("chat.postMessage", count=3, retry_after=0)
     with pytest.raises(NotifyError) as caught:
-        notifier.post_parent(CHANNEL, render.parent_message(lkp_report, "new"))
+        notifier.post_parent(CHANNEL, render.parent_message(report_from_json(lkp_report), "new"))
     assert caught.value.code == "ratelimited" and caught.value.retryable
     assert slack.messages(CHANNEL) == []
 
@@ -211,10 +211,10 @@ def test_rate_limit_beyond_retries_raises_retryable(slack: FakeSlack, lkp_report
 def test_outage_raises_retryable(notifier: SlackNotifier, slack: FakeSlack, lkp_report: dict) -> None:
     slack.outage(True)
     with pytest.raises(NotifyError) as caught:
-        notifier.post_parent(CHANNEL, render.parent_message(lkp_report, "new"))
+        notifier.post_parent(CHANNEL, render.parent_message(report_from_json(lkp_report), "new"))
     assert caught.value.retryable and caught.value.code == "http_503"
     slack.outage(False)
-    assert notifier.post_parent(CHANNEL, render.parent_message(lkp_report, "new"))
+    assert notifier.post_parent(CHANNEL, render.parent_message(report_from_json(lkp_report), "new"))
     assert len(slack.messages(CHANNEL)) == 1
 
 
@@ -228,7 +228,7 @@ def test_render_fits_slack_limits_and_server_accepts(notifier: SlackNotifier, sl
             for index in range(600)]
     huge = {**lkp_report, "metrics": rows, "subject": "[xfs] " + "very long subject " * 3000,
             "headline": {"metric": "m" * 400, "change_percent": -8.4, "direction": "regression"}}
-    payload = render.parent_message(huge, "running")
+    payload = render.parent_message(report_from_json(huge), "running")
     assert len(payload["blocks"]) <= render.MAX_BLOCKS
     assert len(payload["text"]) <= render.MAX_MESSAGE_TEXT
     for block in payload["blocks"]:
@@ -249,7 +249,7 @@ def test_render_fits_slack_limits_and_server_accepts(notifier: SlackNotifier, sl
 # Each state renders, and the state names are the documented set.
 @pytest.mark.parametrize("state", list(TriageState))
 def test_every_state_renders(lkp_report: dict, state: str) -> None:
-    payload = render.parent_message(lkp_report, state)
+    payload = render.parent_message(report_from_json(lkp_report), state)
     assert f"*{state}*" in block_texts(payload["blocks"]) and payload["text"].startswith(f"[{state}]")
 
 
@@ -281,7 +281,7 @@ def test_progress_moments_not_per_sample() -> None:
 def test_terminal_notifier_prints_the_same_content(lkp_report: dict, tmp_path: Path) -> None:
     stream = io.StringIO()
     terminal = TerminalNotifier(stream, plot_dir=tmp_path)
-    parent = terminal.post_parent("#perf-triage", render.parent_message(lkp_report, "new"))
+    parent = terminal.post_parent("#perf-triage", render.parent_message(report_from_json(lkp_report), "new"))
     terminal.post_reply("#perf-triage", parent, render.verdict_reply(VERDICT))
     terminal.upload_plot("#perf-triage", parent, strip_plot([1, 2, 3], [2, 3, 4]), "samples")
     out = stream.getvalue()
@@ -387,20 +387,21 @@ subsystem = "ext4"
 ])
 def test_routing_picks_channel(fixture: str, list_name: str | None, channel: str) -> None:
     routing = parse_routing(ROUTES, "test-routes.toml")
-    assert routing.channel_for(report_json(fixture), list_name) == channel
+    assert routing.channel_for(report_from_json(report_json(fixture)), list_name) == channel
 
 
 def test_routing_list_from_lore_source_url() -> None:
     routing = parse_routing(ROUTES, "test-routes.toml")
-    report = {"subject": "something", "source": {"kind": "lore",
-              "url": "https://lore.kernel.org/linux-btrfs/20240101.abc@example.com/"}}
+    report = Report(message_id="20240101.abc@example.com", in_reply_to=None, subject="something", from_="",
+                    date=None, kind="human-report",
+                    source=Source("lore", "https://lore.kernel.org/linux-btrfs/20240101.abc@example.com/"))
     assert routing.channel_for(report) == "#btrfs"
 
 
 def test_shipped_routing_file_loads() -> None:
     routing = load_routing(PROJECT / "rules" / "routing.toml")
     assert routing.default_channel and routing.routes
-    assert routing.channel_for(report_json("edge/crlf-lkp-regression.eml")) == "#xfs-perf"
+    assert routing.channel_for(report_from_json(report_json("edge/crlf-lkp-regression.eml"))) == "#xfs-perf"
 
 
 def test_subsystem_prefixes() -> None:

@@ -298,7 +298,7 @@ def test_reparse_stores_what_parses_now_and_keeps_what_still_fails(tmp_path: Pat
     assert "quarantine: retried 2, 1 now parsed and stored, 1 still failing" in reparsed.stdout
     assert "<poison@example.org>: still quarantined: binary data" in reparsed.stderr
     with SqliteStore(database) as store:
-        assert store.get_record("one@example.org")["subject"] == "one"
+        assert store.get_record("one@example.org").subject == "one"
         assert store.get_record_version("one@example.org") == PARSER_VERSION
         assert store.get_quarantined("one@example.org") is None
         row = store.get_quarantined("poison@example.org")

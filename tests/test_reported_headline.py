@@ -120,13 +120,14 @@ def test_template_units_are_checked(tmp_path, units, fragment):
 
 def test_slack_names_a_person_s_report_by_its_subject_and_an_lkp_report_by_its_headline():
     from triagebot.notify import render
-    from triagebot.records import report_to_json
+    from triagebot.records import report_from_json, report_to_json
 
     person = report_to_json(parse_message((PROJECT / "fixtures/lab/sysbench-cpu-regression.eml").read_bytes(),
                                           Source("eml")))
     assert person["headline"] == {"metric": "events/s", "change_percent": -24.6, "direction": "regression"}
-    assert render.parent_message(person, "new")["text"].startswith(
+    assert render.parent_message(report_from_json(person), "new")["text"].startswith(
         "[new] [REGRESSION] sysbench cpu events/s down ~25% since v6.9-rc1")
     lkp = dict(person, kind="lkp-regression",
                headline={"metric": "sysbench-cpu.events_per_sec", "change_percent": -24.6, "direction": "regression"})
-    assert render.parent_message(lkp, "new")["text"].startswith("[new] sysbench-cpu.events_per_sec -24.6% regression")
+    assert render.parent_message(report_from_json(lkp), "new")["text"].startswith(
+        "[new] sysbench-cpu.events_per_sec -24.6% regression")

@@ -533,14 +533,13 @@ def test_plan_command_usage_errors_and_unknown_ids(tmp_path):
 
 
 def test_plan_a_stored_report(tmp_path):
-    from triagebot.records import report_to_json
     from triagebot.store.sqlite import SqliteStore
     report = _lkp_report("stress-ng", {"test": "fiemap", "nr_threads": "100%", "testtime": "60s"},
                          Headline("stress-ng.fiemap.ops_per_sec", -15.8, "regression"))
     database = tmp_path / "triage.db"
     with SqliteStore(database) as store:
         store.put_message("hand@example", b"Subject: s\n\nbody\n", "eml", None, "2024-01-01T00:00:00Z")
-        store.put_record("hand@example", report_to_json(report), "test")
+        store.put_record("hand@example", report, "test")
     done = _triage_plan("<hand@example>", "--db", str(database), "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)

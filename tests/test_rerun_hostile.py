@@ -9,8 +9,11 @@ goes on with the other reports.
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
+import sqlite3
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -19,7 +22,7 @@ from tests.conftest import FIXTURES, PROJECT
 from tests.support.lab import lab_path, write_lab_rules
 from triagebot import flow
 from triagebot.parse.report import parse_message
-from triagebot.records import Source, report_to_json
+from triagebot.records import Source, report_from_json, report_to_json
 from triagebot.reproduce.executors.local import LocalExecutor
 from triagebot.reproduce.limits import host_limits
 from triagebot.reproduce.plan import HostShape, Plan, Refusal, plan_command
@@ -141,7 +144,7 @@ def lab_record(message_id: str) -> dict:
 
 def taken_on(store: SqliteStore, record: dict, state: str = "new", plan: dict | None = None) -> None:
     store.put_message(record["message_id"], LAB_REPORT.read_bytes(), "test", None, "2026-12-01T00:00:00+00:00")
-    store.put_record(record["message_id"], record, "test")
+    store.put_record(record["message_id"], report_from_json(record), "test")
     store.start_triage(record["message_id"], "#perf-triage")
     if state != "new":
         store.set_triage(record["message_id"], state, plan=plan, host="lab-local")
@@ -161,16 +164,36 @@ def replies(store: SqliteStore, message_id: str) -> dict[str, dict]:
 def test_a_report_the_planner_cannot_read_is_an_error_and_the_others_are_planned(tmp_path: Path) -> None:
     lab = make_lab(tmp_path)
     with SqliteStore(lab.database) as store:
-        # a record written by a newer triagebot (schema 99): reading it raises ValueError
-        taken_on(store, lab_record("newer@lab") | {"schema": 99})
+        # a record written by a newer triagebot (schema 99): the store cannot read it back
+        taken_on(store, lab_record("newer@lab"))
+        with sqlite3.connect(lab.database) as other:
+            other.execute("UPDATE records SET record_json = ? WHERE message_id = ?",
+                          (json.dumps(lab_record("newer@lab") | {"schema": 99}), "newer@lab"))
         taken_on(store, lab_record("good@lab"))
         assert flow.plan_new(store, lab) == ["newer@lab", "good@lab"]
         failed = store.get_triage("newer@lab")
         assert failed.state == "error"
-        assert failed.note.startswith("planning failed: ValueError: unsupported record schema 99")
+        assert failed.note.startswith("planning failed: ")
+        assert "the stored record of newer@lab cannot be read: ValueError: unsupported record schema 99" in failed.note
         sent = replies(store, "newer@lab")
-        assert sent["verdict"]["text"].startswith("Run failed: planning failed: ValueError")
+        assert sent["verdict"]["text"].startswith("Run failed: planning failed: ")
         assert sent["update-final"]["text"].startswith("[error] ")
+        assert store.get_triage("good@lab").state == "planned"
+
+
+def test_an_unreadable_record_is_taken_on_and_ends_in_error_without_stopping_admission(tmp_path: Path) -> None:
+    lab = make_lab(tmp_path)
+    with SqliteStore(lab.database) as store:
+        for message_id in ("newer@lab", "good@lab"):
+            store.put_message(message_id, LAB_REPORT.read_bytes(), "test", None, "2026-12-01T00:00:00+00:00")
+            store.put_record(message_id, report_from_json(lab_record(message_id)), "test")
+        with sqlite3.connect(lab.database) as other:
+            other.execute("UPDATE records SET record_json = ? WHERE message_id = ?",
+                          (json.dumps(lab_record("newer@lab") | {"schema": 99}), "newer@lab"))
+        now = datetime.fromisoformat(lab_record("good@lab")["date"]) + timedelta(days=1)
+        assert sorted(flow.admit(store, lab, admit_days=14, now=now)) == ["good@lab", "newer@lab"]
+        assert sorted(flow.plan_new(store, lab)) == ["good@lab", "newer@lab"]
+        assert store.get_triage("newer@lab").state == "error"
         assert store.get_triage("good@lab").state == "planned"
 
 

@@ -20,7 +20,7 @@ from triagebot import flow
 from triagebot.errors import RulesError
 from triagebot.ingest.protocol import HttpPolicy
 from triagebot.parse.report import parse_message
-from triagebot.records import Source, report_to_json
+from triagebot.records import Source, report_from_json, report_to_json
 from triagebot.rules.floors import parse_floors
 from triagebot.rules.loader import parse_text, read_file
 from triagebot.rules.routing import parse_routing
@@ -164,7 +164,7 @@ def test_the_flow_plans_from_the_settings_it_was_given_not_from_disk(tmp_path: P
     lab = flow.DaemonContext(settings=settings, database=tmp_path / "t.db", deliver=lambda: None)
     with SqliteStore(tmp_path / "t.db") as store:
         store.put_message(record["message_id"], raw, "test", None, "2026-12-01T00:00:00+00:00")
-        store.put_record(record["message_id"], record, "test")
+        store.put_record(record["message_id"], report_from_json(record), "test")
         assert flow.admit(store, lab, admit_days=14, now=datetime(2024, 4, 20, tzinfo=UTC))
         assert flow.plan_new(store, lab) == [record["message_id"]]
         triage = store.get_triage(record["message_id"])

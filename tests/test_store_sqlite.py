@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from triagebot.errors import TriageError
+from triagebot.records import Report, report_from_json
 from triagebot.store.migrations import (
     LATEST_VERSION,
     MIGRATIONS,
@@ -25,6 +26,7 @@ from triagebot.store.protocol import (
     Store,
     StoreBusyError,
     StoreError,
+    UnreadableRecord,
     is_synthetic_message_id,
     synthetic_message_id,
 )
@@ -36,11 +38,17 @@ RECEIVED = "2024-06-01T12:00:00+00:00"
 
 def record(message_id: str, kind: str = "lkp-regression", testcase: str | None = "fsmark",
            date: str | None = "2024-05-01T10:00:00+08:00", **extra: object) -> dict:
+    """A record in its schema-1 JSON form, as ingest_batch takes it from the parsing workers."""
     return {"schema": 1, "message_id": message_id, "in_reply_to": None,
             "subject": f"s {message_id}",
             "from": "kernel test robot <oliver.sang@intel.com>", "date": date,
             "source": {"kind": "mbox", "url": None}, "kind": kind, "commits": [],
             "testcase": testcase, **extra}
+
+
+def report(message_id: str, **fields: object) -> Report:
+    """The same record as a Report, as put_record takes it and get_record gives it back."""
+    return report_from_json(record(message_id, **fields))
 
 
 @pytest.fixture
@@ -133,7 +141,7 @@ def test_iter_raw_pages_through_every_message_in_insertion_order(store: SqliteSt
         seen.append(message.message_id)
         assert message.raw == f"raw {message.message_id}".encode()
         # Writing while iterating (what reparse does) must not disturb the iteration.
-        store.put_record(message.message_id, record(message.message_id), "v2")
+        store.put_record(message.message_id, report(message.message_id), "v2")
     assert seen == ids
     assert store.get_record_version(ids[-1]) == "v2"
 
@@ -176,7 +184,7 @@ def test_ingest_batch_reports_new_ids_and_a_repeat_changes_nothing(store: Sqlite
     assert store.ingest_batch(changed) == []
     assert snapshot() == before
     assert store.get_raw("p@example.org") == b"parent"
-    assert store.get_record("c@example.org")["kind"] == "reply"
+    assert store.get_record("c@example.org").kind == "reply"
     # Same date on both records, so the thread is ordered by id.
     assert store.thread_of("c@example.org") == ["c@example.org", "p@example.org"]
     assert store.thread_root("c@example.org") == "p@example.org"
@@ -188,7 +196,9 @@ def test_ingest_batch_reports_new_ids_and_a_repeat_changes_nothing(store: Sqlite
 def test_record_upsert_replaces_one_row_and_keeps_the_raw(store: SqliteStore,
                                                           db_path: Path) -> None:
     put(store, "u@example.org", b"raw stays")
-    first = record("u@example.org", testcase="fsmark", metrics=[{"name": "x", "base": 1.5}])
+    first = report("u@example.org", testcase="fsmark", metrics=[
+        {"name": "x", "base": 1.5, "base_stddev_percent": None, "change": 2.0, "change_unit": "percent",
+         "head": 1.53, "head_stddev_percent": 4.0}])
     assert store.put_record("u@example.org", first, "parser-1") is True
     assert store.get_record("u@example.org") == first
     assert store.get_record_version("u@example.org") == "parser-1"
@@ -196,8 +206,8 @@ def test_record_upsert_replaces_one_row_and_keeps_the_raw(store: SqliteStore,
     # The same record by the same parser: no change reported, nothing rewritten.
     assert store.put_record("u@example.org", first, "parser-1") is False
 
-    second = record("u@example.org", kind="lkp-improvement", testcase="fio",
-                    subject_note="caf\u00e9 \u2014 \u00b1")
+    second = report("u@example.org", kind="lkp-improvement", testcase="fio",
+                    stance_evidence="caf\u00e9 \u2014 \u00b1")
     assert store.put_record("<u@example.org>", second, "parser-2") is True
     assert store.get_record("u@example.org") == second
     assert store.get_record_version("u@example.org") == "parser-2"
@@ -209,13 +219,18 @@ def test_record_upsert_replaces_one_row_and_keeps_the_raw(store: SqliteStore,
     assert "caf\u00e9" in rows[0][3]  # JSON text, readable with the sqlite3 shell
 
 
-def test_record_needs_a_stored_message_and_a_schema(store: SqliteStore) -> None:
+def test_record_needs_a_stored_message_and_a_readable_row(store: SqliteStore, db_path: Path) -> None:
     with pytest.raises(StoreError, match="no stored message ghost@example.org"):
-        store.put_record("ghost@example.org", record("ghost@example.org"), "v1")
+        store.put_record("ghost@example.org", report("ghost@example.org"), "v1")
     put(store, "s@example.org")
-    with pytest.raises(ValueError, match="schema"):
-        store.put_record("s@example.org", {"kind": "other"}, "v1")
     assert store.get_record("s@example.org") is None
+    # A row another program wrote in a schema this triagebot does not know: an error naming the
+    # database and the message, not a half-read record.
+    store.put_record("s@example.org", report("s@example.org"), "v1")
+    with sqlite3.connect(db_path) as other:
+        other.execute("UPDATE records SET record_json = ? WHERE message_id = ?", ('{"schema": 9}', "s@example.org"))
+    with pytest.raises(UnreadableRecord, match=r"triage\.db: the stored record of s@example.org cannot be read"):
+        store.get_record("s@example.org")
 
 
 def test_list_records_filters(store: SqliteStore) -> None:
@@ -229,12 +244,12 @@ def test_list_records_filters(store: SqliteStore) -> None:
     ]
     for message_id, list_name, kind, testcase, date in rows:
         put(store, message_id, list_name=list_name, received_at="2024-03-10T00:00:00+00:00")
-        store.put_record(message_id, record(message_id, kind=kind, testcase=testcase, date=date),
+        store.put_record(message_id, report(message_id, kind=kind, testcase=testcase, date=date),
                          "v1")
     put(store, "norecord@x")  # a message without a record is not listed
 
     def ids(**filters: object) -> list[str]:
-        return [item["message_id"] for item in store.list_records(**filters)]
+        return [item.key for item in store.list_records(**filters)]
 
     assert ids() == ["r4@x", "r3@x", "r2@x", "r1@x", "r5@x"]  # newest first
     assert ids(kind="lkp-regression") == ["r2@x", "r1@x"]
@@ -396,7 +411,7 @@ def test_failure_in_a_nested_call_rolls_back_only_that_call(store: SqliteStore) 
     with store.transaction():
         put(store, "kept@x")
         with pytest.raises(StoreError):
-            store.put_record("missing@x", record("missing@x"), "v1")
+            store.put_record("missing@x", report("missing@x"), "v1")
         store.set_cursor("k", "v")
     assert store.has_message("kept@x") and store.get_cursor("k") == "v"
 

@@ -135,7 +135,8 @@ def _poll_one(source_settings, settings: Settings, store, state: DaemonState, me
         return result.new_ids
     metrics.polls.labels(url, "ok").inc()
     metrics.poll_ok(url, result.events)
-    metrics.saw_dates(url, [(store.get_record(message_id) or {}).get("date") for message_id in result.new_ids])
+    metrics.saw_dates(url, [report.date if (report := store.get_record(message_id)) else None
+                            for message_id in result.new_ids])
     event(log, logging.INFO, "polled", event="poll.done", source=url, new=len(result.new_ids),
           quarantined=len(result.quarantined))
     store.set_cursor(LAST_POLL_KEY + url, json.dumps(outcome | {

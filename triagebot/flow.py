@@ -32,7 +32,7 @@ from triagebot.errors import TriageError
 from triagebot.logs import event
 from triagebot.notify import render
 from triagebot.notify.plot import run_plot
-from triagebot.records import report_from_json
+from triagebot.records import Report, Source
 from triagebot.reproduce.executors.choose import executor_for
 from triagebot.reproduce.host_lock import host_lock
 from triagebot.reproduce.hosts import choose_host
@@ -44,7 +44,7 @@ from triagebot.reproduce.runner import Sample, rerun
 from triagebot.rules.hosts import HOSTS_FILE, Host
 from triagebot.rules.settings import Settings
 from triagebot.states import RUN_STATES
-from triagebot.store.protocol import Store, StoreError, TriageRow, utc_text
+from triagebot.store.protocol import Store, StoreError, TriageRow, UnreadableRecord, utc_text
 
 log = logging.getLogger("triagebot.daemon")
 
@@ -74,16 +74,33 @@ def admit(store: Store, lab: DaemonContext, admit_days: float, now: datetime | N
     since = utc_text((now or datetime.now(UTC)) - timedelta(days=admit_days))
     admitted = []
     for message_id in store.reports_to_admit(REPORT_KINDS, since):
-        record = store.get_record(message_id)
+        try:
+            report = _stored_report(store, message_id)
+        except UnreadableRecord:  # taken on all the same: planning it ends it in `error`, saying why
+            report = _bare_report(message_id)
         stored = store.get_message(message_id)
-        channel = lab.settings.routing.channel_for(record, stored.list_name if stored else None)
+        channel = lab.settings.routing.channel_for(report, stored.list_name if stored else None)
         with store.transaction():
             if store.start_triage(message_id, channel):
-                store.enqueue(message_id, "parent", channel, render.parent_message(record, "new"))
+                store.enqueue(message_id, "parent", channel, render.parent_message(report, "new"))
                 admitted.append(message_id)
         event(log, logging.INFO, "report taken on", event="triage.admitted", message_id=message_id,
-              channel=channel, subject=record.get("subject"))
+              channel=channel, subject=report.subject)
     return admitted
+
+
+def _stored_report(store: Store, message_id: str) -> Report:
+    """The stored record of a report the triage tables name (that report's error if it is gone)."""
+    report = store.get_record(message_id)
+    if report is None:
+        raise TriageError(f"no stored record for {message_id}, which the triage tables name")
+    return report
+
+
+def _bare_report(message_id: str) -> Report:
+    """What a parent message can show of a report whose record cannot be read: its id."""
+    return Report(message_id=message_id, in_reply_to=None, subject="", from_="", date=None,
+                  source=Source("unknown"), kind="other")
 
 
 def _host_named(hosts: tuple[Host, ...], name: str | None) -> Host | None:
@@ -110,8 +127,8 @@ def plan_new(store: Store, lab: DaemonContext) -> list[str]:
 
 def _plan_one(store: Store, lab: DaemonContext, row: TriageRow, hosts: tuple[Host, ...], templates) -> None:
     """Plan one new report (or refuse it), with its replies."""
-    record = store.get_record(row.message_id)
-    report = report_from_json(record)
+    report = _stored_report(store, row.message_id)
+    stored = report  # the parent shows the report as stored, not with the materials merged in
     match = choose_host(hosts, report.test_machine, parameters=report.parameters)
     notes: list[str] = []
     if match is None:
@@ -134,7 +151,7 @@ def _plan_one(store: Store, lab: DaemonContext, row: TriageRow, hosts: tuple[Hos
         store.set_triage(row.message_id, state, plan=plan_json, host=host_name or "")
         store.enqueue(row.message_id, "plan", row.channel, reply)
         store.enqueue(row.message_id, "update-planned", row.channel,
-                      render.parent_message(record, state, plan=plan_json))
+                      render.parent_message(stored, state, plan=plan_json))
     event(log, logging.INFO, "report planned" if state == "planned" else "report refused",
           event=f"triage.{state}", message_id=row.message_id, host=host_name,
           reason=plan_json.get("reason"))
@@ -147,12 +164,12 @@ def fail_report(store: Store, lab: DaemonContext, row: TriageRow, stage: str, er
     run_json = {"host": row.host or "?", "status": "error", "error": reason, "samples": []}
     reply = render.verdict_reply(None, run_json)
     try:
-        record = store.get_record(row.message_id) or {"message_id": row.message_id}
-        parent = render.parent_message(record, "error", plan=row.plan, run=run_json)
+        report = store.get_record(row.message_id) or _bare_report(row.message_id)
+        parent = render.parent_message(report, "error", plan=row.plan, run=run_json)
     except StoreError:
         raise
     except Exception:  # noqa: BLE001 - a record the parent cannot show: the state still moves
-        parent = render.parent_message({"message_id": row.message_id}, "error")
+        parent = render.parent_message(_bare_report(row.message_id), "error")
     with store.transaction():
         store.set_triage(row.message_id, "error", note=reason)
         store.enqueue(row.message_id, "verdict", row.channel, reply)
@@ -212,10 +229,13 @@ def run_planned(store: Store, lab: DaemonContext) -> list[str]:
 
 
 def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> str | None:
-    record = store.get_record(row.message_id)
-    report = report_from_json(record)
-    plan = plan_from_json(row.plan)
+    report = _stored_report(store, row.message_id)
+    plan = plan_from_json(row.plan) if row.plan is not None else None
+    if not isinstance(plan, Plan):
+        raise TriageError(f"{row.message_id} is {row.state} without a stored plan to run")
     base, suspect = commits_of(report)
+    if base is None or suspect is None:
+        raise TriageError(f"{row.message_id} names no culprit commit to rerun")
     rounds = rounds_within(lab.budget)
     first_look = 2 * rounds.rounds[0]
     store.set_triage(row.message_id, "running")
@@ -235,7 +255,7 @@ def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> st
                               render.run_progress_reply(partial, moment, first_look))
                 if moment == "started":
                     store.enqueue(row.message_id, "update-running", row.channel,
-                                  render.parent_message(record, "running", plan=row.plan, run=partial))
+                                  render.parent_message(report, "running", plan=row.plan, run=partial))
             lab.deliver()
         if lab.stop_requested():
             raise StopRequested()
@@ -258,10 +278,10 @@ def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> st
         if any(sample["role"] == "base" for sample in run_json["samples"]) and \
                 any(sample["role"] == "suspect" for sample in run_json["samples"]):
             store.enqueue(row.message_id, "plot", row.channel, {
-                "title": render.plot_title(record, run_json),
+                "title": render.plot_title(report, run_json),
                 "png_base64": base64.b64encode(run_plot(run_json)).decode()})
         store.enqueue(row.message_id, "update-final", row.channel,
-                      render.parent_message(record, state, plan=row.plan, run=run_json))
+                      render.parent_message(report, state, plan=row.plan, run=run_json))
     event(log, logging.INFO, "run decided", event="run.decided", message_id=row.message_id, outcome=state,
           reason=(run_json.get("verdict") or {}).get("reason") or run_json.get("error"))
     lab.deliver()

@@ -19,7 +19,7 @@ from triagebot.cli.common import (
     database_path,
     open_store,
 )
-from triagebot.records import Report, report_from_json
+from triagebot.records import Report
 from triagebot.reproduce.hosts import HostMatch, disk_from_parameters, host_to_json, score_host
 from triagebot.rules.hosts import Host
 from triagebot.rules.settings import settings_for
@@ -75,7 +75,7 @@ def _load_report(args: argparse.Namespace, message_id_arg: str) -> Report | str:
             record = store.get_record(alias) if alias else None
     if record is None:
         return f"{message_id}: no such message in {database}"
-    return report_from_json(record)
+    return record
 
 
 def _match_json(match: HostMatch) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from triagebot.errors import TriageError
-from triagebot.store.protocol import SYNTHETIC_ID_DOMAIN, RecordStore, normalize_message_id
+from triagebot.store.protocol import SYNTHETIC_ID_DOMAIN, ListedRecord, RecordStore, normalize_message_id
 
 # hex digits of the raw bytes' SHA-256 a short key keeps: 48 bits, unique among millions of
 # messages, short enough to type
@@ -26,12 +26,11 @@ def short_key(stored_key: str) -> str:
     return stored_key
 
 
-def record_key(record: dict) -> str:
+def record_key(listed: ListedRecord) -> str:
     """What `triage show` opens a listed record by: its Message-ID, else its short key."""
-    if record.get("message_id"):
-        return str(record["message_id"])
-    stored = record.get("stored_as")
-    return short_key(str(stored)) if stored else "(no Message-ID)"
+    if listed.report.message_id:
+        return listed.report.message_id
+    return short_key(listed.key) if listed.key else "(no Message-ID)"
 
 
 def resolve_key(store: RecordStore, key: str) -> str:

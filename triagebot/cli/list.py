@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from triagebot.cli.common import add_db_argument, add_json_argument, database_path, open_store
 from triagebot.cli.keys import record_key
 from triagebot.errors import TriageError
-from triagebot.records import KINDS
+from triagebot.records import KINDS, report_to_json
 
 SINCE_FORMS = "YYYY-MM-DD, an ISO date-time (2024-06-01T12:00:00+00:00), today, yesterday, or Nd (N days ago)"
 _DAYS_AGO = re.compile(r"(\d{1,5})d")
@@ -84,14 +84,17 @@ def run(args: argparse.Namespace) -> int:
             records = records[:limit]
     if args.verdict and args.verdict != "none":
         records = []  # no rerun has stored a verdict yet: the reproduce stage writes them
-    for record in records:
+    for listed in records:
+        report = listed.report
         if args.json:
-            print(json.dumps(record, ensure_ascii=False))
+            data = report_to_json(report)
+            if not report.message_id:
+                data["stored_as"] = listed.key  # no Message-ID: the key `triage show` opens it by
+            print(json.dumps(data, ensure_ascii=False))
             continue
-        headline = record.get("headline") or {}
-        change = f"{headline['change_percent']:+g}% " if headline else ""
-        print(f"{(record.get('date') or '')[:10]:10}  {record['kind']:15}  {change}"
-              f"{record.get('subject', '')[:90]}  <{record_key(record)}>")
+        change = f"{report.headline.change_percent:+g}% " if report.headline else ""
+        print(f"{(report.date or '')[:10]:10}  {report.kind:15}  {change}"
+              f"{(report.subject or '')[:90]}  <{record_key(listed)}>")
     if more and not args.json:
         print(f"({more} more, use --limit {limit + more} or --limit 0 for all)")
     return 0

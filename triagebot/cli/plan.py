@@ -21,10 +21,9 @@ from triagebot.cli.common import (
     open_store,
 )
 from triagebot.errors import TriageError
-from triagebot.records import report_from_json
 from triagebot.reproduce.plan import HostShape, Plan, PlanResult, plan_command, plan_report
 from triagebot.rules.settings import settings_for
-from triagebot.store.protocol import normalize_message_id
+from triagebot.store.protocol import UnreadableRecord, normalize_message_id
 
 _DEFAULT_HOST = HostShape()
 
@@ -101,15 +100,14 @@ def _stored_report(args: argparse.Namespace):
         print(f"triage plan: {message_id}: no such message ({database} does not exist yet)", file=sys.stderr)
         return None
     with open_store(args) as store:
-        record = store.get_record(message_id)
-    if record is None:
+        try:
+            report = store.get_record(message_id)
+        except UnreadableRecord as error:
+            print(f"triage plan: {message_id}: {error}", file=sys.stderr)
+            return None
+    if report is None:
         print(f"triage plan: {message_id}: no such message in {database}", file=sys.stderr)
-        return None
-    try:
-        return report_from_json(record)
-    except (ValueError, KeyError, TypeError) as error:
-        print(f"triage plan: {message_id}: the stored record cannot be read: {error}", file=sys.stderr)
-        return None
+    return report
 
 
 def _with_materials(args: argparse.Namespace, report, policy):

@@ -31,11 +31,13 @@ def payloads(store, message_id: str, rules: str | None) -> list[dict]:
     if rows:
         return [{"kind": row.kind, "channel": row.channel, "status": row.status, "payload": row.payload}
                 for row in rows]
-    record = store.get_record(message_id)
+    report = store.get_record(message_id)
+    if report is None:
+        return []
     stored = store.get_message(message_id)
-    channel = settings_for(rules).routing.channel_for(record, stored.list_name if stored else None)
+    channel = settings_for(rules).routing.channel_for(report, stored.list_name if stored else None)
     found = [{"kind": "parent", "channel": channel, "status": "would be posted on taking it on",
-              "payload": render.parent_message(record, "new")}]
+              "payload": render.parent_message(report, "new")}]
     triage = store.get_triage(message_id)
     if triage is not None and triage.plan:
         found.append({"kind": "plan", "channel": channel, "status": "would be posted",

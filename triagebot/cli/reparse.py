@@ -24,7 +24,7 @@ from triagebot.ingest.runner import (
     store_parsed,
 )
 from triagebot.parse.report import parse_message
-from triagebot.records import Source, report_to_json
+from triagebot.records import Source
 from triagebot.store.protocol import Store
 
 
@@ -47,11 +47,10 @@ def run(args: argparse.Namespace) -> int:
             checked += 1
             try:
                 report = parse_message(message.raw, Source(message.source_name, message.source_url))
-                record = report_to_json(report)
             except Exception as error:  # noqa: BLE001 - one message's failure: it keeps its record
                 print(f"triage reparse: {message.message_id}: {describe_error(error)}", file=sys.stderr)
                 continue
-            changed += store.put_record(message.message_id, record, PARSER_VERSION)
+            changed += store.put_record(message.message_id, report, PARSER_VERSION)
         print(f"reparsed {checked} records, {changed} changed ({PARSER_VERSION})")
         retried, released, failing = retry_quarantined(store, every=args.all)
     if retried:

@@ -20,7 +20,7 @@ from triagebot.cli.common import (
     open_store,
 )
 from triagebot.errors import TriageError
-from triagebot.records import Report, report_from_json
+from triagebot.records import Report
 from triagebot.reproduce.executors.choose import executor_for
 from triagebot.reproduce.host_lock import host_lock
 from triagebot.reproduce.hosts import choose_host, score_host
@@ -69,11 +69,11 @@ def run(args: argparse.Namespace) -> int:
     message_id = normalize_message_id(args.message_id)
     database = database_path(args)
     with open_store(args) as store:
-        record = store.get_record(message_id)
-        if record is None:
+        stored = store.get_record(message_id)
+        if stored is None:
             print(f"triage rerun: {message_id}: no such message in {database}", file=sys.stderr)
             return 1
-        report = report_from_json(record)
+        report = stored
         hosts = settings.need_hosts()
         if args.host:
             chosen = [host for host in hosts if host.name == args.host]

@@ -13,7 +13,7 @@ import sys
 from triagebot.cli.common import add_db_argument, add_json_argument, database_path, open_store
 from triagebot.cli.keys import KeyRefused, asked_key, resolve_key, short_key
 from triagebot.parse.thread import build_threads, render_thread, reports_by_key
-from triagebot.records import report_from_json
+from triagebot.records import report_to_json
 from triagebot.summary import render_report
 
 
@@ -76,8 +76,8 @@ def run(args: argparse.Namespace) -> int:
         return refused.status
     with open_store(args) as store:
         message_id = resolve_key(store, message_id)
-        record = store.get_record(message_id)
-        if record is None:
+        report = store.get_record(message_id)
+        if report is None:
             held = store.get_quarantined(message_id)
             if held is not None:
                 print(f"triage show: {message_id}: quarantined since {held.received_at} (the parser could not "
@@ -86,14 +86,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"triage show: {message_id}: no such message in {database}", file=sys.stderr)
             return 1
         if args.json:
-            print(json.dumps(record, ensure_ascii=False))
+            print(json.dumps(report_to_json(report), ensure_ascii=False))
             return 0
-        thread_records = [report_from_json(item) for item in
-                          (store.get_record(key) for key in store.thread_of(message_id)) if item]
+        thread_records = [item for item in (store.get_record(key) for key in store.thread_of(message_id)) if item]
         latest_run = store.latest_run(message_id)
         triage = store.get_triage(message_id)
         notifications = store.outbox(message_id=message_id)
-    report = report_from_json(record)
     text = render_report(report, all_rows=args.all)
     if not report.message_id:  # the key it was opened by, to open it again
         text = text.replace("(no Message-ID)", f"(no Message-ID; key {short_key(message_id)})", 1)

@@ -23,7 +23,7 @@ from triagebot.notify.render import STATE_MEANING
 from triagebot.reproduce.host_lock import host_busy
 from triagebot.rules.settings import Settings, settings_for
 from triagebot.states import OPEN_STATES, TriageState
-from triagebot.store.protocol import Store
+from triagebot.store.protocol import Store, UnreadableRecord
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,9 +32,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_json_argument(parser, "print the status as one JSON object")
 
 
+def _subject(store: Store, message_id: str) -> str | None:
+    """The stored report's subject; None when its record cannot be read (status still prints)."""
+    try:
+        report = store.get_record(message_id)
+    except UnreadableRecord:
+        return None
+    return report.subject if report else None
+
+
 def gather(store: Store, database: Path, settings: Settings) -> dict:
     queue = [{"message_id": row.message_id, "state": row.state, "host": row.host or None, "channel": row.channel,
-              "since": row.updated_at, "subject": (store.get_record(row.message_id) or {}).get("subject")}
+              "since": row.updated_at, "subject": _subject(store, row.message_id)}
              for row in store.triage_in(*OPEN_STATES)]
     hosts = [{"name": host.name, "reach": host.reach, "can_switch_kernel": host.can_switch_kernel,
               "busy": host_busy(database, host.name)} for host in settings.need_hosts()]

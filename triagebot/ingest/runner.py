@@ -143,7 +143,7 @@ def store_parsed(store: Store, parsed: list[tuple[FetchedMessage, str, dict]], r
             if store.has_message(message_id):
                 store.add_alias(key, message_id)
         elif has_id and known != message_id and store.has_message(message_id) \
-                and not (store.get_record(known) or {}).get("message_id"):
+                and not getattr(store.get_record(known), "message_id", None):
             # The lore copy of a page stored before: one record, the one with full headers.
             store.repoint_alias(key, message_id)
             store.delete_message(known)

@@ -1,6 +1,7 @@
-"""Notify stage: Slack payloads (Block Kit + plain-text fallback) from stored JSON records.
+"""Notify stage: Slack payloads (Block Kit + plain-text fallback) from records.
 
-Pure functions: report JSON (records.report_to_json), plan JSON (Plan/Refusal.to_json), run
+Pure functions: a report (records.Report, read through its JSON form, the shape the payloads
+echo), plan JSON (Plan/Refusal.to_json), run
 JSON (RunRecord.to_json) and verdict JSON (Verdict.to_json, or a run's ``verdict``) in, a
 payload ``{"text": str, "blocks": [...]}`` out, already fitted to Slack's limits (fit()), so
 what is sent is what Slack accepts. The terminal notifier prints the same payloads as text.
@@ -16,6 +17,7 @@ import re
 from typing import Any
 from urllib.parse import quote
 
+from triagebot.records import Report, report_to_json
 from triagebot.states import TriageState
 
 Payload = dict[str, Any]
@@ -215,9 +217,10 @@ def _metric_table(report: Json) -> str | None:
     return "```\n" + escape("\n".join(lines)) + "\n```"
 
 
-def parent_message(report: Json, state: str, *, plan: Json | None = None, run: Json | None = None,
+def parent_message(record: Report, state: str, *, plan: Json | None = None, run: Json | None = None,
                    verdict: Json | None = None, lore_base: str = LORE_BASE) -> Payload:
     """The one top-level message per report, re-rendered (chat.update) as the state moves."""
+    report = report_to_json(record)
     state = TriageState.of(state)
     verdict = verdict or (run or {}).get("verdict")
     headline = _headline_text(report)
@@ -392,7 +395,7 @@ def with_section(payload: Payload, text: str) -> Payload:
     return fit({"text": payload.get("text") or "", "blocks": [*(payload.get("blocks") or []), _section(text)]})
 
 
-def plot_title(report: Json, run: Json) -> str:
-    metric = (run.get("plan") or {}).get("metric") or (report.get("headline") or {}).get("metric") or "metric"
+def plot_title(report: Report, run: Json) -> str:
+    metric = (run.get("plan") or {}).get("metric") or (report.headline.metric if report.headline else "metric")
     return (f"{metric}: base {short_commit(run.get('base_commit', '?'))} vs suspect "
             f"{short_commit(run.get('suspect_commit', '?'))} on {run.get('host', '?')}")

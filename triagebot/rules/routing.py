@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlparse
 
+from triagebot.records import Report
 from triagebot.rules.loader import PACKAGED_RULES, RulesFile, Section, parse_text, read_file
 
 ROUTING_FILE = "routing.toml"
@@ -46,15 +46,15 @@ class Routing:
     routes: tuple[Route, ...] = ()
     default_channel: str = DEFAULT_CHANNEL
 
-    def route_for(self, report: dict[str, Any], list_name: str | None = None) -> Route | None:
-        """The first route matching the report (JSON form), or None for the default."""
+    def route_for(self, report: Report, list_name: str | None = None) -> Route | None:
+        """The first route matching the report, or None for the default."""
         facts = report_facts(report, list_name)
         for route in self.routes:
             if _matches(route, facts):
                 return route
         return None
 
-    def channel_for(self, report: dict[str, Any], list_name: str | None = None) -> str:
+    def channel_for(self, report: Report, list_name: str | None = None) -> str:
         route = self.route_for(report, list_name)
         return route.channel if route else self.default_channel
 
@@ -88,9 +88,9 @@ def subsystems(subject: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-def list_from_report(report: dict[str, Any]) -> str | None:
+def list_from_report(report: Report) -> str | None:
     """The list a report came from, from its lore-style source URL ("…/linux-ext4/…")."""
-    for url in ((report.get("source") or {}).get("url"), (report.get("links") or {}).get("closes")):
+    for url in (report.source.url, report.links.closes):
         if url and url.startswith(("http://", "https://")):
             parts = [part for part in urlparse(url).path.split("/") if part]
             if parts and parts[0] not in ("all", "r"):
@@ -98,11 +98,11 @@ def list_from_report(report: dict[str, Any]) -> str | None:
     return None
 
 
-def report_facts(report: dict[str, Any], list_name: str | None = None) -> Facts:
+def report_facts(report: Report, list_name: str | None = None) -> Facts:
     return Facts(list_name=(list_name or list_from_report(report) or None),
-                 subsystems=subsystems(report.get("subject") or ""),
-                 testcase=report.get("testcase"),
-                 metric=(report.get("headline") or {}).get("metric"))
+                 subsystems=subsystems(report.subject or ""),
+                 testcase=report.testcase,
+                 metric=report.headline.metric if report.headline else None)
 
 
 def _any(patterns: tuple[str, ...], values: tuple[str, ...], fold: bool) -> bool:

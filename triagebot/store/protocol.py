@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
 from triagebot.errors import TriageError
+from triagebot.records import Report
 from triagebot.states import TriageState
 
 SYNTHETIC_ID_DOMAIN = "triagebot.invalid"
@@ -29,6 +30,13 @@ SYNTHETIC_ID_DOMAIN = "triagebot.invalid"
 
 class StoreError(TriageError):
     """The store cannot do what was asked; the message names the database file."""
+
+
+class UnreadableRecord(TriageError):
+    """A stored record cannot be read back (another program wrote it, or a newer schema).
+
+    Not a StoreError: the store works, one record does not, so the daemon ends that report in
+    `error` and goes on with the others. The message names the database and the message."""
 
 
 class SchemaTooNewError(StoreError):
@@ -77,8 +85,10 @@ class IncomingMessage:
     `source_name` is the record's `source.kind` (mbox / eml / lore / openwall / text) so that a
     reparse can rebuild the `Source`; `source_url` its URL where there is one. `received_at` is
     when triagebot got the message (ISO 8601 with offset, or an aware datetime; naive means UTC).
-    `record` (a schema-1 JSON object) and `parser_version` are stored with the message when
-    given; `in_reply_to` and `references` link it into its thread.
+    `record` and `parser_version` are stored with the message when given; `record` comes
+    already in its schema-1 JSON form (`records.report_to_json`), as the parsing workers send
+    it, because ingest moves thousands of records at a time and a Report would be built only to
+    be serialized again. `in_reply_to` and `references` link it into its thread.
     """
 
     message_id: str
@@ -199,18 +209,31 @@ class MessageStore(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class ListedRecord:
+    """One record as `list_records` gives it: the key it is stored under and the record.
+
+    The key is its Message-ID, or for a message that has none the synthetic
+    `sha256-<hex>@triagebot.invalid` id that `triage show` opens it by."""
+
+    key: str
+    report: Report
+
+
 @runtime_checkable
 class RecordStore(Protocol):
-    """The parsed record (schema-1 JSON) of each stored message, with the parser version."""
+    """The parsed record (a `Report`) of each stored message, with the parser version.
 
-    def put_record(self, message_id: str, report_json: dict[str, Any],
-                   parser_version: str) -> bool:
+    Records go in and come out as `records.Report`; their schema-1 JSON form is this
+    protocol's business (a backend stores it), never its callers'."""
+
+    def put_record(self, message_id: str, report: Report, parser_version: str) -> bool:
         """Insert or replace the record of a stored message (the reparse path).
 
-        True if the stored record changed (new, or different JSON or parser_version)."""
+        True if the stored record changed (new, or different content or parser_version)."""
         ...
 
-    def get_record(self, message_id: str) -> dict[str, Any] | None: ...
+    def get_record(self, message_id: str) -> Report | None: ...
 
     def get_record_version(self, message_id: str) -> str | None:
         """The parser_version that wrote the stored record, None without a record."""
@@ -219,11 +242,8 @@ class RecordStore(Protocol):
     def list_records(self, kind: str | Sequence[str] | None = None,
                      list_name: str | None = None, since: str | datetime | None = None,
                      testcase: str | None = None,
-                     limit: int | None = None) -> list[dict[str, Any]]:
-        """Records matching every given filter, newest first (by message date, else receipt).
-
-        A record whose message has no Message-ID carries `stored_as`: the key it is kept under
-        (`sha256-<hex>@triagebot.invalid`), which `triage show` opens."""
+                     limit: int | None = None) -> list[ListedRecord]:
+        """Records matching every given filter, newest first (by message date, else receipt)."""
         ...
 
     def record_keys_starting(self, prefix: str, limit: int) -> list[str]:

@@ -9,7 +9,15 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from triagebot.store.protocol import StoredMessage, StoreError, normalize_message_id, utc_text
+from triagebot.records import Report, report_from_json, report_to_json
+from triagebot.store.protocol import (
+    ListedRecord,
+    StoredMessage,
+    StoreError,
+    UnreadableRecord,
+    normalize_message_id,
+    utc_text,
+)
 from triagebot.store.sqlite_database import SqliteDatabase, chunks, marks
 
 # Rows per page when iterating raw messages: bounded memory, no cursor held across writes.
@@ -174,10 +182,9 @@ class SqliteRecords:
             "INSERT OR IGNORE INTO records (message_id, schema, parser_version, kind,"
             " testcase, date_utc, updated_at, record_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
-    def put_record(self, message_id: str, report_json: dict[str, Any],
-                   parser_version: str) -> bool:
+    def put_record(self, message_id: str, report: Report, parser_version: str) -> bool:
         message_id = normalize_message_id(message_id)
-        row = record_row(message_id, report_json, parser_version, self._database.stamp())
+        row = record_row(message_id, report_to_json(report), parser_version, self._database.stamp())
         connection = self._database.connection
         with self._database.transaction():
             if connection.execute("SELECT 1 FROM messages WHERE message_id = ?",
@@ -196,11 +203,18 @@ class SqliteRecords:
                 " OR records.parser_version IS NOT excluded.parser_version", row)
             return cursor.rowcount == 1
 
-    def get_record(self, message_id: str) -> dict[str, Any] | None:
+    def get_record(self, message_id: str) -> Report | None:
         row = self._database.connection.execute(
             "SELECT record_json FROM records WHERE message_id = ?",
             (normalize_message_id(message_id),)).fetchone()
-        return None if row is None else json.loads(row[0])
+        return None if row is None else self._report(row[0], message_id)
+
+    def _report(self, record_json: str, key: str) -> Report:
+        try:
+            return report_from_json(json.loads(record_json))
+        except (ValueError, KeyError, TypeError) as error:
+            raise UnreadableRecord(f"{self._database.path}: the stored record of {key} cannot be read: "
+                                   f"{type(error).__name__}: {error}") from error
 
     def get_record_version(self, message_id: str) -> str | None:
         row = self._database.connection.execute(
@@ -211,7 +225,7 @@ class SqliteRecords:
     def list_records(self, kind: str | Sequence[str] | None = None,
                      list_name: str | None = None, since: str | datetime | None = None,
                      testcase: str | None = None,
-                     limit: int | None = None) -> list[dict[str, Any]]:
+                     limit: int | None = None) -> list[ListedRecord]:
         """Records matching every given filter, newest first.
 
         `kind` is one kind or several; `since` keeps messages dated at or after that moment
@@ -239,13 +253,8 @@ class SqliteRecords:
         if limit is not None:
             sql += " LIMIT ?"
             parameters.append(int(limit))
-        records = []
-        for key, record_json in self._database.connection.execute(sql, parameters):
-            record = json.loads(record_json)
-            if not record.get("message_id"):
-                record["stored_as"] = key  # no Message-ID: the key `triage show` opens it by
-            records.append(record)
-        return records
+        return [ListedRecord(key, self._report(record_json, key))
+                for key, record_json in self._database.connection.execute(sql, parameters)]
 
     def record_keys_starting(self, prefix: str, limit: int) -> list[str]:
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -118,6 +118,12 @@ class Executor(Protocol):
         """Remove scratch directories still left and drop any shared connection."""
         ...
 
+    def __enter__(self) -> Executor:
+        """The executor itself; leaving the block closes it."""
+        ...
+
+    def __exit__(self, *exc_info: object) -> None: ...
+
     @property
     def limit_notes(self) -> tuple[str, ...]:
         """What of `Limits` this executor cannot enforce on its host, one sentence each."""
