@@ -13,8 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import PROJECT
 from triagebot.reproduce.executors.local import LocalExecutor
 from triagebot.reproduce.outputs import PARSERS, OutputError, parse_output
+from triagebot.reproduce.plan import Plan, plan_command
+from triagebot.rules.templates import load_templates
+
+TEMPLATES = load_templates(PROJECT / "rules")
 
 
 def need(tool: str, package: str) -> str:
@@ -139,13 +144,33 @@ def test_real_perf_bench(scratch: tuple[LocalExecutor, str]) -> None:
     assert metrics["perf-bench.ops_per_sec"] > 0 and metrics["perf-bench.usecs_per_op"] > 0
 
 
-def test_real_fs_mark(scratch: tuple[LocalExecutor, str]) -> None:
-    executor, cwd = scratch
-    fs_mark = need("fs_mark", "fsmark")
-    completed = executor.run([fs_mark, "-d", f"{cwd}/fs", "-n", "200", "-s", "4096", "-L", "2", "-S", "0"],
-                             timeout=60, cwd=cwd)
-    assert completed.ok, completed.stderr
-    assert parse_output("fs_mark-text", completed.stdout)["fs_mark.files_per_sec"] > 0
+FS_MARK_PATH_LIMIT = 40  # fs_mark refuses a -d of this many bytes or more ("pathname too long")
+
+
+def test_real_fs_mark(tmp_path: Path) -> None:
+    """The fs_mark template's plan runs as the runner runs it (cwd = the sample's scratch dir,
+    `{scratch}` filled in) on a scratch path far beyond fs_mark's -d limit."""
+    need("fs_mark", "fsmark")
+    deep = tmp_path / ("a-scratch-root-deeper-than-fs-mark-allows-" * 2)
+    plan = plan_command("fs_mark -d /mnt/scratch/fsmark -n 200 -s 4096 -L 2 -S 0", TEMPLATES)
+    assert isinstance(plan, Plan), plan
+    with LocalExecutor(str(deep)) as executor:
+        cwd = executor.make_scratch()
+        assert len(f"{cwd}/fs") >= FS_MARK_PATH_LIMIT
+        argv = [word.replace("{scratch}", cwd) for word in plan.argv]
+        completed = executor.run(argv, timeout=60, cwd=cwd)
+        assert completed.ok, completed.stderr
+        assert parse_output(plan.parser, completed.stdout)[plan.output_metric] > 0
+        assert any(Path(cwd).iterdir())  # it wrote inside the scratch dir, nowhere else
+
+
+def test_fs_mark_dir_is_relative_to_the_scratch_dir() -> None:
+    # a -d from the report and the template's default both become short relative paths
+    given = plan_command("fs_mark -d /mnt/scratch/fsmark -n 10 -s 4096", TEMPLATES, scratch_dir="/var/tmp/x/run-1")
+    default = plan_command("fs_mark -n 10 -s 4096", TEMPLATES)
+    assert isinstance(given, Plan) and isinstance(default, Plan)
+    assert given.argv[given.argv.index("-d") + 1] == "."
+    assert default.argv[default.argv.index("-d") + 1] == "fs"
 
 
 def test_real_hackbench(scratch: tuple[LocalExecutor, str]) -> None:

@@ -267,7 +267,7 @@ def test_job_yaml_and_report_parameters_give_the_same_plan():
 
 def test_fsmark_maps_lkp_parameters():
     plan = plan_report(_corpus_report("lkp-perf_xfs-fsmark-5.7pct.eml"), TEMPLATES)
-    assert plan.argv == ("fs_mark", "-d", "{scratch}", "-s", "8192", "-n", "655360", "-t", "2", "-S", "1",
+    assert plan.argv == ("fs_mark", "-d", "fs", "-s", "8192", "-n", "655360", "-t", "2", "-S", "1",
                          "-D", "16", "-N", "256", "-L", "3")
     assert plan.metric == "files_per_sec" and plan.reported_change_percent == -5.7
 
@@ -429,7 +429,7 @@ HAND_WRITTEN = {
     "sysbench threads --thread-yields=100 --thread-locks=4 --threads=64 run":
         ("sysbench", "threads", "--thread-yields=100", "--thread-locks=4", "--threads=8", "--time=30", "run"),
     "fs_mark -d /mnt/test -s 4096 -n 100000 -t 64 -S 0 -L 10":
-        ("fs_mark", "-d", "{scratch}", "-s", "4096", "-n", "100000", "-t", "2", "-S", "0", "-L", "3"),
+        ("fs_mark", "-d", ".", "-s", "4096", "-n", "100000", "-t", "2", "-S", "0", "-L", "3"),
     "hackbench -g 20 -l 10000 --pipe --threads":
         ("hackbench", "--groups", "2", "--loops", "10000", "--pipe", "--threads"),
     "perf bench sched messaging -g 24 -l 500 -t":

@@ -17,6 +17,13 @@ def _lkp_sender(sender: str) -> bool:
     return word is not None and _INTEL.search(sender, word.end()) is not None
 _LKP_BODY = re.compile(r"kernel test robot noticed|FYI, we noticed|we noticed (?:a|the following)")
 _LKP_PERF = re.compile(r"noticed an? [-+]?\d+(?:\.\d+)?% (regression|improvement) of")
+# The robot's own sentence opening a performance report it posts as a reply to the patch it
+# blames ("Re: [PATCH …]"; 17 of the 162 reports of the stream): at the start of a line of its
+# own text, after the greeting and at times a paragraph of its own ("we have no idea how this
+# change could impact performance, …").
+_LKP_REPLY_OPENING = re.compile(
+    r"^kernel test robot noticed an? [-+]?\d+(?:\.\d+)?% (regression|improvement) of ", re.MULTILINE)
+_LKP_REPLY_HEAD = 2000  # characters of own text the sentence is looked for in
 _SYZBOT_SENDER = re.compile(r"syzbot", re.IGNORECASE)
 _SYZBOT_BODY = re.compile(r"syzbot (?:found|has found) the following")
 _REPLY_SUBJECT = re.compile(r"^\s*(?:re|aw|sv|antw)\s*+(?:\[\d+\])?\s*+:", re.IGNORECASE)
@@ -33,6 +40,11 @@ def classify(subject: str, sender: str, own_text: str) -> str:
     """One of the record kinds for a message, from its subject, sender and own text."""
     head = own_text[:4000]
     is_reply = bool(_REPLY_SUBJECT.match(subject))
+    # The robot's performance report posted under the patch it blames: a report, not a reply.
+    if is_reply and _lkp_sender(sender):
+        opening = _LKP_REPLY_OPENING.search(own_text[:_LKP_REPLY_HEAD])
+        if opening:
+            return "lkp-regression" if opening.group(1).lower() == "regression" else "lkp-improvement"
     # A reply is a reply even when it quotes a whole report: the report is its parent.
     if is_reply:
         return "reply"

@@ -376,6 +376,16 @@ def _scratch_path(spec: ParamSpec, raw: str, label: str, scratch_dir: str, notes
     return target
 
 
+def _relative(path: str, scratch_dir: str) -> str:
+    """A path inside the scratch dir written relative to it (the command runs there): `fs`, `.`."""
+    for root in (SCRATCH, scratch_dir):
+        if path == root:
+            return "."
+        if path.startswith(root + "/"):
+            return path[len(root) + 1:]
+    return path
+
+
 def _defaults(template: Template, values: dict[str, Any]) -> None:
     for spec in template.params:
         if spec.name not in values and spec.default is not None:
@@ -537,7 +547,8 @@ def _finish(template: Template, values: dict[str, Any], order: list[str] | None,
     _check(template, values, labels)
     for spec in template.params:
         if spec.type == "path" and isinstance(values.get(spec.name), str):
-            values[spec.name] = values[spec.name].replace(SCRATCH, scratch_dir)
+            values[spec.name] = _relative(values[spec.name], scratch_dir) if spec.relative else \
+                values[spec.name].replace(SCRATCH, scratch_dir)
     given = list(order) if order is not None else []
     ordered = given + [spec.name for spec in template.params if spec.name not in given]
     options = _option_words(template, values, ordered)

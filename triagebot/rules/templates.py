@@ -33,7 +33,7 @@ _TOP_KEYS = ("program", "subcommand", "description", "parser", "timeout_seconds"
              "primary_when", "params", "aliases", "drop", "refuse", "metrics", "lkp",
              "lkp_metrics", "scratch_fraction", "memory_fraction", "collect")
 _PARAM_KEYS = ("type", "flag", "min", "max", "choices", "default", "kind", "scale", "per_thread",
-               "times", "cap", "format", "reserved", "tasks", "tasks_times", "assume")
+               "times", "cap", "format", "reserved", "tasks", "tasks_times", "assume", "relative")
 _LKP_KEYS = ("testcases", "environment", "params")
 _LKP_PARAM_KEYS = ("param", "kind", "map", "strip_suffix", "divide_by")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -106,6 +106,9 @@ class ParamSpec:
     tasks_times: tuple[str, ...] = ()  # params whose values multiply this one's tasks
     assume: Any = None              # the program's own default when the option is not given: used
                                     # for footprints (times, tasks_times), never rendered
+    relative: bool = False          # path: rendered relative to the scratch dir, the command's
+                                    # working directory on every executor (fs_mark takes a -d of
+                                    # fewer than 40 bytes, shorter than most scratch paths)
 
 
 # The units parse/reported.py names a person's headline by, and which way each is better.
@@ -446,6 +449,10 @@ def _param(entry: Section, name: str) -> ParamSpec:
         fields["format"] = entry.choice("format", allowed, allowed[0])
     elif kind == "path":
         fields["kind"] = entry.choice("kind", ("dir", "file"), None)
+    if "relative" in entry:
+        if kind != "path":
+            entry.fail("relative is for path parameters")
+        fields["relative"] = entry.boolean("relative")
     reserved = entry.get("reserved", [])
     if not isinstance(reserved, list) or not all(isinstance(item, str) for item in reserved) or (
             reserved and kind != "name"):
