@@ -201,7 +201,9 @@ def ratio_interval(base: Side, suspect: Side, confidence: float = DEFAULT_CONFID
 def _untestable(base: Side, suspect: Side) -> str | None:
     """Why two summaries cannot be tested, or None."""
     for side in (base, suspect):
-        if side.runs is None or side.runs < MINIMUM_RUNS:
+        if side.runs is None:
+            return "no run count"
+        if side.runs < MINIMUM_RUNS:
             return "too few runs"
         if side.stddev is None:
             return "no spread"
