@@ -6,9 +6,12 @@ import sys
 
 import pytest
 
-from tests.conftest import FIXTURES, PROJECT
+from tests.conftest import FIXTURES, PROJECT, SHARED
+from triagebot.inputs import iter_inputs
 from triagebot.parse.measurements import read_measurements, side_of
+from triagebot.parse.message import decode_message
 from triagebot.parse.numbers import combine_stance, judge_numbers
+from triagebot.parse.quoting import split_quotes
 from triagebot.parse.report import parse_message
 from triagebot.parse.stance import Stance
 from triagebot.parse.thread import build_threads
@@ -227,3 +230,39 @@ def test_combine_stance() -> None:
         "not-reproduced", decisive.evidence)
     overruled = combine_stance(words, decisive)
     assert overruled.evidence == decisive.evidence + '; the words said reproduced: "I can reproduce it."'
+
+
+# --- real messages: the shapes the rules were written from ---------------------------------------
+
+BTRFS_2023 = SHARED / "corpus" / "lists" / "linux-btrfs-2023.mbox.gz"
+REAL_SIDES = {
+    # a cover letter's "With patchset: 404.81MiB/s" / "Without patchset: 369.30MiB/s"
+    "cover.1678777941.git.wqu@suse.com": ("Without patchset", 369.3, "With patchset", 404.81, "MiB/s"),
+    # two kernel versions as a list: "- 6.4: 966.84MiB/s" / "- 6.5.2:  748.02MiB/s"
+    "2169630.irdbgypaU6@lichtvoll.de": ("6.4", 966.84, "6.5.2", 748.02, "MiB/s"),
+}
+
+
+def test_real_messages_with_numbers_on_two_sides() -> None:
+    """Real replies and cover letters post one value a side, without spread: read, never decisive."""
+    if not BTRFS_2023.exists():
+        pytest.skip(f"{BTRFS_2023} absent: the shared corpus is not beside the project")
+    seen: dict[str, tuple] = {}
+    header_labels: list[str | None] = []
+    wanted = [key.encode() for key in (*REAL_SIDES, "eb544c31-7a74-d503-83f0-4dc226917d1a@meta.com")]
+    for entry in iter_inputs(str(BTRFS_2023)):
+        if entry.raw is None or not any(key in entry.raw for key in wanted):
+            continue  # decoding only the few messages wanted keeps this test quick
+        message = decode_message(entry.raw)
+        own = split_quotes(message.body).own
+        if message.message_id in REAL_SIDES:
+            numbers = judge_numbers(read_measurements(own), None)
+            assert numbers is not None and numbers.outcome == "inconclusive", message.message_id
+            seen[message.message_id] = (numbers.base_label, numbers.base_mean, numbers.suspect_label,
+                                        numbers.suspect_mean, numbers.unit)
+            assert "no run count given" in numbers.evidence
+        elif message.message_id == "eb544c31-7a74-d503-83f0-4dc226917d1a@meta.com":
+            # "Unpatched Linus:" over a fio line, then "Synchronous crcs:" (no side) over another
+            header_labels = [item.label for item in read_measurements(own) if item.name == "fio.write_iops"]
+    assert seen == REAL_SIDES
+    assert header_labels == ["Unpatched Linus", None]

@@ -11,7 +11,8 @@ Numbers on a side, for a stance from numbers (numbers.py compares them):
   (mean of 5 runs, σ 41)", "vanilla: 954MB/s (mean out of 5 runs, σ: 30.83)", "6.8: 2341 ± 41
   events/s (n=5)", "patched: 1780 events/s ±1.8% (5 runs)", and plain "With patchset: 404.81MiB/s".
   Only a label that names a side counts (before/after, with/without, base/patched, vanilla,
-  good/bad, old/new, reverted, a kernel version, a commit): "Note: 5 files" is no measurement.
+  good/bad, old/new, reverted, a kernel version): "Note: 5 files" is no measurement, nor is a
+  value with neither a unit nor a spread ("Parent ID: 5").
   A spread written `±N` or `+/-N` is taken as the standard deviation (LKP's tables and most
   writers mean that), `±N%` as relative to the value.
 - A side header on its own line ("Unpatched Linus:", "after:") labels the benchmark results
@@ -43,7 +44,7 @@ _NUMBER = r"\d[\d,]*(?:\.\d+)?"
 # "before: 2341 events/s (mean of 5 runs, σ 41)": a short label, a colon (or =), one value.
 _LABELLED_VALUE = re.compile(
     r"^[ \t]*+(?:[-*•][ \t]*+)?(?P<label>[A-Za-z0-9(][^\n:=]{0,48}?)[ \t]*[:=][ \t]*~?[ \t]*"
-    r"(?P<value>" + _NUMBER + r")(?![\d.:/-])"
+    r"(?P<value>" + _NUMBER + r")(?![\d.:/-]|[0-9a-fA-F]{2})"
     r"(?:[ \t]*(?:±|\+/-|\+-)[ \t]*(?P<pm>" + _NUMBER + r")(?P<pm_percent>[ \t]*%)?)?"
     r"[ \t]*(?P<multiplier>[kKM](?![A-Za-z]))?[ \t]*"
     r"(?P<unit>[A-Za-zµ%][\w/%µ.-]*(?:[ \t]+per[ \t]+sec(?:ond)?)?)?(?P<rest>[^\n]*)$",
@@ -57,36 +58,36 @@ _RUNS = re.compile(r"\b(?P<runs>\d{1,4})[ \t]+(?:runs|iterations|samples|tries|t
 _SIDE_HEADER = re.compile(r"^[ \t]*+(?:[-*•][ \t]*+)?([A-Za-z0-9(][^\n:]{0,48}?)[ \t]*:[ \t]*$", re.MULTILINE)
 _SYSBENCH_RATE = re.compile(r"^[ \t]*events per second:[ \t]*(" + _NUMBER + r")[ \t]*$", re.MULTILINE)
 
-# What a label says of its side; numbers.py orders the sides from it.
+# What a label says of its side, by its first word; numbers.py orders the sides from it.
 REFERENCE_WORDS = ("before", "without", "w/o", "unpatched", "vanilla", "stock", "baseline", "base", "good",
-                   "old", "revert", "reverted", "parent", "upstream")
+                   "old", "reverted")
 CHANGED_WORDS = ("after", "with", "w/", "patched", "bad", "new")
-_VERSION = re.compile(r"^(?:linux[- ]?|kernel[- ]?)?v?(\d+)\.(\d+)(?:\.(\d+))?(?:-rc(\d+))?\b")
-_COMMIT = re.compile(r"^[0-9a-f]{7,40}\b")
-_LABEL_WORD = re.compile(r"[a-z/]+")
+_VERSION = re.compile(r"^(?:linux[- ]?|kernel[- ]?)?v?(\d+)\.(\d+)(?:\.(\d+))?(?:-rc(\d+))?(?![\w.])")
+# A label is a few plain words: register dumps, lock classes and quoted code are not.
+_PLAIN_LABEL = re.compile(r"[\w .,/()+-]+")
 MAX_LABEL_WORDS = 6
 
 
 def side_of(label: str) -> str | tuple[int, ...] | None:
-    """"reference", "changed", a kernel version as a tuple, "commit", or None for no side.
+    """"reference", "changed", a kernel version as a tuple, or None for no side.
 
-    A label about a fix ("with the fix") is no side: numbers for a fix say nothing of whether
-    the regression reproduces.
+    The side is said by the label's first word ("Without patchset", "Unpatched Linus", "with X
+    reverted": a revert is the reference state) or by a kernel version. A label about a fix ("with
+    the fix") is no side: numbers for a fix say nothing of whether the regression reproduces.
     """
     text = label.strip().lower()
-    if len(text.split()) > MAX_LABEL_WORDS or "fix" in text:
+    words = text.split()
+    if not words or len(words) > MAX_LABEL_WORDS or "fix" in text or not _PLAIN_LABEL.fullmatch(text):
         return None
     version = _VERSION.match(text)
     if version:
         major, minor, patch, candidate = version.groups()
         # an -rcN comes before its release: 6.9-rc1 < 6.9
         return (int(major), int(minor), int(patch or 0), int(candidate) if candidate else 1_000)
-    if _COMMIT.match(text):
-        return "commit"
-    words = _LABEL_WORD.findall(text)
-    if "revert" in text or any(word in REFERENCE_WORDS for word in words):
-        return "reference"  # "with X reverted" is the reference state, so it is checked first
-    if any(word in CHANGED_WORDS for word in words) or text.startswith("w/"):
+    first = words[0].rstrip(",")
+    if first in REFERENCE_WORDS or (first in CHANGED_WORDS and "revert" in text):
+        return "reference"
+    if first in CHANGED_WORDS:
         return "changed"
     return None
 
@@ -104,6 +105,8 @@ def _labelled_values(own_text: str) -> list[tuple[int, Measurement]]:
         value = _number(match.group("value")) * _MULTIPLIER[match.group("multiplier") or ""]
         unit = (match.group("unit") or "").rstrip(".,;")
         rest = match.group("rest")
+        if not unit and not match.group("pm") and not _SPREAD.search(rest):
+            continue  # "Parent ID: 5": a bare number is no measurement
         stddev = None
         if match.group("pm"):
             stddev = _number(match.group("pm"))

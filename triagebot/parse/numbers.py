@@ -103,7 +103,7 @@ def _groups(measurements: tuple[Measurement, ...]) -> list[_Group]:
     groups = []
     for label, line_key in order:
         side = side_of(label)
-        if side is None or side == "commit":
+        if side is None:
             continue
         values = members[(label, line_key)]
         groups.append(_Group(label, side, _unit_key(values[0].unit), line_key, tuple(values)))
