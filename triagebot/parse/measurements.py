@@ -21,6 +21,7 @@ Numbers on a side, for a stance from numbers (numbers.py compares them):
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from triagebot.records import Measurement
 
@@ -96,9 +97,32 @@ def _number(text: str) -> float:
     return float(text.replace(",", ""))
 
 
+# Where a labelled value may be: a colon or = before a digit (found fast, then its line is read).
+_VALUE_AFTER_SEPARATOR = re.compile(r"[:=][ \t]*~?[ \t]*\d")
+
+
+_SIDE_START = re.compile(r"[ \t]*+(?:[-*•][ \t]*+)?(?:before|after|with|w/|base|patched|unpatched|vanilla|stock|good|"
+                         r"bad|old|new|reverted|linux|kernel|v?\d+\.\d)", re.IGNORECASE)
+
+
+def _labelled_lines(own_text: str) -> Iterator[re.Match[str]]:
+    """Matches of _LABELLED_VALUE on the lines that hold a separator before a digit, once a line."""
+    done = -1
+    for hint in _VALUE_AFTER_SEPARATOR.finditer(own_text):
+        start = own_text.rfind("\n", 0, hint.start()) + 1
+        if start <= done:
+            continue
+        done = start
+        if not _SIDE_START.match(own_text, start):
+            continue  # most such lines are logs and headers: their first word names no side
+        match = _LABELLED_VALUE.match(own_text, start)
+        if match is not None:
+            yield match
+
+
 def _labelled_values(own_text: str) -> list[tuple[int, Measurement]]:
     found: list[tuple[int, Measurement]] = []
-    for match in _LABELLED_VALUE.finditer(own_text):
+    for match in _labelled_lines(own_text):
         label = match.group("label").strip()
         if side_of(label) is None:
             continue
