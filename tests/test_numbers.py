@@ -10,7 +10,7 @@ from tests.conftest import FIXTURES, PROJECT, SHARED
 from triagebot.inputs import iter_inputs
 from triagebot.parse.measurements import read_measurements, side_of
 from triagebot.parse.message import decode_message
-from triagebot.parse.numbers import combine_stance, judge_numbers
+from triagebot.parse.numbers import better_direction, combine_stance, judge_numbers
 from triagebot.parse.quoting import split_quotes
 from triagebot.parse.report import parse_message
 from triagebot.parse.stance import Stance
@@ -110,6 +110,31 @@ def test_one_fio_run_a_side_under_headers_is_inconclusive() -> None:
     assert (numbers.base_label, numbers.base_mean, numbers.suspect_label, numbers.suspect_mean) == (
         "Without the merge", 51800.0, "With the merge", 44100.0)
     assert numbers.unit == "IOPS" and "fewer than 2 runs a side" in numbers.evidence
+
+
+def test_the_reported_change_comes_from_a_quoted_lkp_report() -> None:
+    reply = parsed("reply-lkp-quoted-ops.eml")
+    assert reply.headline is not None and reply.headline.change_percent == -42.3
+    numbers = reply.stance_numbers
+    assert numbers is not None and numbers.reported_change_percent == -42.3
+    assert reply.stance == "not-reproduced" and numbers.evidence.endswith("(reported \u221242.3%)")
+
+
+def test_with_no_report_quoted_a_worse_time_reproduces() -> None:
+    reply = parsed("reply-unquoted-no-reported-change.eml")
+    numbers = reply.stance_numbers
+    assert numbers is not None and numbers.reported_change_percent is None
+    assert reply.stance == "reproduced" and numbers.evidence.endswith("(no reported change)")
+    assert numbers.change_percent is not None and numbers.change_percent > 0  # ms went up: worse
+
+
+@pytest.mark.parametrize(("unit", "name", "better"), [
+    ("events/s", None, "higher"), ("MiB/s", None, "higher"), ("IOPS", "fio.write_iops", "higher"),
+    ("ms", None, "lower"), ("usec", None, "lower"), ("", "stress-ng.utime.ops_per_sec", "higher"),
+    ("", "fsmark.files_per_sec", "higher"), ("", "stress-ng.time.elapsed_time", "lower"), ("widgets", None, None),
+])
+def test_better_direction(unit: str, name: str | None, better: str | None) -> None:
+    assert better_direction(unit, name) == better
 
 
 def test_numbers_about_a_fix_give_no_stance() -> None:

@@ -81,10 +81,11 @@ def better_direction(unit: str, name: str | None = None) -> str | None:
     if "/s" in lowered or "iops" in lowered or "per sec" in lowered:
         return "higher"
     text = (name or "").lower()
-    if any(hint in text for hint in _LOWER_NAME_HINTS):
-        return "lower"
+    # A rate first: "stress-ng.utime.ops_per_sec" is a rate of a stressor named after a time.
     if any(hint in text for hint in _HIGHER_NAME_HINTS):
         return "higher"
+    if any(hint in text for hint in _LOWER_NAME_HINTS):
+        return "lower"
     return None
 
 
