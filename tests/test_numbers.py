@@ -291,3 +291,19 @@ def test_real_messages_with_numbers_on_two_sides() -> None:
             header_labels = [item.label for item in read_measurements(own) if item.name == "fio.write_iops"]
     assert seen == REAL_SIDES
     assert header_labels == ["Unpatched Linus", None]
+
+
+def test_several_fio_runs_under_each_header_are_runs() -> None:
+    text = ("Without the commit:\n\n"
+            "  write: IOPS=51.8k, BW=202MiB/s (212MB/s)(11.9GiB/60001msec)\n"
+            "  write: IOPS=52.3k, BW=204MiB/s (214MB/s)(12.0GiB/60001msec)\n"
+            "  write: IOPS=51.1k, BW=200MiB/s (209MB/s)(11.7GiB/60001msec)\n\n"
+            "With the commit:\n\n"
+            "  write: IOPS=40.2k, BW=157MiB/s (165MB/s)(9.2GiB/60001msec)\n"
+            "  write: IOPS=41.0k, BW=160MiB/s (168MB/s)(9.4GiB/60001msec)\n"
+            "  write: IOPS=39.7k, BW=155MiB/s (163MB/s)(9.1GiB/60001msec)\n")
+    numbers = judge_numbers(read_measurements(text), Headline("IOPS", -22.0, "regression"))
+    assert numbers is not None and numbers.unit == "IOPS"
+    assert (numbers.base_runs, numbers.suspect_runs) == (3, 3)
+    assert numbers.base_mean == pytest.approx(51733.33, abs=0.01)
+    assert numbers.outcome == "reproduced"

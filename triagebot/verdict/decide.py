@@ -22,6 +22,9 @@ Statistics, in the order they are applied:
   default). This covers a tight interval around 0, a significant change under the floor, and
   a change in the opposite direction (which is never a confirmation).
 - ``inconclusive`` otherwise: more runs would be needed.
+
+The last four rules are outcome.classify, shared with summary.py (a decision from the mean,
+spread and run count a person posted), so both verdicts decide alike.
 """
 from __future__ import annotations
 
