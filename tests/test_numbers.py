@@ -307,3 +307,8 @@ def test_several_fio_runs_under_each_header_are_runs() -> None:
     assert (numbers.base_runs, numbers.suspect_runs) == (3, 3)
     assert numbers.base_mean == pytest.approx(51733.33, abs=0.01)
     assert numbers.outcome == "reproduced"
+
+
+def test_an_infinite_number_is_no_measurement() -> None:
+    text = "before: " + "9" * 400 + " ms (5 runs, sd 3)\nafter: 5 ms (5 runs, sd " + "9" * 400 + ")\n"
+    assert [item for item in read_measurements(text) if item.label] == []

@@ -20,6 +20,7 @@ Numbers on a side, for a stance from numbers (numbers.py compares them):
 """
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 
@@ -142,6 +143,8 @@ def _labelled_values(own_text: str) -> list[tuple[int, Measurement]]:
                 stddev = _number(spread.group("spread"))
                 if spread.group("percent"):
                     stddev = value * stddev / 100.0
+        if not math.isfinite(value) or (stddev is not None and not math.isfinite(stddev)):
+            continue  # 400 digits read as a float are infinite: no measurement, and no JSON number
         runs_match = _RUNS.search(rest)
         runs = int(runs_match.group("runs") or runs_match.group("n")) if runs_match else None
         text = " ".join(match.group(0).split())
