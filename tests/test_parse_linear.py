@@ -65,6 +65,16 @@ CASES = {
         assert measurements._MMTESTS_ROW.search("Amean 1 1.0 (0%) 1.0" + " " * 100_000 + "x") is None
         assert measurements._RATE.search("1" + " " * 100_000 + "x") is None
     """,
+    "labelled values, side headers and spreads on long runs": """
+        from triagebot.parse import measurements
+        assert measurements._LABELLED_VALUE.search("before" + " " * 100_000 + ": 1 ms").group("label") == "before"
+        assert measurements._LABELLED_VALUE.search("before: " + "1," * 50_000 + "x").group("unit") == "x"
+        assert measurements._LABELLED_VALUE.search("-" * 100_000 + ": 1 ms") is None
+        assert measurements._SIDE_HEADER.search("before" + " " * 100_000 + "x") is None
+        assert measurements._SPREAD.search("±" + " " * 100_000 + "x") is None
+        assert measurements._RUNS.search("1" + " " * 100_000 + "x") is None
+        assert len(measurements.read_measurements("before:\\n" * 50_000)) == 0
+    """,
     "Fixes trailer after many blank lines": """
         from triagebot.parse import commits
         assert commits._FIXES.search("\\n" * 100_000 + "x") is None

@@ -115,6 +115,37 @@ class Measurement:
     name: str | None  # "fio.read_iops", "Amean 1 base", … ; None for a number in prose
     value: float
     unit: str
+    # Added for numbers that decide a stance: the side the writer put the value on ("before",
+    # "without the patch", "6.5.2"), the spread and the run count written with it, where written.
+    label: str | None = None
+    stddev: float | None = None  # sample standard deviation, in the value's unit
+    runs: int | None = None  # runs the value is the mean of (1 for a single run's result)
+
+
+@dataclass(frozen=True)
+class NumbersStance:
+    """What a reply's own before/after numbers say of the reported change, with the statistics.
+
+    ``base_*`` is the reference side (before, without, base, the older kernel), ``suspect_*`` the
+    changed one; the change is suspect over base. Values not computed are None.
+    """
+
+    outcome: str  # reproduced / not-reproduced / inconclusive
+    evidence: str  # the statistics in one line, as `triage show` prints them
+    unit: str
+    base_label: str
+    base_mean: float
+    base_stddev: float | None
+    base_runs: int | None
+    suspect_label: str
+    suspect_mean: float
+    suspect_stddev: float | None
+    suspect_runs: int | None
+    change_percent: float | None
+    ci_low_percent: float | None
+    ci_high_percent: float | None
+    p_value: float | None  # Welch's two-sided test
+    reported_change_percent: float | None  # the change of the report the reply answers
 
 
 @dataclass(frozen=True)
@@ -199,6 +230,7 @@ class Report:
     objections: tuple[Objection, ...] = ()
     trailers: tuple[Trailer, ...] = ()
     measurements: tuple[Measurement, ...] = ()  # the writer's own counter-measurements
+    stance_numbers: NumbersStance | None = None  # the stance the writer's own numbers give
 
 
 _PAIR_FIELDS = {"parameters", "kernel_config", "thread_links"}
@@ -297,4 +329,5 @@ def report_from_json(data: dict[str, Any]) -> Report:
         objections=tuple(Objection(**item) for item in data.get("objections", [])),
         trailers=tuple(Trailer(**item) for item in data.get("trailers", [])),
         measurements=tuple(Measurement(**item) for item in data.get("measurements", [])),
+        stance_numbers=_build(NumbersStance, data.get("stance_numbers")),
     )

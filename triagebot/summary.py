@@ -43,9 +43,18 @@ def render_report(report: Report, *, all_rows: bool = False) -> str:
         lines.append(f"  machine:  {machine.description}{tbox}")
     if report.syzbot:
         lines.append(f"  syzbot:   {report.syzbot.title}  {report.syzbot.dashboard or ''}")
+    numbers = report.stance_numbers
     if report.stance != "none":
-        evidence = f'  "{report.stance_evidence}"' if report.stance_evidence else ""
+        said = report.stance_evidence
+        if numbers is not None and said and said.startswith(numbers.evidence):
+            # The stance came from the writer's numbers (printed below); any words they overruled follow.
+            rest = said[len(numbers.evidence):].lstrip("; ")
+            evidence = "  from the writer's numbers" + (f"; {rest}" if rest else "")
+        else:
+            evidence = f'  "{said}"' if said else ""
         lines.append(f"  stance:   {report.stance}{evidence}")
+    if numbers is not None:
+        lines.append(f"  numbers:  {numbers.evidence}")
     for objection in report.objections:
         lines.append(f"  raises:   [{objection.kind}] \"{objection.evidence}\"")
     if report.metrics:

@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from triagebot.parse.numbers import combine_stance
 from triagebot.parse.objections import objections_of_sentences
 from triagebot.parse.stance import Stance, stance_of_sentences
 from triagebot.records import Objection, Report
@@ -54,5 +55,6 @@ def complete(draft: Draft, reader: LanguageReader = read_language) -> Report:
     if draft.request is None:
         return draft.report
     answer = reader(draft.request)
-    return dataclasses.replace(draft.report, stance=answer.stance.stance, stance_evidence=answer.stance.evidence,
+    stance = combine_stance(answer.stance, draft.report.stance_numbers)  # decisive numbers beat words
+    return dataclasses.replace(draft.report, stance=stance.stance, stance_evidence=stance.evidence,
                                objections=answer.objections)

@@ -15,11 +15,12 @@ from triagebot.parse.limits import MAX_LINE_CHARS
 from triagebot.parse.measurements import read_measurements
 from triagebot.parse.message import DecodedAttachment, decode_message, header_names
 from triagebot.parse.metrics import parse_tables
+from triagebot.parse.numbers import combine_stance, judge_numbers
 from triagebot.parse.objections import OBJECTION_GATE, objections_without_spacy, read_trailers
 from triagebot.parse.quoting import split_quotes
 from triagebot.parse.reported import reported_headline
 from triagebot.parse.reproducers import find_commands
-from triagebot.parse.stance import STANCE_GATE
+from triagebot.parse.stance import STANCE_GATE, Stance
 from triagebot.parse.webpage import PageMessage, looks_like_html, parse_page, parse_paste
 from triagebot.records import (
     Attachment,
@@ -276,6 +277,8 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
         # A review in a patch thread quotes the patch: there is no report to take context from.
         if kind == "reply" and split.quoted and not is_patch_review(subject):
             fields, quoted = _with_quoted_context(fields, split.quoted)
+        if fields.get("measurements"):
+            fields = _with_numbers(fields, split.quoted)
     return Draft(Report(
         message_id=message_id,
         in_reply_to=in_reply_to,
@@ -383,6 +386,16 @@ def _prose_fields(own: str, subject: str, kind: str) -> tuple[dict, LanguageRequ
         "prose_numbers": tuple(prose.numbers(own)),
         "headline": reported_headline(own) if kind == "human-report" else None,
     }, request
+
+
+def _with_numbers(fields: dict, quoted_text: str) -> dict:
+    """The stance the writer's own before/after numbers give, against the report quoted
+    (numbers.py); the words' stance, read later, is combined with it by the same function."""
+    numbers = judge_numbers(fields["measurements"], fields.get("headline"), quoted_text)
+    if numbers is None:
+        return fields
+    stance = combine_stance(Stance("none", None), numbers)
+    return {**fields, "stance_numbers": numbers, "stance": stance.stance, "stance_evidence": stance.evidence}
 
 
 def _with_quoted_context(fields: dict, quoted_text: str) -> tuple[dict, bool]:

@@ -22,6 +22,9 @@ Statistics, in the order they are applied:
   default). This covers a tight interval around 0, a significant change under the floor, and
   a change in the opposite direction (which is never a confirmation).
 - ``inconclusive`` otherwise: more runs would be needed.
+
+The last four rules are outcome.classify, shared with summary.py (a decision from the mean,
+spread and run count a person posted), so both verdicts decide alike.
 """
 from __future__ import annotations
 
@@ -29,28 +32,24 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
 from triagebot.verdict import stats
+from triagebot.verdict.outcome import (
+    DEFAULT_ALPHA,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_SAME_FRACTION,
+    Outcome,
+    claimed_sign,
+    classify,
+    same_bound,
+    signed_percent,
+)
 
-DEFAULT_ALPHA = 0.01  # threshold for "different", on the Bonferroni-corrected smaller p-value
-DEFAULT_CONFIDENCE = 0.95  # level of the interval reported and used for the no-repro test
-DEFAULT_SAME_FRACTION = 0.5  # a no-repro must rule out this share of the reported effect
 TESTS_COMBINED = 2  # Mann-Whitney U and Kolmogorov-Smirnov: the Bonferroni factor
 MINIMUM_RUNS = 2  # per side; below this nothing can be compared
-MINUS = "\u2212"  # reasons print a real minus sign, as reports and developers write them
-
-
-class Outcome(StrEnum):
-    """What the verdict says; compares equal to its string value."""
-
-    CONFIRMED = "confirmed"
-    NOT_REPRODUCED = "not-reproduced"
-    INCONCLUSIVE = "inconclusive"
-    ERROR = "error"
 
 
 @dataclass(frozen=True)
@@ -115,7 +114,7 @@ def decide(base: Sequence[float], suspect: Sequence[float], better: str,
     base_values = np.asarray(base, dtype=float).ravel()
     suspect_values = np.asarray(suspect, dtype=float).ravel()
     reported = reported_change_percent
-    bound = _same_bound(reported, floor_percent, same_fraction)
+    bound = same_bound(reported, floor_percent, same_fraction)
     common: dict[str, Any] = dict(confidence=confidence, alpha=alpha, runs_base=len(base_values),
                   runs_suspect=len(suspect_values), better=better,
                   reported_change_percent=reported, floor_percent=floor_percent,
@@ -142,7 +141,7 @@ def decide(base: Sequence[float], suspect: Sequence[float], better: str,
         p_kolmogorov_smirnov = stats.kolmogorov_smirnov_p(base_values, suspect_values)
     p_value = min(1.0, TESTS_COMBINED * min(p_mann_whitney, p_kolmogorov_smirnov))
 
-    claimed = _claimed_sign(reported, better)
+    claimed = claimed_sign(reported, better)
     toward = claimed * shift.change_percent
     toward_low, toward_high = sorted((claimed * shift.ci_low_percent,
                                       claimed * shift.ci_high_percent))
@@ -153,34 +152,6 @@ def decide(base: Sequence[float], suspect: Sequence[float], better: str,
                    ci_low_percent=shift.ci_low_percent, ci_high_percent=shift.ci_high_percent,
                    p_value=p_value, p_mann_whitney=p_mann_whitney,
                    p_kolmogorov_smirnov=p_kolmogorov_smirnov, scale=shift.scale, **common)
-
-
-def classify(different: bool, toward: float, toward_low: float, toward_high: float,
-             floor_percent: float, same_bound: float) -> tuple[Outcome, str]:
-    """The decision proper, on the change measured in the claimed direction (positive = as claimed).
-
-    Returns the outcome and a short code for the reason.
-    """
-    # A significant shift, wholly on the claimed side of 0 and at least the floor: reproduced.
-    if different and toward_low > 0 and toward >= floor_percent:
-        return Outcome.CONFIRMED, "confirmed"
-    # The interval rules out a change as large as the bound in the claimed direction.
-    if toward_high < same_bound:
-        if different and toward_high < 0:
-            # Significant, but the other way round: never a confirmation of the report.
-            return Outcome.NOT_REPRODUCED, "opposite"
-        if different and 0 < toward < floor_percent:
-            # Real but smaller than the floor: not a regression worth a report.
-            return Outcome.NOT_REPRODUCED, "under-floor"
-        return Outcome.NOT_REPRODUCED, "same"
-    # Significant in the claimed direction but under the floor; the interval reaches the bound.
-    if different and 0 < toward < floor_percent:
-        return Outcome.INCONCLUSIVE, "under-floor-wide"
-    # KS sees the distributions differ, but the shift's interval straddles 0 (spread or shape).
-    if different:
-        return Outcome.INCONCLUSIVE, "shape"
-    # Not different, and the interval is too wide to rule the claimed change out.
-    return Outcome.INCONCLUSIVE, "wide"
 
 
 def _check_parameters(better: str, floor_percent: float, alpha: float, confidence: float,
@@ -196,20 +167,6 @@ def _check_parameters(better: str, floor_percent: float, alpha: float, confidenc
         raise ValueError(f"confidence must be between 0 and 1, not {confidence!r}")
     if not 0 < same_fraction <= 1:
         raise ValueError(f"same_fraction must be in (0, 1], not {same_fraction!r}")
-
-
-def _same_bound(reported: float | None, floor_percent: float, same_fraction: float) -> float:
-    if reported is None or not math.isfinite(reported):
-        return floor_percent
-    return max(floor_percent, same_fraction * abs(reported))
-
-
-def _claimed_sign(reported: float | None, better: str) -> float:
-    """+1 when the claim is an increase of the metric, -1 for a decrease."""
-    if reported:
-        return 1.0 if reported > 0 else -1.0
-    # No report (or a claimed 0%): the question is whether the suspect is worse.
-    return -1.0 if better == "higher" else 1.0
 
 
 def _sample_problem(base: np.ndarray, suspect: np.ndarray,
@@ -228,16 +185,6 @@ def _sample_problem(base: np.ndarray, suspect: np.ndarray,
         return Outcome.INCONCLUSIVE, (f"need at least {MINIMUM_RUNS} runs a side to compare, "
                                       f"got {len(base)}+{len(suspect)}")
     return None
-
-
-def signed_percent(value: float) -> str:
-    """'+1.2%', '−28.3%' (real minus sign), 'unbounded' for an infinite side."""
-    if not math.isfinite(value):
-        return "unbounded"
-    text = f"{value:+.1f}%"
-    if text in ("-0.0%", "+0.0%"):
-        text = "0.0%"
-    return text.replace("-", MINUS)
 
 
 def smallest_p_value(runs_base: int, runs_suspect: int) -> float:
