@@ -25,7 +25,7 @@ STANCE_PATTERN = re.compile(
     r"reproduc|confirm|verified|unable|"
     r"\b(?:see|seeing|saw|observ\w*|notic\w*|hit|hitting|trigger\w*|measured)\b(?:\s+[\w-]+){0,4}?\s+"
     r"(?:this|it|that|(?:regression|slowdown|drop|degradation|problem|issue|difference|report|splat|warning|"
-    r"behaviou?r|hang|deadlock|effect|change|bug|crash|lockdep)\w*)\b|"
+    r"behaviou?r|hang|deadlock|effect|change|bug|crash|lockdep|stall|corruption|panic|oops|error|failure)\w*)\b|"
     r"\bno (?:\w+ )?(?:regression|difference|slowdown)|\bsame (?:\w+ )?here\b|"
     r"\b(?:problem|issue|bug|regression|slowdown|crash|hang)s? (?:still|also) (?:happen|occur|exist|show|persist)|"
     r"\bencounter|\bexperienc(?:e|ed|ing) (?:the|this|a|it|that|same|similar)", re.IGNORECASE)
@@ -42,7 +42,8 @@ class Stance:
 # Word lists rather than REGEX predicates: list lookups keep the Matcher cheap.
 _NEGATORS = ["n't", "not", "never", "cannot"]
 _NOUN_WORDS = ["regression", "slowdown", "drop", "degradation", "problem", "issue", "difference", "report",
-               "splat", "warning", "behaviour", "behavior", "hang", "deadlock", "effect", "change", "bug", "crash"]
+               "splat", "warning", "behaviour", "behavior", "hang", "deadlock", "effect", "change", "bug", "crash",
+               "stall", "corruption", "panic", "oops", "error", "failure"]
 _NOUNS = {"IN": _NOUN_WORDS + [word + "s" for word in _NOUN_WORDS] + ["lockdep", "crashes"]}
 _REPRODUCE_FORMS = ["reproduce", "reproduced", "reproduces", "reproducing", "reproduction", "repro",
                     "trigger", "triggered", "triggering", "hit"]
@@ -62,7 +63,7 @@ _DETERMINERS = {"LOWER": {"IN": ["the", "a", "an", "this", "that", "similar", "s
                                  "big", "huge", "reported", "it", "lockdep"]}, "OP": "{0,3}"}
 _SEE = {"LOWER": {"IN": ["see", "seeing", "saw", "observe", "observed", "observing", "notice", "noticed",
                          "noticing", "hit", "hitting", "measure", "measured", "encounter", "encountered",
-                         "encountering", "experience", "experienced", "experiencing"]}}
+                         "encountering", "experience", "experienced", "experiencing", "trigger", "triggered"]}}
 _PATCH_WORDS = ["patch", "patches", "patchset", "fix", "fixes", "series", "workaround", "diff"]
 _THAT = {"LOWER": {"IN": ["this", "it", "that"]}}
 
@@ -154,13 +155,13 @@ PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
         [{"LOWER": {"IN": ["'ll", "wo", "shall", "gonna", "hope", "hopefully", "wish"]}}],
         [{"LOWER": "going"}, {"LOWER": "to"}],
         [{"LOWER": "let"}, {"LOWER": "me"}],
-        [{"LOWER": {"IN": ["if", "whether", "once", "when"]}}, _SUBJECT],
+        [{"LOWER": {"IN": ["whether", "once", "when"]}}, _SUBJECT],
+        # a condition: "if I see the regression", "If writeback happens ..., we then hit the warning"
+        [{"LOWER": "if"}],
         [{"LOWER": {"IN": ["try", "want", "hope", "plan", "planning"]}}, {"LOWER": "to"},
          {"LOWER": _REPRODUCE}],
         [{"LOWER": {"IN": ["need", "needs"]}}, {"LOWER": "to"}],
         [{"LOWER": {"IN": ["ensure", "make"]}}, {"LOWER": "sure", "OP": "?"}, _SUBJECT],
-        # "If it was impossible to hit this before the patch, ...": a condition, not a result
-        [{"LOWER": "if"}, {"LOWER": {"IN": ["it", "this", "that", "there", "the"]}}],
     ],
     # "will" is a plan, except in "I can reproduce this at will"
     "WILL": [[{"LOWER": "will"}]],
