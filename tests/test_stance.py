@@ -127,6 +127,14 @@ def test_not_seeing_after_saying_one_tried_is_a_run() -> None:
     assert read_stance("I'm not seeing the problem though.\n").stance == "none"
 
 
+def test_results_after_a_tested_patch_are_about_the_patch() -> None:
+    text = ("Here is an updated set of patches for you to try.\n\nI ran my usual suites on two VMs "
+            "and I have not hit any oopses or warnings.\n")
+    assert read_stance(text).stance == "none"
+    # the same result with no patch before it is a failed reproduction
+    assert read_stance("I ran my usual suites on two VMs and I have not hit any oopses.\n").stance == "not-reproduced"
+
+
 def _reply(sender: str, subject: str, body: str) -> bytes:
     return (f"From: {sender}\nTo: linux-fsdevel@vger.kernel.org\nSubject: {subject}\n"
             "Date: Tue, 05 Mar 2024 10:00:00 +0000\nMessage-ID: <reply-1@example.org>\n"

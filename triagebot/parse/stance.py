@@ -28,9 +28,13 @@ STANCE_PATTERN = re.compile(
     r"behaviou?r|hang|deadlock|effect|change|bug|crash|lockdep|stall|corruption|panic|oops|error|failure)\w*)\b|"
     r"\bno (?:\w+ )?(?:regression|difference|slowdown)|\bsame (?:\w+ )?here\b|"
     r"\b(?:problem|issue|bug|regression|slowdown|crash|hang)s? (?:still|also) (?:happen|occur|exist|show|persist)|"
-    r"\bencounter|\bexperienc(?:e|ed|ing) (?:the|this|a|it|that|same|similar)", re.IGNORECASE)
+    r"\bencounter|\bexperienc(?:e|ed|ing) (?:the|this|a|it|that|same|similar)|"
+    # a patch tested or offered: the results after it are about the patch
+    r"\bmy (?:\w+ )?patch|\bpatch(?:es|set)? for you to (?:try|test)|"
+    r"\b(?:applied|applying|tested|testing|with|after|adding) (?:\w+ ){0,2}patch", re.IGNORECASE)
 STANCE_GATE = Gate(("reproduc", "confirm", "verified", "unable", "see", "saw", "observ", "notic", "hit",
-                    "trigger", "measured", "no ", "same", "still ", "also ", "encounter", "experienc"), STANCE_PATTERN)
+                    "trigger", "measured", "no ", "same", "still ", "also ", "encounter", "experienc", "patch"),
+                   STANCE_PATTERN)
 
 
 @dataclass(frozen=True)
@@ -209,6 +213,11 @@ PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
                            "both", "all", "two", "new"]}, "OP": "{0,2}"},
          {"LOWER": {"IN": _PATCH_WORDS}}],
         [{"LOWER": {"IN": _PATCH_WORDS}}, {"LOWER": "applied"}],
+        # the writer's own patch tested or offered: "my previous patch", "patches for you to try"
+        [{"LOWER": "my"}, {"LOWER": {"IN": ["previous", "last", "new", "updated", "proposed", "test", "debug"]},
+                           "OP": "?"}, {"LOWER": {"IN": _PATCH_WORDS}}],
+        [{"LOWER": {"IN": _PATCH_WORDS}}, {"LOWER": "for"}, {"LOWER": "you"}, {"LOWER": "to"},
+         {"LOWER": {"IN": ["try", "test"]}}],
     ],
     # "even with all the patches disabled", "without the patch": the kernel as reported
     "UNPATCHED": [
@@ -280,18 +289,22 @@ def stance_of_sentences(rough: tuple[str, ...], in_reply: bool) -> Stance:
 
     "I'm still trying to reproduce it ... I'm not seeing the problem": a writer who said they
     are trying or ran something earlier in the message is reporting their own run when they say
-    they do not see it in a later sentence.
+    they do not see it in a later sentence. One who said they tested or applied a patch is
+    reporting on the patched kernel in the sentences after it.
     """
-    attempted = False
+    attempted = patched = False
     for text, spans in sentence_spans(rough, STANCE_READING):
         labels = sentence_label_set(spans)
         question = text.rstrip().endswith("?")
         if attempted and "NOT_SEEN" in labels and not question:
             labels = labels | {"RUN_CUE"}
+        if patched and "UNPATCHED" not in labels:
+            labels = labels | {"PATCHED"}  # "the same testing as my previous patch. I have not hit any oopses."
         stance = decide_sentence(labels, question, seeing_reproduces=in_reply)
         if stance != "none":
             return Stance(stance, text.strip())
         attempted = attempted or "RUN_CUE" in labels or {"TRIED", "REPRODUCE_WORD"} <= labels
+        patched = patched or ("PATCHED" in labels and "UNPATCHED" not in labels)
     return Stance("none", None)
 
 
