@@ -65,6 +65,13 @@ SENTENCES = [
     ("I didn't manage to trigger it with the steps above.", "not-reproduced"),
     ("I can't seem to trigger the stall now, so I won't be able to help further.", "not-reproduced"),
     ("I tested 6.5.10 and can't reproduce with it, so I guess I'll bisect next.", "not-reproduced"),
+    ("All my runs so far were in qemu, which doesn't seem to be hitting this issue.", "not-reproduced"),
+    ("I never got the syzbot reproducer to trigger, so the patch is unconfirmed.", "not-reproduced"),
+    ("Also this does *not* reproduce with a 6.8.5 kernel on the same guest.", "not-reproduced"),
+    ("I've booted back into 6.7 on the same VM, and it's stable.", "not-reproduced"),
+    ("I ran the job on 6.1 and it was fine, but on 6.2 I can see it every time.", "reproduced"),
+    ("It's fine, we can take the second version.", "none"),  # no run of the writer's own
+    ("I only noticed this regression myself when the laptop fan kept spinning.", "reproduced"),
     # a bot team's revalidation and a rerun summary
     ("We re-tested both commits several times and see no regression on this machine.", "not-reproduced"),
     ("I reran fs_mark five times on each kernel: no difference here.", "not-reproduced"),

@@ -31,9 +31,11 @@ STANCE_PATTERN = re.compile(
     r"\bencounter|\bexperienc(?:e|ed|ing) (?:the|this|a|it|that|same|similar)|"
     # a patch tested or offered: the results after it are about the patch
     r"\bmy (?:\w+ )?patch|\bpatch(?:es|set)? for you to (?:try|test)|"
-    r"\b(?:applied|applying|tested|testing|with|after|adding) (?:\w+ ){0,2}patch", re.IGNORECASE)
+    r"\b(?:applied|applying|tested|testing|with|after|adding) (?:\w+ ){0,2}patch|"
+    r"(?:\bis|'s|\bwas|\bstay(?:s|ed)|\bremain(?:s|ed)|\bran|\bruns|\bwork(?:s|ed)) (?:stable|fine)\b", re.IGNORECASE)
 STANCE_GATE = Gate(("reproduc", "confirm", "verified", "unable", "see", "saw", "observ", "notic", "hit",
-                    "trigger", "measured", "no ", "same", "still ", "also ", "encounter", "experienc", "patch"),
+                    "trigger", "measured", "no ", "same", "still ", "also ", "encounter", "experienc", "patch",
+                    "stable", "fine"),
                    STANCE_PATTERN)
 
 
@@ -50,7 +52,7 @@ _NOUN_WORDS = ["regression", "slowdown", "drop", "degradation", "problem", "issu
                "stall", "corruption", "panic", "oops", "error", "failure"]
 _NOUNS = {"IN": _NOUN_WORDS + [word + "s" for word in _NOUN_WORDS] + ["lockdep", "crashes"]}
 _REPRODUCE_FORMS = ["reproduce", "reproduced", "reproduces", "reproducing", "reproduction", "repro",
-                    "trigger", "triggered", "triggering", "hit"]
+                    "trigger", "triggered", "triggering", "hit", "hitting"]
 _REPRODUCE = {"IN": _REPRODUCE_FORMS}
 _REPRODUCIBLE = {"IN": ["reproducible", "reproduceable", "reproducable"]}
 _AFFIRM = {"IN": ["reproduce", "reproduced", "reproducing", "confirm", "confirmed", "confirming", "confirms",
@@ -60,7 +62,7 @@ _SUBJECT = {"LOWER": {"IN": ["i", "we"]}}
 _FILLER_WORDS = ["can", "could", "was", "were", "am", "'m", "are", "'re", "also", "did", "have", "'ve", "finally",
                  "now", "too", "easily", "reliably", "still", "do", "even", "indeed", "double", "re", "-", "again",
                  "just", "able", "to", "managed", "manage", "definitely", "consistently", "quickly", "already",
-                 "then", "eventually", "actually", "successfully", "figure", "figured", "out", "how"]
+                 "then", "eventually", "actually", "successfully", "figure", "figured", "out", "how", "only", "first"]
 _FILLERS = {"LOWER": {"IN": _FILLER_WORDS}, "OP": "{0,8}"}
 _DETERMINERS = {"LOWER": {"IN": ["the", "a", "an", "this", "that", "similar", "same", "even", "larger",
                                  "bigger", "significant", "any", "such", "exact", "measurable", "noticeable",
@@ -76,8 +78,12 @@ PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
     # "can't seem to trigger", "didn't manage to trigger it"
     "NOT_REPRODUCED": [
         [{"LOWER": {"IN": _NEGATORS}}, {"LOWER": {"IN": ["been", "be", "able", "to", "yet", "even", "seem", "manage",
-                                                        "managed", "really", "actually", "quite"]}, "OP": "{0,3}"},
+                                                        "managed", "really", "actually", "quite", "*", "_"]},
+                                            "OP": "{0,4}"},
          {"LOWER": _REPRODUCE}],
+        # "couldn't get it to reproduce", "never got the C reproducer to trigger"
+        [{"LOWER": {"IN": _NEGATORS}}, {"LOWER": {"IN": ["get", "got", "getting"]}}, {"OP": "{0,3}"},
+         {"LOWER": "to"}, {"LOWER": _REPRODUCE}],
         [{"LOWER": {"IN": ["unable", "failed", "fail", "fails", "impossible"]}}, {"LOWER": "to"},
          {"LOWER": _REPRODUCE}],
         # "no regression here", "no difference on my machine"
@@ -106,8 +112,15 @@ PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
          {"LOWER": {"IN": ["machine", "machines", "box", "boxes", "system", "systems", "laptop", "setup", "server",
                            "servers", "test", "tests", "testing", "workstation", "vm", "host", "hosts"]}}],
         [_SUBJECT, {"LOWER": {"IN": ["'ve", "have", "also"]}, "OP": "*"},
-         {"LOWER": {"IN": ["ran", "run", "tried", "tested", "rerun", "retested", "re", "measured", "benchmarked"]}}],
+         {"LOWER": {"IN": ["ran", "run", "tried", "tested", "rerun", "retested", "re", "measured", "benchmarked",
+                           "booted", "rebooted", "installed", "built", "compiled"]}}],
         [{"LOWER": "locally"}],
+    ],
+    # after a run of one's own: "I've booted back into 6.7 on the VM, and it's stable"
+    "STAYED_FINE": [
+        [{"LOWER": {"IN": ["'s", "is", "was", "stays", "stayed", "remains", "remained", "runs", "ran", "works",
+                           "worked"]}},
+         {"LOWER": {"IN": ["stable", "fine", "ok", "okay", "clean", "normal"]}}],
     ],
     # "I can reproduce this", "we double confirmed", "I found a way to reproduce it"
     "REPRODUCED": [
@@ -228,7 +241,8 @@ PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
     "REVERT": [[{"LOWER": {"IN": ["revert", "reverted", "reverting", "reverts", "revert-"]}}]],
 }
 
-_STANCE_LABELS = frozenset({"NOT_REPRODUCED", "REPRODUCED", "SEEN", "NOT_SEEN", "REPRODUCE_WORD", "SEE_IT"})
+_STANCE_LABELS = frozenset({"NOT_REPRODUCED", "REPRODUCED", "SEEN", "NOT_SEEN", "REPRODUCE_WORD", "SEE_IT",
+                            "STAYED_FINE"})
 _AFTERTHOUGHTS = frozenset({"FUTURE", "WILL", "HEDGE"})
 
 
@@ -245,7 +259,7 @@ def decide_sentence(labels: frozenset[str], question: bool, seeing_reproduces: b
     if "CONTRAST" in labels and "FUTURE" not in labels:
         return "reproduced"  # "not on ext4, but I can see it on tmpfs": seen where it was reported
     negated = ("NOT_REPRODUCED" in labels or {"TRIED", "REPRODUCE_WORD", "NO_SUCCESS"} <= labels
-               or ("NOT_SEEN" in labels and "RUN_CUE" in labels))
+               or (bool(labels & {"NOT_SEEN", "STAYED_FINE"}) and "RUN_CUE" in labels))
     if negated and not labels & {"FUTURE", "GENERIC"}:
         # "applied this patch ... could not reproduce it": the fix works, the report stands
         return "none" if "PATCHED" in labels and "UNPATCHED" not in labels else "not-reproduced"
@@ -272,8 +286,9 @@ def sentence_label_set(spans: tuple[Span, ...]) -> frozenset[str]:
     first = min((span.start for span in spans if span.label in _STANCE_LABELS), default=None)
     labels = {span.label for span in spans
               if span.label not in _AFTERTHOUGHTS or first is None or span.start <= first}
-    if "NOT_REPRODUCED" in labels or "NOT_SEEN" in labels:
-        negation = min(span.start for span in spans if span.label in ("NOT_REPRODUCED", "NOT_SEEN"))
+    negations = ("NOT_REPRODUCED", "NOT_SEEN", "STAYED_FINE")
+    if labels.intersection(negations):
+        negation = min(span.start for span in spans if span.label in negations)
         contrast = [span.start for span in spans if span.label == "BUT" and span.start > negation]
         if contrast and any(span.label in ("SEE_IT", "REPRODUCED", "SEEN") and span.start > contrast[0]
                             for span in spans):
