@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import ast
 import csv
+import json
+import re
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import CORPUS, FIXTURES, require_corpus
+from tests.conftest import CORPUS, FIXTURES, SHARED, require_corpus
 from triagebot.parse.objections import read_objections, read_trailers
 from triagebot.parse.report import parse_message
 from triagebot.parse.stance import decide_sentence, read_stance
@@ -44,6 +46,49 @@ SENTENCES = [
     ("This might be noise; I will retest with more runs.", "none"),
     ("I don't see any evidence that this was tested.", "none"),
     ("Thanks for the report.", "none"),
+    # a past reproduction with an adverb or a found way instead of "can reproduce"
+    ("FWIW, I finally manage to hit this on a Graviton box as well.", "reproduced"),
+    ("I was eventually able to figure out how to trigger the bug in a 32-bit guest.", "reproduced"),
+    ("Finally I found a way to reproduce it with two parallel tar jobs.", "reproduced"),
+    ("The hang has also been reproduced on a 6.9 kernel.", "reproduced"),
+    ("It can easily be reproduced with stress-ng --bigheap 8.", "reproduced"),
+    ("The slowdown still happens with 6.7-rc2.", "reproduced"),
+    ("It is about 1% reproducible on my side.", "reproduced"),
+    # a negation, then "but" and a sighting where the report says it happens
+    ("It does not reproduce on xfs, but I can see it on a tmpfs export.", "reproduced"),
+    ("I could not reproduce it on the bisected commit, but running the reported one reproduces it quickly.",
+     "reproduced"),
+    # trying, and the system staying fine
+    ("I've been trying to reproduce it on three boxes, but unfortunately all of them like the change.",
+     "not-reproduced"),
+    ("I ran the loop overnight, but no reproduce any more.", "not-reproduced"),
+    ("I didn't manage to trigger it with the steps above.", "not-reproduced"),
+    ("I can't seem to trigger the stall now, so I won't be able to help further.", "not-reproduced"),
+    ("I tested 6.5.10 and can't reproduce with it, so I guess I'll bisect next.", "not-reproduced"),
+    ("All my runs so far were in qemu, which doesn't seem to be hitting this issue.", "not-reproduced"),
+    ("I never got the syzbot reproducer to trigger, so the patch is unconfirmed.", "not-reproduced"),
+    ("Also this does *not* reproduce with a 6.8.5 kernel on the same guest.", "not-reproduced"),
+    ("I've booted back into 6.7 on the same VM, and it's stable.", "not-reproduced"),
+    ("I ran the job on 6.1 and it was fine, but on 6.2 I can see it every time.", "reproduced"),
+    ("It's fine, we can take the second version.", "none"),  # no run of the writer's own
+    ("I only noticed this regression myself when the laptop fan kept spinning.", "reproduced"),
+    # a bot team's revalidation and a rerun summary
+    ("We re-tested both commits several times and see no regression on this machine.", "not-reproduced"),
+    ("I reran fs_mark five times on each kernel: no difference here.", "not-reproduced"),
+    # a fix or a debug patch confirmed: the report is not what was tested
+    ("I can confirm that this patch helps.", "none"),
+    ("I confirmed your fix works on my laptop.", "none"),
+    ("After applying the patch I was not able to reproduce the corruption any more.", "none"),
+    ("syzbot tested the proposed patch and the reproducer did not trigger any issue:", "none"),
+    ("I can also confirm the issue occurred since 6.2, and confirm the workaround works.", "reproduced"),
+    ("I can't trigger it even with all the patches disabled.", "not-reproduced"),
+    # code behaviour, a mail read, a condition, a need, a wish
+    ("Normally we don't hit this path because the LRU walk skips unlinked inodes.", "none"),
+    ("I noticed this report from syzbot while looking for a first task.", "none"),
+    ("If it was impossible to hit this before the patch, I might agree.", "none"),
+    ("If writeback happens during the IO, we then hit the warning.", "none"),
+    ("I just need to test the fix myself to make sure I can reproduce the issue.", "none"),
+    ("I hope we see a change in how device removal works.", "none"),
 ]
 
 
@@ -62,6 +107,73 @@ def test_decision_branches() -> None:
     assert decide_sentence(frozenset({"NOT_SEEN", "RUN_CUE"}), question=False) == "not-reproduced"
     assert decide_sentence(frozenset({"REPRODUCED", "FIXED"}), question=False) == "none"
     assert decide_sentence(frozenset({"REPRODUCED", "FIXED", "REVERT"}), question=False) == "reproduced"
+
+
+def test_decision_branches_of_order_and_patches() -> None:
+    # a contrast decides for the sighting; a patched kernel's result speaks of the patch
+    assert decide_sentence(frozenset({"NOT_REPRODUCED", "CONTRAST"}), question=False) == "reproduced"
+    assert decide_sentence(frozenset({"NOT_REPRODUCED", "PATCHED"}), question=False) == "none"
+    assert decide_sentence(frozenset({"NOT_REPRODUCED", "PATCHED", "UNPATCHED"}), question=False) == "not-reproduced"
+    assert decide_sentence(frozenset({"NOT_REPRODUCED", "GENERIC"}), question=False) == "none"
+    assert decide_sentence(frozenset({"REPRODUCED", "FIXED", "CONFIRM_ISSUE"}), question=False) == "reproduced"
+    assert decide_sentence(frozenset({"SEEN", "READ_MAIL"}), question=False) == "none"
+    # seeing it oneself is a report's own finding, not a reproduction of it
+    assert decide_sentence(frozenset({"SEEN"}), question=False, seeing_reproduces=False) == "none"
+
+
+def test_a_plan_before_the_result_counts_and_one_after_it_does_not() -> None:
+    assert read_stance("I'll see if I can reproduce it.").stance == "none"
+    assert read_stance("I can reproduce it, so I'll bisect tomorrow.").stance == "reproduced"
+
+
+def test_not_seeing_after_saying_one_tried_is_a_run() -> None:
+    text = "I'm still trying to reproduce it with your exports.\n\nI'm not seeing the problem though.\n"
+    result = read_stance(text)
+    assert (result.stance, result.evidence) == ("not-reproduced", "I'm not seeing the problem though.")
+    # without the attempt, not seeing it is a reading of someone's numbers
+    assert read_stance("I'm not seeing the problem though.\n").stance == "none"
+
+
+def test_results_after_a_tested_patch_are_about_the_patch() -> None:
+    text = ("Here is an updated set of patches for you to try.\n\nI ran my usual suites on two VMs "
+            "and I have not hit any oopses or warnings.\n")
+    assert read_stance(text).stance == "none"
+    # the same result with no patch before it is a failed reproduction
+    assert read_stance("I ran my usual suites on two VMs and I have not hit any oopses.\n").stance == "not-reproduced"
+
+
+def _reply(sender: str, subject: str, body: str) -> bytes:
+    return (f"From: {sender}\nTo: linux-fsdevel@vger.kernel.org\nSubject: {subject}\n"
+            "Date: Tue, 05 Mar 2024 10:00:00 +0000\nMessage-ID: <reply-1@example.org>\n"
+            "In-Reply-To: <report-1@example.org>\n\n" + body).encode()
+
+
+# Whole replies in the shapes seen in the list-years (own words): who writes, thread, body.
+REPLY_MESSAGES = [
+    ("Ana Ruiz <ana@example.org>", "Re: Filesystem hangs under heavy rsync load",
+     "On Mon, Bo wrote:\n> mkdir takes minutes after a while\n\nSame thing here.\n\nOur box is a 2-socket "
+     "server with 80 TB on btrfs; after a day of rsync a plain mkdir takes half a minute.\n\nAna\n",
+     "reproduced", "Same thing here."),
+    ("syzbot <syzbot+0123456789abcdef@syzkaller.appspotmail.com>", "Re: [syzbot] [ext4?] WARNING in ext4_foo",
+     "Hello,\n\nsyzbot has tested the proposed patch and the reproducer did not trigger any issue:\n\n"
+     "Reported-and-tested-by: syzbot+0123456789abcdef@syzkaller.appspotmail.com\n\nTested on:\n\n"
+     "commit:         0123abcd ext4: check the extent length\n", "none", None),
+    ("Wei Chen <wei@example.com>", "Re: [BUG] KASAN: use-after-free in shrink_folio_list",
+     "I also encountered this issue with my reclaim tests last week.\nAnd I confirmed your fix works.\n",
+     "reproduced", "I also encountered this issue with my reclaim tests last week."),
+    ("Dan Moreau <dan@example.net>", "Re: [REGRESSION] nfs client hangs after 6.6",
+     "I tested the 6.5.10 kernel and I can't reproduce with that, so I guess I'll start bisecting.\n",
+     "not-reproduced", "I tested the 6.5.10 kernel and I can't reproduce with that"),
+]
+
+
+@pytest.mark.parametrize("sender,subject,body,stance,evidence", REPLY_MESSAGES)
+def test_reply_messages(sender: str, subject: str, body: str, stance: str, evidence: str | None) -> None:
+    record = parse_message(_reply(sender, subject, body), Source("eml"))
+    assert record.kind == "reply"
+    assert record.stance == stance
+    if evidence:
+        assert record.stance_evidence and record.stance_evidence.startswith(evidence)
 
 
 def test_first_deciding_sentence_is_the_evidence() -> None:
@@ -120,6 +232,53 @@ def test_corpus_evidence_is_the_labeled_sentence() -> None:
             continue
         record = parse_message((CORPUS / label["file"]).read_bytes(), Source("eml"))
         assert record.stance_evidence and record.stance_evidence in label["evidence"], label["file"]
+
+
+LISTS = SHARED / "corpus" / "lists"
+_BLANK_LINE = re.compile(rb"\r?\n\r?\n")
+_MESSAGE_ID = re.compile(rb"^message-id:[ \t]*(?:\r?\n[ \t]+)?<?([^>\s]+)>?", re.IGNORECASE | re.MULTILINE)
+
+
+def _labelled_messages(wanted: dict[str, set[str]]) -> dict[str, bytes]:
+    """The raw messages of the labelled replies: the corpus files and each list-year read once."""
+    from triagebot.inputs import iter_inputs
+
+    found: dict[str, bytes] = {}
+    for path in sorted(CORPUS.glob("*.eml")):
+        raw = path.read_bytes()
+        match = _MESSAGE_ID.search(_BLANK_LINE.split(raw, 1)[0])
+        if match and match.group(1).decode() in wanted.get("corpus", set()):
+            found[match.group(1).decode()] = raw
+    for source in sorted(set(wanted) - {"corpus"}):
+        for entry in iter_inputs(str(LISTS / f"{source}.mbox.gz")):
+            if entry.raw is None:
+                continue
+            match = _MESSAGE_ID.search(_BLANK_LINE.split(entry.raw, 1)[0])
+            if match and match.group(1).decode() in wanted[source]:
+                found[match.group(1).decode()] = entry.raw
+    return found
+
+
+def test_labelled_replies_agreement() -> None:
+    require_corpus()
+    if not LISTS.is_dir():
+        pytest.skip(f"the shared list-years are absent: {LISTS} not found (tests read them from ../shared)")
+    with open(FIXTURES / "labels" / "replies.jsonl", encoding="utf-8") as handle:
+        labels = [json.loads(line) for line in handle if line.strip()]
+    assert len([label for label in labels if label["source"] != "corpus"]) >= 60
+    wanted: dict[str, set[str]] = {}
+    for label in labels:
+        wanted.setdefault(label["source"], set()).add(label["message_id"])
+    messages = _labelled_messages(wanted)
+    assert sorted(messages) == sorted(label["message_id"] for label in labels)  # every label found
+    disagreements = []
+    for label in labels:
+        source = Source("eml") if label["source"] == "corpus" else Source("mbox")
+        record = parse_message(messages[label["message_id"]], source)
+        if record.stance != label["stance"]:
+            disagreements.append((label["message_id"], label["stance"], record.stance))
+    agreement = 1 - len(disagreements) / len(labels)
+    assert agreement >= 0.95, disagreements
 
 
 OBJECTIONS = [

@@ -37,6 +37,15 @@ class Reading:
     patterns: dict[str, list[list[dict[str, Any]]]]
 
 
+@dataclass(frozen=True)
+class Span:
+    """One Matcher match in a sentence: its label and token offsets from the sentence's start."""
+
+    label: str
+    start: int
+    end: int
+
+
 @functools.lru_cache(maxsize=1)
 def pipeline() -> Any:
     """spaCy's blank English pipeline with a sentencizer, built once per process (a cache, not state)."""
@@ -107,12 +116,19 @@ def sentence_labels(rough: tuple[str, ...], reading: Reading) -> Iterator[tuple[
 
     Read rough sentence by rough sentence, so that a stance stops at the first that decides.
     """
+    for text, spans in sentence_spans(rough, reading):
+        yield text, frozenset(span.label for span in spans)
+
+
+def sentence_spans(rough: tuple[str, ...], reading: Reading) -> Iterator[tuple[str, tuple[Span, ...]]]:
+    """(text, matches) of each spaCy sentence with a match, each match a `Span` of token offsets
+    within its sentence: where a plan or a contrast stands against a result decides a stance."""
     for text in rough:
-        yield from _labels_of_text(text, reading)
+        yield from _spans_of_text(text, reading)
 
 
 @functools.lru_cache(maxsize=4096)
-def _labels_of_text(text: str, reading: Reading) -> tuple[tuple[str, frozenset[str]], ...]:
+def _spans_of_text(text: str, reading: Reading) -> tuple[tuple[str, tuple[Span, ...]], ...]:
     """One rough sentence read by spaCy (a cache, not state: the same text reads the same; lists
     repeat sentences, quoted greetings and requests among them)."""
     nlp = pipeline()
@@ -124,12 +140,13 @@ def _labels_of_text(text: str, reading: Reading) -> tuple[tuple[str, frozenset[s
         document = nlp(text)
         sentences = document.sents
     strings = nlp.vocab.strings
-    matches = [(start, end, strings[match_id]) for match_id, start, end in found_by(document)]
+    matches = sorted((start, end, strings[match_id]) for match_id, start, end in found_by(document))
     found = []
     for sentence in sentences:
-        labels = frozenset(label for start, end, label in matches if sentence.start <= start and end <= sentence.end)
-        if labels:
-            found.append((sentence.text, labels))
+        spans = tuple(Span(label, start - sentence.start, end - sentence.start) for start, end, label in matches
+                      if sentence.start <= start and end <= sentence.end)
+        if spans:
+            found.append((sentence.text, spans))
     return tuple(found)
 
 

@@ -16,19 +16,27 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from triagebot.parse.language import Gate, Reading, rough_sentences, sentence_labels
+from triagebot.parse.language import Gate, Reading, Span, rough_sentences, sentence_spans
 
 # Cheap gate: a sentence without one of these cannot state a stance and never reaches spaCy.
 # A seeing verb counts only with what is seen close after it ("not seeing this", "I see the
 # same regression"): "I see", "see below" and "I don't see why" are the common case in reviews.
 STANCE_PATTERN = re.compile(
     r"reproduc|confirm|verified|unable|"
-    r"\b(?:see|seeing|saw|observ\w*|notic\w*|hit|hitting|measured)\b(?:\s+[\w-]+){0,4}?\s+"
+    r"\b(?:see|seeing|saw|observ\w*|notic\w*|hit|hitting|trigger\w*|measured)\b(?:\s+[\w-]+){0,4}?\s+"
     r"(?:this|it|that|(?:regression|slowdown|drop|degradation|problem|issue|difference|report|splat|warning|"
-    r"behaviou?r|hang|deadlock|effect|change|bug|crash|lockdep)\w*)\b|"
-    r"\bno (?:\w+ )?(?:regression|difference|slowdown)", re.IGNORECASE)
+    r"behaviou?r|hang|deadlock|effect|change|bug|crash|lockdep|stall|corruption|panic|oops|error|failure)\w*)\b|"
+    r"\bno (?:\w+ )?(?:regression|difference|slowdown)|\bsame (?:\w+ )?here\b|"
+    r"\b(?:problem|issue|bug|regression|slowdown|crash|hang)s? (?:still|also) (?:happen|occur|exist|show|persist)|"
+    r"\bencounter|\bexperienc(?:e|ed|ing) (?:the|this|a|it|that|same|similar)|"
+    # a patch tested or offered: the results after it are about the patch
+    r"\bmy (?:\w+ )?patch|\bpatch(?:es|set)? for you to (?:try|test)|"
+    r"\b(?:applied|applying|tested|testing|with|after|adding) (?:\w+ ){0,2}patch|"
+    r"(?:\bis|'s|\bwas|\bstay(?:s|ed)|\bremain(?:s|ed)|\bran|\bruns|\bwork(?:s|ed)) (?:stable|fine)\b", re.IGNORECASE)
 STANCE_GATE = Gate(("reproduc", "confirm", "verified", "unable", "see", "saw", "observ", "notic", "hit",
-                    "measured", "no "), STANCE_PATTERN)
+                    "trigger", "measured", "no ", "same", "still ", "also ", "encounter", "experienc", "patch",
+                    "stable", "fine"),
+                   STANCE_PATTERN)
 
 
 @dataclass(frozen=True)
@@ -40,30 +48,42 @@ class Stance:
 # Word lists rather than REGEX predicates: list lookups keep the Matcher cheap.
 _NEGATORS = ["n't", "not", "never", "cannot"]
 _NOUN_WORDS = ["regression", "slowdown", "drop", "degradation", "problem", "issue", "difference", "report",
-               "splat", "warning", "behaviour", "behavior", "hang", "deadlock", "effect", "change", "bug", "crash"]
+               "splat", "warning", "behaviour", "behavior", "hang", "deadlock", "effect", "change", "bug", "crash",
+               "stall", "corruption", "panic", "oops", "error", "failure"]
 _NOUNS = {"IN": _NOUN_WORDS + [word + "s" for word in _NOUN_WORDS] + ["lockdep", "crashes"]}
 _REPRODUCE_FORMS = ["reproduce", "reproduced", "reproduces", "reproducing", "reproduction", "repro",
-                    "trigger", "triggered", "triggering", "hit"]
+                    "trigger", "triggered", "triggering", "hit", "hitting"]
 _REPRODUCE = {"IN": _REPRODUCE_FORMS}
 _REPRODUCIBLE = {"IN": ["reproducible", "reproduceable", "reproducable"]}
 _AFFIRM = {"IN": ["reproduce", "reproduced", "reproducing", "confirm", "confirmed", "confirming", "confirms",
                   "reconfirm", "reconfirmed", "verified", "verify"]}
 _SUBJECT = {"LOWER": {"IN": ["i", "we"]}}
-_FILLERS = {"LOWER": {"IN": ["can", "could", "was", "were", "am", "'m", "are", "'re", "also", "did",
-                             "have", "'ve", "finally", "now", "too", "easily", "reliably", "still",
-                             "do", "even", "indeed", "double", "re", "-", "again", "just", "able", "to",
-                             "managed", "definitely", "consistently"]}, "OP": "{0,4}"}
+# "I was finally able to", "I manage to", "we have easily": what stands between a writer and the verb
+_FILLER_WORDS = ["can", "could", "was", "were", "am", "'m", "are", "'re", "also", "did", "have", "'ve", "finally",
+                 "now", "too", "easily", "reliably", "still", "do", "even", "indeed", "double", "re", "-", "again",
+                 "just", "able", "to", "managed", "manage", "definitely", "consistently", "quickly", "already",
+                 "then", "eventually", "actually", "successfully", "figure", "figured", "out", "how", "only", "first"]
+_FILLERS = {"LOWER": {"IN": _FILLER_WORDS}, "OP": "{0,8}"}
 _DETERMINERS = {"LOWER": {"IN": ["the", "a", "an", "this", "that", "similar", "same", "even", "larger",
                                  "bigger", "significant", "any", "such", "exact", "measurable", "noticeable",
                                  "big", "huge", "reported", "it", "lockdep"]}, "OP": "{0,3}"}
 _SEE = {"LOWER": {"IN": ["see", "seeing", "saw", "observe", "observed", "observing", "notice", "noticed",
-                         "noticing", "hit", "hitting", "measure", "measured"]}}
+                         "noticing", "hit", "hitting", "measure", "measured", "encounter", "encountered",
+                         "encountering", "experience", "experienced", "experiencing", "trigger", "triggered"]}}
+_PATCH_WORDS = ["patch", "patches", "patchset", "fix", "fixes", "series", "workaround", "diff"]
+_THAT = {"LOWER": {"IN": ["this", "it", "that"]}}
 
 PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
-    # "can't reproduce", "could not reproduce", "cannot trigger", "wasn't able to reproduce"
+    # "can't reproduce", "could not reproduce", "cannot trigger", "wasn't able to reproduce",
+    # "can't seem to trigger", "didn't manage to trigger it"
     "NOT_REPRODUCED": [
-        [{"LOWER": {"IN": _NEGATORS}}, {"LOWER": {"IN": ["been", "be", "able", "to", "yet", "even"]}, "OP": "{0,3}"},
+        [{"LOWER": {"IN": _NEGATORS}}, {"LOWER": {"IN": ["been", "be", "able", "to", "yet", "even", "seem", "manage",
+                                                        "managed", "really", "actually", "quite", "*", "_"]},
+                                            "OP": "{0,4}"},
          {"LOWER": _REPRODUCE}],
+        # "couldn't get it to reproduce", "never got the C reproducer to trigger"
+        [{"LOWER": {"IN": _NEGATORS}}, {"LOWER": {"IN": ["get", "got", "getting"]}}, {"OP": "{0,3}"},
+         {"LOWER": "to"}, {"LOWER": _REPRODUCE}],
         [{"LOWER": {"IN": ["unable", "failed", "fail", "fails", "impossible"]}}, {"LOWER": "to"},
          {"LOWER": _REPRODUCE}],
         # "no regression here", "no difference on my machine"
@@ -72,15 +92,19 @@ PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
          {"LOWER": {"IN": ["here", "for", "on", "with"]}}],
         [{"LOWER": {"IN": ["ca", "can", "could"]}}, {"LOWER": {"IN": ["n't", "not"]}},
          {"LOWER": {"IN": ["confirm", "verify"]}}],
+        # "no reproduce any more", "it no longer reproduces"
+        [{"LOWER": "no"}, {"LOWER": "longer", "OP": "?"},
+         {"LOWER": {"IN": ["reproduce", "reproduces", "reproduced", "repro", "reproduction", "triggers"]}}],
     ],
     # "trying for days to reproduce this, and have been unable so far": three words, one sentence
     "TRIED": [[{"LOWER": {"IN": ["try", "tried", "trying", "tries"]}}]],
     "REPRODUCE_WORD": [[{"LOWER": _REPRODUCE}]],
-    "NO_SUCCESS": [[{"LOWER": {"IN": ["unable", "failed", "luck", "success", "unsuccessful", "avail"]}}]],
+    "NO_SUCCESS": [[{"LOWER": {"IN": ["unable", "failed", "luck", "success", "unsuccessful", "avail",
+                                      "unfortunately"]}}]],
     # "not seeing this", "I don't see the regression": a negative only with a run of one's own
     "NOT_SEEN": [
         [{"LOWER": {"IN": _NEGATORS}}, _SEE, _DETERMINERS, {"LOWER": _NOUNS}],
-        [{"LOWER": {"IN": _NEGATORS}}, _SEE, {"LOWER": {"IN": ["this", "it", "that"]}}],
+        [{"LOWER": {"IN": _NEGATORS}}, _SEE, _THAT],
     ],
     "RUN_CUE": [
         [{"LOWER": "on"}, {"LOWER": {"IN": ["my", "our"]}}],
@@ -88,28 +112,73 @@ PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
          {"LOWER": {"IN": ["machine", "machines", "box", "boxes", "system", "systems", "laptop", "setup", "server",
                            "servers", "test", "tests", "testing", "workstation", "vm", "host", "hosts"]}}],
         [_SUBJECT, {"LOWER": {"IN": ["'ve", "have", "also"]}, "OP": "*"},
-         {"LOWER": {"IN": ["ran", "run", "tried", "tested", "rerun", "retested", "re", "measured", "benchmarked"]}}],
+         {"LOWER": {"IN": ["ran", "run", "tried", "tested", "rerun", "retested", "re", "measured", "benchmarked",
+                           "booted", "rebooted", "installed", "built", "compiled"]}}],
         [{"LOWER": "locally"}],
     ],
-    # "I can reproduce this", "we double confirmed", "I'm also seeing a similar report"
+    # after a run of one's own: "I've booted back into 6.7 on the VM, and it's stable"
+    "STAYED_FINE": [
+        [{"LOWER": {"IN": ["'s", "is", "was", "stays", "stayed", "remains", "remained", "runs", "ran", "works",
+                           "worked"]}},
+         {"LOWER": {"IN": ["stable", "fine", "ok", "okay", "clean", "normal"]}}],
+    ],
+    # "I can reproduce this", "we double confirmed", "I found a way to reproduce it"
     "REPRODUCED": [
         [_SUBJECT, _FILLERS, {"LOWER": _AFFIRM}],
         [{"LOWER": {"IN": ["is", "was", "'s", "remains", "still", "also", "be", "very", "100%", "easily"]}},
          {"LOWER": {"IN": ["still", "easily", "very", "reliably", "always", "100", "%"]}, "OP": "*"},
          {"LOWER": _REPRODUCIBLE}],
+        # "it's ~1% reproducible on my side": a rate on the writer's own machine
+        [{"LOWER": _REPRODUCIBLE}, {"LOWER": "on"}, {"LOWER": {"IN": ["my", "our"]}}],
+        # passive: "the issue has also been reproduced on", "can easily be reproduced via"
+        [{"LOWER": {"IN": ["has", "have", "had", "was", "were", "be", "is"]}},
+         {"LOWER": {"IN": ["also", "easily", "still", "now", "finally", "reliably", "consistently", "been", "just",
+                           "successfully", "again"]}, "OP": "{0,3}"},
+         {"LOWER": "reproduced"}],
+        # "I found a way to reproduce", "Finally I found some cycles to reproduce", "figured out how to hit"
+        [_SUBJECT, _FILLERS, {"LOWER": {"IN": ["found", "find"]}}, {"OP": "{0,3}"}, {"LOWER": "to"},
+         {"LOWER": {"IN": ["reproduce", "trigger", "hit"]}}],
+        # the reporter again: "the problem still happens with 6.6-rc1"
+        [{"LOWER": {"IN": ["problem", "issue", "bug", "regression", "slowdown", "crash", "hang", "it"]}},
+         {"LOWER": {"IN": ["still", "also"]}},
+         {"LOWER": {"IN": ["happen", "happens", "happening", "occurs", "occur", "exists", "persists", "shows"]}}],
+        # "the provided reproducer was able to get the VM stuck"
+        [{"LOWER": {"IN": ["reproducer", "repro"]}}, {"LOWER": {"IN": ["was", "is", "still"]}, "OP": "?"},
+         {"LOWER": {"IN": ["able", "to"]}, "OP": "{0,2}"},
+         {"LOWER": {"IN": ["triggers", "triggered", "hits", "get", "got", "gets", "crashes", "crashed", "hangs",
+                           "hung"]}}],
     ],
-    # "I'm also seeing a similar lockdep report": in a reply, seeing it too is reproducing it
+    # "I'm also seeing a similar lockdep report", "I manage to hit this", "same thing here"
     "SEEN": [
         [_SUBJECT, _FILLERS, _SEE, _DETERMINERS, {"LOWER": _NOUNS}],
+        [_SUBJECT, _FILLERS, {"LOWER": {"IN": ["hit", "hitting", "trigger", "triggered"]}}, _THAT],
+        [{"LOWER": "same"}, {"LOWER": {"IN": ["thing", "problem", "issue", "bug", "crash", "error", "behaviour",
+                                              "behavior", "regression"]}, "OP": "?"}, {"LOWER": "here"}],
     ],
-    # plans and conditions: "I'll see if I can reproduce", "let me try", "if I see the regression"
+    # read, not run: "I noticed this report from syzbot", "I saw your mail"
+    "READ_MAIL": [
+        [_SEE, {"LOWER": {"IN": ["this", "your", "the", "that"]}},
+         {"LOWER": {"IN": ["report", "email", "mail", "thread", "message", "post", "discussion"]}}],
+    ],
+    # a contrast's second half: "..., but I can see it on tmpfs", "..., but running X reproduces it"
+    "BUT": [[{"LOWER": {"IN": ["but", "however", "whereas", "while"]}}]],
+    "SEE_IT": [
+        [_SUBJECT, _FILLERS, _SEE, _THAT],
+        [{"LOWER": {"IN": ["reproduces", "triggers", "hits"]}}, {"LOWER": {"IN": ["it", "this", "the"]}}],
+    ],
+    # plans and conditions: "I'll see if I can reproduce", "let me try", "if I see the regression",
+    # "just need to test the fix myself to ensure I can reproduce", "I hope we see a change"
     "FUTURE": [
-        [{"LOWER": {"IN": ["'ll", "wo", "shall", "gonna"]}}],
+        [{"LOWER": {"IN": ["'ll", "wo", "shall", "gonna", "hope", "hopefully", "wish"]}}],
         [{"LOWER": "going"}, {"LOWER": "to"}],
         [{"LOWER": "let"}, {"LOWER": "me"}],
-        [{"LOWER": {"IN": ["if", "whether", "once", "when"]}}, _SUBJECT],
-        [{"LOWER": {"IN": ["try", "trying", "want", "hope", "plan", "planning"]}}, {"LOWER": "to"},
+        [{"LOWER": {"IN": ["whether", "once", "when"]}}, _SUBJECT],
+        # a condition: "if I see the regression", "If writeback happens ..., we then hit the warning"
+        [{"LOWER": "if"}],
+        [{"LOWER": {"IN": ["try", "want", "hope", "plan", "planning"]}}, {"LOWER": "to"},
          {"LOWER": _REPRODUCE}],
+        [{"LOWER": {"IN": ["need", "needs"]}}, {"LOWER": "to"}],
+        [{"LOWER": {"IN": ["ensure", "make"]}}, {"LOWER": "sure", "OP": "?"}, _SUBJECT],
     ],
     # "will" is a plan, except in "I can reproduce this at will"
     "WILL": [[{"LOWER": "will"}]],
@@ -118,6 +187,14 @@ PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
         [{"LOWER": {"IN": ["might", "may", "maybe", "perhaps", "possibly", "probably", "seems", "seem",
                            "think", "guess", "suspect"]}}],
         [{"LOWER": "not"}, {"LOWER": "sure"}],
+    ],
+    # how code behaves, not what a run showed: "Normally we don't hit this path because ..."
+    "GENERIC": [
+        [{"LOWER": {"IN": ["normally", "usually", "generally", "typically"]}}],
+        [{"LOWER": {"IN": ["hit", "hits", "trigger", "triggers", "triggering"]}},
+         {"LOWER": {"IN": ["this", "that", "the", "any"]}, "OP": "?"},
+         {"LOWER": {"IN": ["path", "code", "codepath", "branch", "case", "condition", "check", "limit", "limits",
+                           "transaction", "assertion"]}}],
     ],
     # "the test machine that I could reproduce this on": a description, not a result
     "RELATIVE": [
@@ -128,12 +205,45 @@ PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
                            "kernel"]}}, _SUBJECT,
          {"LOWER": {"IN": ["could", "can", "was", "were"]}}, {"LOWER": _REPRODUCE}],
     ],
-    # "I can confirm the procfs crash is fixed": a fix confirmed, not the regression
+    # "I can confirm the procfs crash is fixed", "I confirmed your fix works": a fix confirmed
     "FIXED": [
         [{"LOWER": {"IN": ["fixed", "fixes", "resolved", "resolves", "solved", "solves", "cured"]}}],
+        [{"LOWER": {"IN": _PATCH_WORDS}}, {"OP": "{0,8}"},
+         {"LOWER": {"IN": ["works", "worked", "helps", "helped", "resolve", "cures", "cure"]}}],
+    ],
+    # "confirm the issue occurred on and after 6.2": the problem itself confirmed, a fix aside
+    "CONFIRM_ISSUE": [
+        [{"LOWER": {"IN": ["confirm", "confirmed", "verified", "verify"]}}, {"LOWER": "that", "OP": "?"},
+         {"LOWER": {"IN": ["the", "this", "it"]}, "OP": "?"}, {"LOWER": _NOUNS, "OP": "?"},
+         {"LOWER": {"IN": ["occurs", "occurred", "happens", "happened", "exists", "existed", "persists", "persisted",
+                           "remains", "shows", "showed", "appears", "appeared", "still"]}}],
+    ],
+    # a result on a patched kernel speaks of the patch: "applied this patch ... not able to reproduce",
+    # "syzbot has tested the proposed patch and the reproducer did not trigger any issue"
+    "PATCHED": [
+        [{"LOWER": {"IN": ["applied", "applying", "apply", "adding", "added", "tested", "testing", "with", "after"]}},
+         {"LOWER": {"IN": ["the", "this", "your", "that", "these", "those", "proposed", "a", "my", "his", "her",
+                           "both", "all", "two", "new"]}, "OP": "{0,2}"},
+         {"LOWER": {"IN": _PATCH_WORDS}}],
+        [{"LOWER": {"IN": _PATCH_WORDS}}, {"LOWER": "applied"}],
+        # the writer's own patch tested or offered: "my previous patch", "patches for you to try"
+        [{"LOWER": "my"}, {"LOWER": {"IN": ["previous", "last", "new", "updated", "proposed", "test", "debug"]},
+                           "OP": "?"}, {"LOWER": {"IN": _PATCH_WORDS}}],
+        [{"LOWER": {"IN": _PATCH_WORDS}}, {"LOWER": "for"}, {"LOWER": "you"}, {"LOWER": "to"},
+         {"LOWER": {"IN": ["try", "test"]}}],
+    ],
+    # "even with all the patches disabled", "without the patch": the kernel as reported
+    "UNPATCHED": [
+        [{"LOWER": {"IN": _PATCH_WORDS}}, {"LOWER": {"IN": ["disabled", "removed", "reverted", "dropped"]}}],
+        [{"LOWER": "without"}, {"LOWER": {"IN": ["the", "this", "your", "any", "these"]}, "OP": "?"},
+         {"LOWER": {"IN": _PATCH_WORDS}}],
     ],
     "REVERT": [[{"LOWER": {"IN": ["revert", "reverted", "reverting", "reverts", "revert-"]}}]],
 }
+
+_STANCE_LABELS = frozenset({"NOT_REPRODUCED", "REPRODUCED", "SEEN", "NOT_SEEN", "REPRODUCE_WORD", "SEE_IT",
+                            "STAYED_FINE"})
+_AFTERTHOUGHTS = frozenset({"FUTURE", "WILL", "HEDGE"})
 
 
 def decide_sentence(labels: frozenset[str], question: bool, seeing_reproduces: bool = True) -> str:
@@ -146,31 +256,70 @@ def decide_sentence(labels: frozenset[str], question: bool, seeing_reproduces: b
         return "none"  # "can you reproduce it?" asks, it does not state
     if "WILL" in labels and "AT_WILL" not in labels:
         labels = labels | {"FUTURE"}
-    if "NOT_REPRODUCED" in labels and "FUTURE" not in labels:
-        return "not-reproduced"
-    if {"TRIED", "REPRODUCE_WORD", "NO_SUCCESS"} <= labels and "FUTURE" not in labels:
-        return "not-reproduced"  # tried to reproduce it, without success
-    if "NOT_SEEN" in labels and "RUN_CUE" in labels and "FUTURE" not in labels:
-        return "not-reproduced"  # "I'm not seeing this on my i7": looked on their own machine
-    affirmed = "REPRODUCED" in labels or (seeing_reproduces and "SEEN" in labels)
-    if not affirmed or "NOT_SEEN" in labels:
+    if "CONTRAST" in labels and "FUTURE" not in labels:
+        return "reproduced"  # "not on ext4, but I can see it on tmpfs": seen where it was reported
+    negated = ("NOT_REPRODUCED" in labels or {"TRIED", "REPRODUCE_WORD", "NO_SUCCESS"} <= labels
+               or (bool(labels & {"NOT_SEEN", "STAYED_FINE"}) and "RUN_CUE" in labels))
+    if negated and not labels & {"FUTURE", "GENERIC"}:
+        # "applied this patch ... could not reproduce it": the fix works, the report stands
+        return "none" if "PATCHED" in labels and "UNPATCHED" not in labels else "not-reproduced"
+    affirmed = "REPRODUCED" in labels or (seeing_reproduces and "SEEN" in labels and "READ_MAIL" not in labels)
+    if not affirmed or "NOT_SEEN" in labels or negated:
         return "none"
     if labels & {"FUTURE", "HEDGE", "RELATIVE"}:
         return "none"  # a plan, a guess or a description of a machine
-    if "FIXED" in labels and "REVERT" not in labels:
+    if "CONFIRM_ISSUE" in labels:
+        return "reproduced"  # "confirm the issue occurred ..., and confirm the workaround works"
+    if ("FIXED" in labels or ("PATCHED" in labels and "UNPATCHED" not in labels)) and "REVERT" not in labels:
         return "none"  # confirms a fix works; "reverting X fixes it" still confirms the regression
     return "reproduced"
+
+
+def sentence_label_set(spans: tuple[Span, ...]) -> frozenset[str]:
+    """A sentence's labels, where the order of its matches matters.
+
+    A plan, hedge or wish after the result ("I can't reproduce with that, so I guess I'll start
+    bisecting") does not undo it; one before it ("I'll see if I can reproduce it") does. A
+    negation followed by "but" and a sighting ("it doesn't reproduce on ext4, but I can see it on
+    tmpfs") is a CONTRAST: the writer saw it where it counts.
+    """
+    first = min((span.start for span in spans if span.label in _STANCE_LABELS), default=None)
+    labels = {span.label for span in spans
+              if span.label not in _AFTERTHOUGHTS or first is None or span.start <= first}
+    negations = ("NOT_REPRODUCED", "NOT_SEEN", "STAYED_FINE")
+    if labels.intersection(negations):
+        negation = min(span.start for span in spans if span.label in negations)
+        contrast = [span.start for span in spans if span.label == "BUT" and span.start > negation]
+        if contrast and any(span.label in ("SEE_IT", "REPRODUCED", "SEEN") and span.start > contrast[0]
+                            for span in spans):
+            labels.add("CONTRAST")
+    return frozenset(labels)
 
 
 STANCE_READING = Reading("stance", PATTERNS)
 
 
 def stance_of_sentences(rough: tuple[str, ...], in_reply: bool) -> Stance:
-    """What spaCy reads in rough sentences: the first sentence that decides a stance."""
-    for text, labels in sentence_labels(rough, STANCE_READING):
-        stance = decide_sentence(labels, text.rstrip().endswith("?"), seeing_reproduces=in_reply)
+    """What spaCy reads in rough sentences: the first sentence that decides a stance.
+
+    "I'm still trying to reproduce it ... I'm not seeing the problem": a writer who said they
+    are trying or ran something earlier in the message is reporting their own run when they say
+    they do not see it in a later sentence. One who said they tested or applied a patch is
+    reporting on the patched kernel in the sentences after it.
+    """
+    attempted = patched = False
+    for text, spans in sentence_spans(rough, STANCE_READING):
+        labels = sentence_label_set(spans)
+        question = text.rstrip().endswith("?")
+        if attempted and "NOT_SEEN" in labels and not question:
+            labels = labels | {"RUN_CUE"}
+        if patched and "UNPATCHED" not in labels:
+            labels = labels | {"PATCHED"}  # "the same testing as my previous patch. I have not hit any oopses."
+        stance = decide_sentence(labels, question, seeing_reproduces=in_reply)
         if stance != "none":
             return Stance(stance, text.strip())
+        attempted = attempted or "RUN_CUE" in labels or {"TRIED", "REPRODUCE_WORD"} <= labels
+        patched = patched or ("PATCHED" in labels and "UNPATCHED" not in labels)
     return Stance("none", None)
 
 
