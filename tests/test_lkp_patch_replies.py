@@ -81,13 +81,13 @@ def test_the_daemon_takes_a_patch_reply_report_on_and_plans_it(tmp_path: Path) -
     with SqliteStore(tmp_path / "t.db") as store:
         for item, body in ((patch, patch_raw), (record, raw)):
             store.put_message(item["message_id"], body, "linux-nfs", None, "2025-06-12T08:00:00+00:00")
-            store.put_record(item["message_id"], item, "test")
+            store.put_record(item["message_id"], report_from_json(item), "test")
         assert flow.admit(store, lab, admit_days=14, now=datetime(2025, 6, 13, tzinfo=UTC)) == [REPLY_ID]
         [parent] = store.outbox()
         assert parent.kind == "parent" and "stress-ng.msg.ops_per_sec" in parent.payload["text"]
         assert store.get_triage(REPLY_ID).state == "new"
         # planned as the daemon plans it: the closest host, its shape
-        report = report_from_json(store.get_record(REPLY_ID))
+        report = store.get_record(REPLY_ID)
         match = choose_host(settings.need_hosts(), report.test_machine, parameters=report.parameters)
         assert match is not None
         plan = plan_report(report, settings.need_templates(), host=host_shape(match.host))
