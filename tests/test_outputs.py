@@ -309,7 +309,7 @@ def test_unknown_parser_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="unknown output parser 'fio-text'"):
         parse_output("fio-text", b"")
     assert set(PARSERS) == {"fio-json", "sysbench-text", "stress-ng-yaml", "fs_mark-text", "hackbench-text",
-                            "perf-bench-text", "lkp-json"}
+                            "perf-bench-text", "lkp-json", "dbench-text", "postmark-text"}
 
 
 @pytest.mark.parametrize(("parser", "output", "files", "problem"), [

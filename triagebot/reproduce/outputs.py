@@ -25,6 +25,10 @@ Parsers and what they yield:
 - perf-bench-text: perf-bench.total_time_s, .usecs_per_op, .ops_per_sec, .GB_per_sec (per
   memcpy/memset function as perf-bench.<function>.GB_per_sec) where printed.
 - lkp-json: an LKP stats JSON object, name -> number; lists are averaged, text is skipped.
+- dbench-text: dbench.throughput_MB/s and dbench.max_latency (ms), as lkp-tests names them,
+  from the final `Throughput … max_latency=…` line; dbench.clients, dbench.procs.
+- postmark-text: postmark.transactions, .files_created, … .data_written (per second, the
+  names of lkp-tests' programs/postmark/parse) from the terse report line; .total_seconds.
 
 An unknown parser name is a ValueError (a template bug); output without the metrics is an
 OutputError naming the parser and what was missing (a failed sample).
@@ -315,6 +319,43 @@ def _hackbench_text(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> d
     return {"hackbench.time_s": _mean(times)}
 
 
+# --- dbench, postmark --------------------------------------------------------------------------
+
+_DBENCH_RESULT = re.compile(r"^\s*Throughput\s+(" + _NUMBER + r")\s+MB/sec\s+(\d+)\s+clients\s+(\d+)\s+procs"
+                            r"\s+max_latency=(" + _NUMBER + r")\s*ms\s*$", re.MULTILINE)
+# postmark's terse report: total and transaction seconds, then the rates of lkp-tests'
+# programs/postmark/parse, in its order and with its names.
+POSTMARK_FIELDS = ("transactions", "files_created", "creation_alone", "creation_mixed_trans", "files_read",
+                   "files_appended", "files_deleted", "deletion_alone", "deletion_mixed_trans", "data_read",
+                   "data_written")
+_POSTMARK_TERSE = re.compile(r"^\s*(\d+)\s+(\d+)((?:\s+" + _NUMBER + r"){11})\s*$", re.MULTILINE)
+
+
+def _dbench_text(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> dict[str, float]:
+    """dbench's final line: `Throughput 55.605 MB/sec  1 clients  1 procs  max_latency=17.006 ms`,
+    named as lkp-tests' programs/dbench/parse names it (throughput_MB/s, max_latency in ms)."""
+    text = _text(stdout)
+    results = _DBENCH_RESULT.findall(text)
+    if not results:
+        raise OutputError(parser, "no 'Throughput N MB/sec … max_latency=N ms' line" + _tail(text))
+    throughput, clients, procs, latency = results[-1]
+    return {"dbench.throughput_MB/s": float(throughput), "dbench.max_latency": float(latency),
+            "dbench.clients": float(clients), "dbench.procs": float(procs)}
+
+
+def _postmark_text(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> dict[str, float]:
+    """postmark's terse report line (`set report terse`): seconds, then per-second rates."""
+    text = _text(stdout)
+    rows = _POSTMARK_TERSE.findall(text)
+    if not rows:
+        raise OutputError(parser, "no terse report line (two whole seconds and eleven rates)" + _tail(text))
+    total, transaction_seconds, rates = rows[-1]
+    metrics = {f"postmark.{name}": float(value) for name, value in zip(POSTMARK_FIELDS, rates.split(), strict=True)}
+    metrics["postmark.total_seconds"] = float(total)
+    metrics["postmark.transaction_seconds"] = float(transaction_seconds)
+    return metrics
+
+
 def _perf_bench_text(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> dict[str, float]:
     text = _text(stdout)
     found: dict[str, list[float]] = {}
@@ -370,6 +411,8 @@ PARSERS: Mapping[str, Callable[[str, bytes, Mapping[str, bytes]], dict[str, floa
     "hackbench-text": _hackbench_text,
     "perf-bench-text": _perf_bench_text,
     "lkp-json": _lkp_json,
+    "dbench-text": _dbench_text,
+    "postmark-text": _postmark_text,
 })
 
 

@@ -46,6 +46,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+-]{0,63}$")
 _FILE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 _LEADING_VARIABLE = re.compile(r"^\$(\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)(/|$)")
 _PERCENT = re.compile(r"^(\d+(?:\.\d+)?)%$")
+_THREAD_COUNT = re.compile(r"^\d{1,6}t$")
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
@@ -61,6 +62,11 @@ class HostShape:
     tools: tuple[tuple[str, str], ...] = ()  # lab-installed tools by name and path (hosts.toml `tools`)
     scratch_devices: tuple[str, ...] = ()  # block devices a plan may make a filesystem on
     kernel_filesystems: tuple[str, ...] | None = None  # what the host's kernel mounts; None: unknown
+    stressors: tuple[str, ...] | None = None  # what the host's stress-ng offers; None: unknown
+
+    def host_choices(self, name: str) -> tuple[str, ...] | None:
+        """A list of names the host offers, for an enum that takes its choices from the host."""
+        return {"stressors": self.stressors}.get(name)
 
     def tool(self, name: str) -> str | None:
         return dict(self.tools).get(name)
@@ -89,6 +95,7 @@ class Plan:
     parameters: tuple[tuple[str, str], ...] = ()  # the template parameters as planned
     output_metric: str = ""         # the metric's name in parse_output's result (fio.write_iops)
     collect: tuple[str, ...] = ()   # files the runner keeps for the parser ("{scratch}/…")
+    files: tuple[tuple[str, str], ...] = ()  # (path, text) written before the command (postmark's commands)
     # The report's filesystem made again (triagebot.reproduce.filesystem): host steps before each
     # sample (mkfs, mount on "{scratch}") and after it, always (umount); what the benchmark runs
     # on; each way the storage differs from the report's.
@@ -116,7 +123,7 @@ class Plan:
             value = data[item.name]
             if item.name == "parameters":
                 value = tuple(value.items())
-            elif item.name in ("prepare_steps", "release_steps"):
+            elif item.name in ("prepare_steps", "release_steps", "files"):
                 value = tuple(tuple(step) for step in value)
             elif isinstance(value, list):
                 value = tuple(value)
@@ -155,6 +162,7 @@ def plan_report(report: Report, templates: Templates, scratch_dir: str = SCRATCH
                 host: HostShape | None = None) -> PlanResult:
     """The plan for one report, or the refusal saying what is missing."""
     host = host or HostShape()
+    templates = templates.for_host(host.host_choices)
     message_id = report.message_id
     if report.kind.startswith("lkp-") or (report.testcase and report.parameters):
         result = _plan_lkp(report, templates, scratch_dir, host)
@@ -184,6 +192,7 @@ def plan_command(command: str, templates: Templates, scratch_dir: str = SCRATCH,
                  host: HostShape | None = None, report: Report | None = None) -> PlanResult:
     """The plan for one pasted command line (`triage plan --command`), or its refusal."""
     host = host or HostShape()
+    templates = templates.for_host(host.host_choices)
     message_id = report.message_id if report else None
     try:
         parsed = parse_command(command, templates)
@@ -244,6 +253,8 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
     placement = place(storage, host.scratch_devices, [name for name, _ in host.tools], host.kernel_filesystems)
     if environment and storage is None:
         notes.append(f"the report ran on {' '.join(environment)}; the plan runs on the host's scratch filesystem")
+    notes.extend(f"LKP parameter {key}={parameters[key]}: {note}" for key, note in template.lkp_notes
+                 if parameters.get(key))
     settings = [f"{key}={parameters[key]}" for key in MACHINE_SETTINGS if key in parameters]
     if settings:
         notes.append(f"machine settings not applied by the plan: {' '.join(settings)}")
@@ -271,6 +282,8 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
                 raw = raw[: -len(item.strip_suffix)]
             spec = template.param(item.param)
             percent = _PERCENT.match(raw)
+            if item.kind == "threads" and _THREAD_COUNT.match(raw):
+                raw = raw[:-1]          # LKP writes a count of threads as `1t`, `32t`, `8t`
             if item.kind == "threads" and percent:
                 share = float(percent.group(1))
                 count = max(1, math.floor(share / 100 * host.threads + 0.5))
@@ -286,15 +299,29 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
             total = parse_size(raw)
             if total is None:
                 raise CommandRefused(f"{label}={raw} is not a size")
-            divisor = math.prod(_magnitude(template.param(name), values.get(name)) for name in item.divide_by)
+            floors = dict(item.divide_floor)
+            divisor = math.prod(max(floors.get(name, 1), _magnitude(template.param(name), values.get(name)))
+                                for name in item.divide_by)
             share = total // max(1, divisor)
             if spec.type == "size" and share >= 1 << 20:
                 share -= share % (1 << 20)
             if share < 1:
                 raise CommandRefused(f"{label}={raw} leaves nothing for each of {', '.join(item.divide_by)}")
-            values[spec.name] = share
+            at_least = "".join(f" ({name} counted as {_render(template.param(name), low)}, as LKP does)"
+                               for name, low in item.divide_floor
+                               if _magnitude(template.param(name), values.get(name)) < low)
             notes.append(f"{spec.name} {_render(spec, share)} is {item.key} {raw} divided by "
-                         f"{' × '.join(item.divide_by)}")
+                         f"{' × '.join(item.divide_by)}{at_least}")
+            if item.most is not None and share > item.most:
+                notes.append(f"{spec.name} {_render(spec, share)} → {item.most}, the most LKP's {testcase} "
+                             f"runs with (its own cap)")
+                share = item.most
+            values[spec.name] = share
+        for derive in template.lkp_derive:
+            if derive.param not in values and values.get(derive.by) and values.get(derive.divide):
+                values[derive.param] = max(1, int(values[derive.divide]) // int(values[derive.by]))
+                notes.append(f"{derive.param} {values[derive.param]} is {derive.divide} divided by {derive.by}, "
+                             f"as LKP's {testcase} computes it when the report gives only {derive.by}")
         plan = _finish(template, values, None, labels, source, report, message_id, scratch_dir, host,
                        scaled, notes)
         if storage is None:
@@ -569,7 +596,17 @@ def _finish(template: Template, values: dict[str, Any], order: list[str] | None,
         parameters=tuple(sorted(rendered.items())),
         output_metric=_fill(metric.output, {**rendered, "report_metric": report_metric or ""}),
         collect=tuple(item.replace(SCRATCH, scratch_dir) for item in template.collect),
+        files=_input_file(template, rendered, scratch_dir),
     )
+
+
+def _input_file(template: Template, rendered: dict[str, str], scratch_dir: str) -> tuple[tuple[str, str], ...]:
+    """The template's input file with the planned values; a line naming an unset value is left out."""
+    if template.input_path is None:
+        return ()
+    lines = [_fill(line, rendered) for line in template.input_lines
+             if all(name in rendered for name in placeholders(line))]
+    return ((template.input_path.replace(SCRATCH, scratch_dir), "\n".join(lines) + "\n"),)
 
 
 def _fill(text: str, values: dict[str, str]) -> str:
