@@ -8,6 +8,7 @@ skips, saying which Debian package to install, where the tool is missing.
 """
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -282,3 +283,23 @@ def test_dbench_and_postmark_parsers_refuse_output_without_results() -> None:
         parse_output("dbench-text", DBENCH.rsplit(b"Throughput", 1)[0])
     with pytest.raises(OutputError, match="no terse report line"):
         parse_output("postmark-text", POSTMARK.replace(b"1 1 500.00", b"Time: 1 second"))
+
+
+# --- older reports: the stressor only in the headline ----------------------------------------
+
+def test_a_class_report_runs_the_stressor_its_headline_names() -> None:
+    # 2020-21 reports give `class: filesystem` and no test; the headline names the stressor
+    report = lkp_report("stress-ng", {"nr_threads": "10%", "disk": "1HDD", "testtime": "30s", "class": "filesystem",
+                                      "fs": "btrfs"}, Headline("stress-ng.fallocate.ops_per_sec", 29.2, "improvement"))
+    plan = plan_report(report, TEMPLATES, host=HostShape(threads=2, stressors=("fallocate", "splice")))
+    assert isinstance(plan, Plan), plan
+    assert plan.argv[:5] == ("stress-ng", "--fallocate", "1", "--timeout", "30s")
+    # every LKP run passes --verify and --no-rand-seed (lkp-tests programs/stress-ng/run)
+    assert "--verify" in plan.argv and "--no-rand-seed" in plan.argv
+    assert any(note.startswith("the report's parameters name no test; its headline metric "
+                               "stress-ng.fallocate.ops_per_sec names test=fallocate: LKP ran every stressor")
+               for note in plan.notes)
+    # a headline of another shape names nothing: still refused, saying what is missing
+    other = plan_report(dataclasses.replace(report, headline=Headline("vmstat.cpu.id", 3.0, "regression")),
+                        TEMPLATES, host=HostShape(threads=2, stressors=("fallocate",)))
+    assert isinstance(other, Refusal) and "names no test" in other.reason

@@ -150,6 +150,9 @@ _BROKEN = [
     (_GOOD + '[lkp.params.size]\nparam = "numjobs"\ndivide_by = ["numjobs"]\ndivide_floor = { numjobs = 0 }\n',
      "divide_floor must map divide_by parameters"),
     (_GOOD + '[lkp.params.size]\nparam = "numjobs"\nmost = 10\n', "most must be a whole number"),
+    # a headline pattern without its parameter, an always-set value of no parameter
+    (_GOOD + '[lkp.from_headline.test]\npattern = "fio.*"\nnote = "n"\n', "pattern must be a metric name holding"),
+    (_GOOD + '[lkp.always]\nverify = "1"\n', "'verify' must name a parameter of this template"),
 ]
 
 

@@ -243,6 +243,12 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
                        source, message_id)
     notes: list[str] = []
     scaled: list[str] = []
+    for item in template.lkp_from_headline:
+        found = item.value_in(report.headline.metric) if report.headline and not parameters.get(item.key) else None
+        if found is not None:
+            parameters = {**parameters, item.key: found}
+            notes.append(f"the report's parameters name no {item.key}; its headline metric {report.headline.metric} "
+                         f"names {item.key}={found}: {item.note}")
     mapped = {item.key for item in template.lkp_params}
     environment = [f"{key}={parameters[key]}" for key in template.lkp_environment if key in parameters]
     for key in ("mount_option", "md"):
@@ -268,6 +274,9 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
         values: dict[str, Any] = {}
         labels: dict[str, str] = {}
         divided = []
+        for name, raw_value in template.lkp_always:
+            labels[name] = f"the {template.name} template's [lkp.always] {name}"
+            values[name] = _convert(template.param(name), raw_value, labels[name], scratch_dir, notes)
         for item in template.lkp_params:
             if item.key not in parameters or parameters[item.key] in (None, ""):
                 continue

@@ -37,7 +37,7 @@ _TOP_KEYS = ("program", "subcommand", "description", "parser", "timeout_seconds"
 _PARAM_KEYS = ("type", "flag", "min", "max", "choices", "default", "kind", "scale", "per_thread",
                "times", "cap", "format", "reserved", "tasks", "tasks_times", "assume", "relative",
                "host_choices")
-_LKP_KEYS = ("testcases", "environment", "params", "notes", "derive")
+_LKP_KEYS = ("testcases", "environment", "params", "notes", "derive", "from_headline", "always")
 _LKP_PARAM_KEYS = ("param", "kind", "map", "strip_suffix", "divide_by", "divide_floor", "most")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
@@ -162,6 +162,22 @@ class LkpDerive:
 
 
 @dataclass(frozen=True)
+class LkpFromHeadline:
+    """An LKP parameter older reports state only in their headline metric (`stress-ng.fallocate.
+    ops_per_sec` names test=fallocate): read from it where the parameters lack it, and said."""
+
+    key: str                        # the LKP parameter (`test`)
+    pattern: str                    # the headline metric with "{key}" where the value is (`stress-ng.{test}.*`)
+    note: str                       # what the plan then does differently from the report
+
+    def value_in(self, metric: str) -> str | None:
+        head, _, tail = self.pattern.partition("{" + self.key + "}")
+        expression = "".join(".*" if part == "*" else re.escape(part) for part in re.split(r"(\*)", tail))
+        found = re.fullmatch(re.escape(head) + r"([A-Za-z0-9][A-Za-z0-9_-]{0,63})" + expression, metric)
+        return found.group(1) if found else None
+
+
+@dataclass(frozen=True)
 class Template:
     name: str
     path: str
@@ -188,6 +204,8 @@ class Template:
     lkp_params: tuple[LkpParam, ...] = ()
     lkp_notes: tuple[tuple[str, str], ...] = ()  # LKP parameter -> how the plan differs where it is set
     lkp_derive: tuple[LkpDerive, ...] = ()
+    lkp_from_headline: tuple[LkpFromHeadline, ...] = ()
+    lkp_always: tuple[tuple[str, str], ...] = ()  # template parameter -> value LKP's program always passes
     lkp_metrics: bool = False       # compare the report's own LKP metric (the lkp job runner)
     collect: tuple[str, ...] = ()   # files ("{scratch}/…") the runner keeps for the parser
     # A file the program reads its commands from (postmark's), written into the scratch dir
@@ -375,6 +393,19 @@ def template_from(name: str, file: RulesFile) -> Template:
         if template_type(params, key) != "int":
             section.fail(f"{key} must be an int parameter to be derived")
         lkp_derive.append(LkpDerive(key, section.get("divide"), section.get("by")))
+    from_headline = []
+    for key, section in file.tables("lkp.from_headline"):
+        section.check_keys(("pattern", "note"))
+        pattern, note = section.get("pattern"), section.get("note")
+        if not isinstance(pattern, str) or pattern.count("{" + key + "}") != 1:
+            section.fail(f"pattern must be a metric name holding {{{key}}} once, not {pattern!r}")
+        if not isinstance(note, str) or not note.strip():
+            section.fail("note must say what the plan then does differently from the report")
+        from_headline.append(LkpFromHeadline(key, pattern, note))
+    always = file.table("lkp.always")
+    for key, value in always.values.items():
+        if key not in names or not isinstance(value, str):
+            always.fail(f"{key!r} must name a parameter of this template and give its value as a string")
     lkp_notes = file.table("lkp.notes")
     for key, note in lkp_notes.values.items():
         if not isinstance(note, str) or not note.strip():
@@ -389,6 +420,7 @@ def template_from(name: str, file: RulesFile) -> Template:
         lkp_testcases=_words(lkp, "testcases"),
         lkp_environment=_words(lkp, "environment"),
         lkp_params=tuple(lkp_params), lkp_notes=tuple(lkp_notes.values.items()), lkp_derive=tuple(lkp_derive),
+        lkp_from_headline=tuple(from_headline), lkp_always=tuple(always.values.items()),
         collect=tuple(collect),
         input_path=input_path, input_lines=input_lines, lkp_metrics=bool(top.get("lkp_metrics", False)),
         scratch_fraction=top.number("scratch_fraction", 0.5, 0, 1, above=True),
