@@ -162,13 +162,21 @@ def test_real_stress_ng_stressor_from_the_host(tmp_path: Path) -> None:
 
 def test_real_fs_mark_from_an_lkp_report(tmp_path: Path) -> None:
     need("fs_mark", "fsmark")
-    plan = plan_report(lkp_report("fsmark", {"nr_threads": "1t", "filesize": "4K", "test_size": "800K",
+    plan = plan_report(lkp_report("fsmark", {"nr_threads": "2t", "filesize": "4K", "test_size": "1600K",
                                              "iterations": "1x", "sync_method": "NoSync",
                                              "nr_files_per_directory": "1fpd"},
                                   Headline("fsmark.files_per_sec", -5.7, "regression")), TEMPLATES, host=HOST)
     assert isinstance(plan, Plan), plan
-    assert plan.report_metric == "fsmark.files_per_sec" and option(plan, "-n") == "200"
+    # each thread its own directory, as LKP runs fs_mark; -D derived from -N as LKP derives it
+    assert plan.argv[:5] == ("fs_mark", "-d", "fs-1", "-d", "fs-2")
+    assert (option(plan, "-n"), option(plan, "-t"), option(plan, "-D"), option(plan, "-N")) == ("200", "2", "200", "1")
+    assert plan.report_metric == "fsmark.files_per_sec"
     assert run_plan(plan, tmp_path)["fs_mark.files_per_sec"] > 0
+
+
+def test_a_pasted_fs_mark_command_keeps_its_one_directory() -> None:
+    plan = plan_command("fs_mark -d /mnt/x -t 2 -n 100 -s 4096", TEMPLATES, host=HOST)
+    assert isinstance(plan, Plan) and plan.argv.count("-d") == 1 and option(plan, "-t") == "2"
 
 
 def test_real_dbench(tmp_path: Path) -> None:

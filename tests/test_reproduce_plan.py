@@ -153,6 +153,7 @@ _BROKEN = [
     # a headline pattern without its parameter, an always-set value of no parameter
     (_GOOD + '[lkp.from_headline.test]\npattern = "fio.*"\nnote = "n"\n', "pattern must be a metric name holding"),
     (_GOOD + '[lkp.always]\nverify = "1"\n', "'verify' must name a parameter of this template"),
+    (_GOOD + '[lkp.per_unit]\nnumjobs = "numjobs"\n', "'numjobs' must name a path parameter"),
 ]
 
 
@@ -285,7 +286,9 @@ def test_job_yaml_and_report_parameters_give_the_same_plan():
 
 def test_fsmark_maps_lkp_parameters():
     plan = plan_report(_corpus_report("lkp-perf_xfs-fsmark-5.7pct.eml"), TEMPLATES)
-    assert plan.argv == ("fs_mark", "-d", "fs", "-s", "8192", "-n", "655360", "-t", "2", "-S", "1",
+    # lkp-tests' own reproduce script ran `fs_mark -d …/1 … -d …/32 -D 16 -N 256 -n 25600 -L 8 -S 1
+    # -s 8192`: each thread its directory and 25600 files an iteration, on fewer threads here
+    assert plan.argv == ("fs_mark", "-d", "fs-1", "-d", "fs-2", "-s", "8192", "-n", "25600", "-t", "2", "-S", "1",
                          "-D", "16", "-N", "256", "-L", "3")
     assert plan.metric == "files_per_sec" and plan.reported_change_percent == -5.7
 

@@ -302,6 +302,7 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
             values[spec.name] = _convert(spec, raw, label, scratch_dir, notes)
         # Totals divided by other parameters: those are fitted to the host first.
         _defaults(template, values)
+        reported = dict(values)
         _scale(template, values, host, scaled, only=("threads", "cap"))
         for item, raw, label in divided:
             spec = template.param(item.param)
@@ -309,7 +310,8 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
             if total is None:
                 raise CommandRefused(f"{label}={raw} is not a size")
             floors = dict(item.divide_floor)
-            divisor = math.prod(max(floors.get(name, 1), _magnitude(template.param(name), values.get(name)))
+            by = reported if item.as_reported else values
+            divisor = math.prod(max(floors.get(name, 1), _magnitude(template.param(name), by.get(name)))
                                 for name in item.divide_by)
             share = total // max(1, divisor)
             if spec.type == "size" and share >= 1 << 20:
@@ -318,9 +320,11 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
                 raise CommandRefused(f"{label}={raw} leaves nothing for each of {', '.join(item.divide_by)}")
             at_least = "".join(f" ({name} counted as {_render(template.param(name), low)}, as LKP does)"
                                for name, low in item.divide_floor
-                               if _magnitude(template.param(name), values.get(name)) < low)
+                               if _magnitude(template.param(name), by.get(name)) < low)
+            factors = [_render(template.param(name), by[name]) for name in item.divide_by if by.get(name) is not None]
+            shown = f" (the report's {' × '.join(factors)})" if item.as_reported else ""
             notes.append(f"{spec.name} {_render(spec, share)} is {item.key} {raw} divided by "
-                         f"{' × '.join(item.divide_by)}{at_least}")
+                         f"{' × '.join(item.divide_by)}{shown}{at_least}")
             if item.most is not None and share > item.most:
                 notes.append(f"{spec.name} {_render(spec, share)} → {item.most}, the most LKP's {testcase} "
                              f"runs with (its own cap)")
@@ -532,12 +536,19 @@ def _render(spec: ParamSpec, value: Any) -> str:
     return str(int(value)) if spec.type == "int" else str(value)
 
 
-def _option_words(template: Template, values: dict[str, Any], order: list[str]) -> list[str]:
+def _option_words(template: Template, values: dict[str, Any], order: list[str],
+                  per_unit: dict[str, str] | None = None) -> list[str]:
     words: list[str] = []
     for name in order:
         spec = template.param(name)
         value = values.get(name)
         if spec.flag is None or value is None or value is False:
+            continue
+        if per_unit and name in per_unit:
+            # one path a unit, as LKP gives them: `-d fs-1 -d fs-2` (fs_mark makes no parents)
+            for unit in range(1, max(1, int(values.get(per_unit[name]) or 1)) + 1):
+                words.extend([spec.flag, f"{value}-{unit}"] if template.value_style == "separate"
+                             else [f"{spec.flag}={value}-{unit}"])
             continue
         flag = spec.flag
         for other in placeholders(flag):
@@ -587,7 +598,8 @@ def _finish(template: Template, values: dict[str, Any], order: list[str] | None,
                 values[spec.name].replace(SCRATCH, scratch_dir)
     given = list(order) if order is not None else []
     ordered = given + [spec.name for spec in template.params if spec.name not in given]
-    options = _option_words(template, values, ordered)
+    per_unit = dict(template.lkp_per_unit) if source != "human-command" else None
+    options = _option_words(template, values, ordered, per_unit)
     rendered = {name: _render(template.param(name), value) for name, value in values.items()}
     argv = _expand(template.argv, options, rendered, scratch_dir)
     metric, report_metric, change, better = _metric(template, rendered, report, notes)

@@ -37,8 +37,8 @@ _TOP_KEYS = ("program", "subcommand", "description", "parser", "timeout_seconds"
 _PARAM_KEYS = ("type", "flag", "min", "max", "choices", "default", "kind", "scale", "per_thread",
                "times", "cap", "format", "reserved", "tasks", "tasks_times", "assume", "relative",
                "host_choices")
-_LKP_KEYS = ("testcases", "environment", "params", "notes", "derive", "from_headline", "always")
-_LKP_PARAM_KEYS = ("param", "kind", "map", "strip_suffix", "divide_by", "divide_floor", "most")
+_LKP_KEYS = ("testcases", "environment", "params", "notes", "derive", "from_headline", "always", "per_unit")
+_LKP_PARAM_KEYS = ("param", "kind", "map", "strip_suffix", "divide_by", "divide_floor", "most", "as_reported")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 _NAME_VALUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+-]{0,63}$")
@@ -148,6 +148,8 @@ class LkpParam:
     divide_floor: tuple[tuple[str, int], ...] = ()  # each divisor at least this (LKP's fsmark counts a
                                                     # file under 4K as 4K when it divides test_size)
     most: int | None = None                     # the quotient capped here, as LKP's program caps it
+    as_reported: bool = False                   # divide by the report's values, not the host's: each
+                                                # thread or iteration does what the report's did
 
 
 @dataclass(frozen=True)
@@ -206,6 +208,9 @@ class Template:
     lkp_derive: tuple[LkpDerive, ...] = ()
     lkp_from_headline: tuple[LkpFromHeadline, ...] = ()
     lkp_always: tuple[tuple[str, str], ...] = ()  # template parameter -> value LKP's program always passes
+    # path parameter -> int parameter: in a plan from an LKP report the path option is given once
+    # per unit (`-d fs-1 … -d fs-N` for N threads), as LKP's program gives it
+    lkp_per_unit: tuple[tuple[str, str], ...] = ()
     lkp_metrics: bool = False       # compare the report's own LKP metric (the lkp job runner)
     collect: tuple[str, ...] = ()   # files ("{scratch}/…") the runner keeps for the parser
     # A file the program reads its commands from (postmark's), written into the scratch dir
@@ -406,6 +411,10 @@ def template_from(name: str, file: RulesFile) -> Template:
     for key, value in always.values.items():
         if key not in names or not isinstance(value, str):
             always.fail(f"{key!r} must name a parameter of this template and give its value as a string")
+    per_unit = file.table("lkp.per_unit")
+    for key, value in per_unit.values.items():
+        if template_type(params, key) != "path" or template_type(params, value) != "int":
+            per_unit.fail(f"{key!r} must name a path parameter and its value an int parameter")
     lkp_notes = file.table("lkp.notes")
     for key, note in lkp_notes.values.items():
         if not isinstance(note, str) or not note.strip():
@@ -421,6 +430,7 @@ def template_from(name: str, file: RulesFile) -> Template:
         lkp_environment=_words(lkp, "environment"),
         lkp_params=tuple(lkp_params), lkp_notes=tuple(lkp_notes.values.items()), lkp_derive=tuple(lkp_derive),
         lkp_from_headline=tuple(from_headline), lkp_always=tuple(always.values.items()),
+        lkp_per_unit=tuple(per_unit.values.items()),
         collect=tuple(collect),
         input_path=input_path, input_lines=input_lines, lkp_metrics=bool(top.get("lkp_metrics", False)),
         scratch_fraction=top.number("scratch_fraction", 0.5, 0, 1, above=True),
@@ -659,4 +669,4 @@ def _lkp_param(key: str, entry: Section, names: set[str]) -> LkpParam:
     if most is not None and (isinstance(most, bool) or not isinstance(most, int) or most < 1 or not divide_by):
         entry.fail("most must be a whole number of at least 1, on a divide_by parameter")
     return LkpParam(key, entry.get("param"), kind, tuple(mapping.items()), strip, tuple(divide_by),
-                    tuple(floor.items()), most)
+                    tuple(floor.items()), most, entry.boolean("as_reported", False))
