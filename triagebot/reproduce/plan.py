@@ -164,10 +164,12 @@ def plan_report(report: Report, templates: Templates, scratch_dir: str = SCRATCH
     host = host or HostShape()
     templates = templates.for_host(host.host_choices)
     message_id = report.message_id
+    lkp_refusal: Refusal | None = None
     if report.kind.startswith("lkp-") or (report.testcase and report.parameters):
         result = _plan_lkp(report, templates, scratch_dir, host)
         if isinstance(result, Plan) or not _commands(report):
             return result
+        lkp_refusal = result
     commands = _commands(report)
     if not commands:
         if report.testcase:
@@ -179,7 +181,7 @@ def plan_report(report: Report, templates: Templates, scratch_dir: str = SCRATCH
     for command in commands:
         result = plan_command(command, templates, scratch_dir, host, report=report)
         if isinstance(result, Plan):
-            return result
+            return _from_script(result, report, command, lkp_refusal)
         first = first or result
     assert first is not None
     if len(commands) > 1:
@@ -211,6 +213,18 @@ def plan_command(command: str, templates: Templates, scratch_dir: str = SCRATCH,
                        "human-command", report, message_id, scratch_dir, host, scaled, notes)
     except CommandRefused as refused:
         return Refusal(refused.reason, refused.missing, "human-command", message_id)
+
+
+def _from_script(plan: Plan, report: Report, command: str, lkp_refusal: Refusal | None) -> Plan:
+    """A plan from an LKP `reproduce` script's benchmark line says so, and why the report's
+    parameters gave none."""
+    script = next((item.url for item in report.reproducers if item.command == command and item.url
+                   and item.url.endswith("/reproduce")), None)
+    if script is None:
+        return plan
+    why = f" (its LKP parameters gave none: {lkp_refusal.reason})" if lkp_refusal else ""
+    return replace(plan, source="reproduce-script",
+                   notes=(f"planned from the benchmark line of {script}{why}", *plan.notes))
 
 
 def _commands(report: Report) -> list[str]:
