@@ -18,10 +18,11 @@ Parsers and what they yield:
   nothing more; fileio: reads_per_sec, writes_per_sec, fsyncs_per_sec, read_MiBps,
   written_MiBps; memory: MiB_per_sec, ops_per_sec.
 - stress-ng-yaml: stress-ng.<stressor>.ops (bogo ops) and .ops_per_sec (real time), from
-  --yaml's metrics, or from the `metrc:` table of --metrics-brief when no YAML was kept
+  --yaml's metrics, or from the `metrc:` (before 0.14 `info:`) table of --metrics-brief when no YAML was kept
   (in stdout, or in files["stderr"]: stress-ng logs it to stderr).
 - fs_mark-text: fs_mark.files_per_sec and fs_mark.app_overhead_us (mean of the loop rows).
-- hackbench-text: hackbench.time_s (mean of the `Time:` lines).
+- hackbench-text: hackbench.time_s (mean of the `Time:` lines) and hackbench.throughput (KiB
+  passed over the best time, as lkp-tests computes it).
 - perf-bench-text: perf-bench.total_time_s, .usecs_per_op, .ops_per_sec, .GB_per_sec (per
   memcpy/memset function as perf-bench.<function>.GB_per_sec) where printed.
 - lkp-json: an LKP stats JSON object, name -> number; lists are averaged, text is skipped.
@@ -264,7 +265,8 @@ def _stress_ng_yaml_metrics(parser: str, text: str, where: str) -> dict[str, dic
     return stressors
 
 
-_METRC_ROW = re.compile(r"metrc:\s*\[\d+\]\s+(\S+)\s+(" + _NUMBER + r")\s+" + _NUMBER + r"\s+"
+# `metrc:` rows; stress-ng before 0.14 printed the same table as `info:` rows
+_METRC_ROW = re.compile(r"(?:metrc|info):\s*\[\d+\]\s+(\S+)\s+(" + _NUMBER + r")\s+" + _NUMBER + r"\s+"
                         + _NUMBER + r"\s+" + _NUMBER + r"\s+(" + _NUMBER + ")")
 
 
@@ -311,12 +313,23 @@ def _fs_mark_text(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> dic
     return {"fs_mark.files_per_sec": _mean(rates), "fs_mark.app_overhead_us": _mean(overheads)}
 
 
+_HACKBENCH_TASKS = re.compile(r"^Running in .* mode with \d+ groups using \d+ file descriptors each "
+                              r"\(== (\d+) tasks\)", re.MULTILINE)
+_HACKBENCH_MESSAGES = re.compile(r"^Each sender (?:will pass|passed) (\d+) messages of (\d+) bytes", re.MULTILINE)
+
+
 def _hackbench_text(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> dict[str, float]:
     text = _text(stdout)
     times = [float(value) for value in re.findall(r"^\s*Time:\s*(" + _NUMBER + r")\s*$", text, re.MULTILINE)]
     if not times:
         raise OutputError(parser, "no 'Time: N' line" + _tail(text))
-    return {"hackbench.time_s": _mean(times)}
+    metrics = {"hackbench.time_s": _mean(times)}
+    tasks, messages = _HACKBENCH_TASKS.findall(text), _HACKBENCH_MESSAGES.findall(text)
+    if tasks and messages and min(times) > 0:
+        # lkp-tests' programs/hackbench/parse: KiB passed over the best time
+        kib = (int(tasks[-1]) * int(messages[-1][0]) * int(messages[-1][1])) >> 10
+        metrics["hackbench.throughput"] = kib / min(times)
+    return metrics
 
 
 # --- dbench, postmark --------------------------------------------------------------------------
