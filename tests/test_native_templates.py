@@ -204,6 +204,7 @@ def test_real_postmark(tmp_path: Path) -> None:
     assert path == "{scratch}/postmark.conf" and plan.argv == ("postmark", "postmark.conf")
     assert "set number 200\nset transactions 1000\nset subdirectories 10\nset report terse\n" in text
     assert plan.report_metric == "postmark.transactions" and plan.reported_change_percent == -15.2
+    assert any(note.startswith("postmark times in whole seconds") for note in plan.notes)
     metrics = run_plan(plan, tmp_path)
     assert metrics["postmark.transactions"] > 0 and metrics["postmark.data_written"] > 0
 

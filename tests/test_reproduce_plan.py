@@ -154,6 +154,7 @@ _BROKEN = [
     (_GOOD + '[lkp.from_headline.test]\npattern = "fio.*"\nnote = "n"\n', "pattern must be a metric name holding"),
     (_GOOD + '[lkp.always]\nverify = "1"\n', "'verify' must name a parameter of this template"),
     (_GOOD + '[lkp.per_unit]\nnumjobs = "numjobs"\n', "'numjobs' must name a path parameter"),
+    ('caveats = [""]\n' + _GOOD, "caveats must be a list of sentences"),
 ]
 
 

@@ -616,6 +616,7 @@ def _finish(template: Template, values: dict[str, Any], order: list[str] | None,
     options = _option_words(template, values, ordered, per_unit)
     rendered = {name: _render(template.param(name), value) for name, value in values.items()}
     argv = _expand(template.argv, options, rendered, scratch_dir)
+    notes.extend(template.caveats)
     metric, report_metric, change, better = _metric(template, rendered, report, notes)
     durations = [values[spec.name] for spec in template.params
                  if spec.type == "duration" and values.get(spec.name) is not None]

@@ -33,7 +33,7 @@ HOST_CHOICES = ("stressors",)
 _TOP_KEYS = ("program", "subcommand", "description", "parser", "timeout_seconds", "value_style",
              "long_only", "argv", "setup_argv", "cleanup_argv", "trailing", "primary_metric",
              "primary_when", "params", "aliases", "drop", "refuse", "metrics", "lkp",
-             "lkp_metrics", "scratch_fraction", "memory_fraction", "collect", "input")
+             "lkp_metrics", "scratch_fraction", "memory_fraction", "collect", "input", "caveats")
 _PARAM_KEYS = ("type", "flag", "min", "max", "choices", "default", "kind", "scale", "per_thread",
                "times", "cap", "format", "reserved", "tasks", "tasks_times", "assume", "relative",
                "host_choices")
@@ -218,6 +218,7 @@ class Template:
     # naming a parameter the plan leaves unset is left out).
     input_path: str | None = None
     input_lines: tuple[str, ...] = ()
+    caveats: tuple[str, ...] = ()   # what every plan of this template says of itself (postmark's timer)
     scratch_fraction: float = 0.5   # the share of the host's scratch space a plan may fill
     memory_fraction: float = 0.25   # the share of the host's memory a plan may allocate
 
@@ -432,7 +433,8 @@ def template_from(name: str, file: RulesFile) -> Template:
         lkp_from_headline=tuple(from_headline), lkp_always=tuple(always.values.items()),
         lkp_per_unit=tuple(per_unit.values.items()),
         collect=tuple(collect),
-        input_path=input_path, input_lines=input_lines, lkp_metrics=bool(top.get("lkp_metrics", False)),
+        input_path=input_path, input_lines=input_lines, caveats=_caveats(top),
+        lkp_metrics=bool(top.get("lkp_metrics", False)),
         scratch_fraction=top.number("scratch_fraction", 0.5, 0, 1, above=True),
         memory_fraction=top.number("memory_fraction", 0.25, 0, 1, above=True),
     )
@@ -441,6 +443,13 @@ def template_from(name: str, file: RulesFile) -> Template:
         if option in dict(refuse):
             refuse_table.fail(f"{option!r} is also an allowed option")
     return template
+
+
+def _caveats(top: Section) -> tuple[str, ...]:
+    value = top.get("caveats", [])
+    if not isinstance(value, list) or not all(isinstance(item, str) and item.strip() for item in value):
+        top.fail("caveats must be a list of sentences", "caveats")
+    return tuple(value)
 
 
 _INPUT_PATH = re.compile(r"^\{scratch\}/[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
