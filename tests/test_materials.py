@@ -27,16 +27,17 @@ from triagebot.ingest.http import RequestsClient
 from triagebot.ingest.protocol import HttpPolicy, SourceError
 from triagebot.parse.message import decode_message
 from triagebot.parse.report import parse_message
-from triagebot.records import Links, Report, Source
+from triagebot.records import Headline, Links, Report, Source
 from triagebot.reproduce import materials as materials_module
 from triagebot.reproduce.materials import (
     LISTING,
     MaterialsError,
+    benchmark_commands,
     fetch_materials,
     reproduce_facts,
     with_materials,
 )
-from triagebot.reproduce.plan import Plan, Refusal, plan_report
+from triagebot.reproduce.plan import HostShape, Plan, Refusal, plan_report
 from triagebot.rules.templates import load_templates
 from triagebot.store.sqlite import SqliteStore
 
@@ -545,3 +546,44 @@ def test_an_unreachable_host_is_one_short_attempt_and_the_stored_copy_still_plan
                                     announce=announced.append)
     assert announced == [] and any("from the store" in note for note in notes)
     assert any(item.kind == "lkp-job" and item.content == JOB_YAML for item in planned.reproducers)
+
+
+# --- the reproduce script's benchmark line: the fallback ----------------------------------------
+
+STRESS_REPRODUCE = """\
+dmsetup remove_all
+wipefs -a --force /dev/sdb1
+mkfs -t ext4 -q -F /dev/sdb1
+mkdir -p /fs/sdb1
+mount -t ext4 /dev/sdb1 /fs/sdb1
+cd /fs/sdb1
+testtime=60
+"stress-ng" "--timeout" "$testtime" "--times" "--verify" "--metrics" "--no-rand-seed" "--dup" "64" 2>&1
+"""
+
+
+def test_benchmark_commands_of_a_script_are_read_not_run() -> None:
+    assert benchmark_commands(STRESS_REPRODUCE) == [
+        ("stress-ng", "stress-ng --timeout 60 --times --verify --metrics --no-rand-seed --dup 64")]
+    # a perf that is not perf bench, and programs no template runs, are no benchmark lines
+    assert benchmark_commands("perf record -a sleep 1\n./Run pipe -c 1\nperf bench sched pipe -l 100\n") == [
+        ("perf-bench", "perf bench sched pipe -l 100")]
+    # the fio of LKP scripts reads its job from stdin: kept, and left to the allowlist to judge
+    assert [kind for kind, _ in benchmark_commands(REPRODUCE)] == ["fio"]
+
+
+def test_a_report_whose_parameters_plan_nothing_falls_back_on_the_scripts_line(tmp_path, store):
+    _directory(tmp_path / "www", DIRECTORY, {"reproduce": STRESS_REPRODUCE})
+    report = dataclasses.replace(_hand_report(None), testcase="stress-ng", subject="stress-ng.dup.ops_per_sec",
+                                 parameters=(("nr_threads", "100%"), ("testtime", "60s")),
+                                 headline=Headline("vmstat.cpu.id", -3.0, "regression"))
+    with _Server(tmp_path / "www", listing=False) as server:
+        linked = dataclasses.replace(report, links=Links(materials=server.url(DIRECTORY)))
+        assert isinstance(plan_report(linked, TEMPLATES), Refusal)  # no test among the parameters
+        fetched, _notes = with_materials(linked, store, _client(), POLICY, sleep=_Sleeps())
+    plan = plan_report(fetched, TEMPLATES, host=HostShape(threads=2, stressors=("dup", "fiemap")))
+    assert isinstance(plan, Plan), plan
+    assert plan.source == "reproduce-script" and plan.argv[:3] == ("stress-ng", "--timeout", "60s")
+    assert "--dup" in plan.argv and "--verify" in plan.argv
+    assert plan.notes[0].startswith(f"planned from the benchmark line of {server.url(DIRECTORY)}/reproduce "
+                                    "(its LKP parameters gave none: the stress-ng command names no test")

@@ -135,6 +135,26 @@ _BROKEN = [
     # an assumed program default outside the range, or beside a default of the template's own
     (_GOOD.replace("max = 64", "max = 64\nassume = 100"), "[params.numjobs]: assume 100 is above max 64"),
     (_GOOD.replace("max = 64", "max = 64\ndefault = 1\nassume = 2"), "assume is for a parameter without a default"),
+    # a relative rendering or host choices on the wrong type, a host list nobody gives
+    (_GOOD.replace("max = 64", "max = 64\nrelative = true"), "[params.numjobs]: relative is for path parameters"),
+    (_GOOD.replace("max = 64", 'max = 64\nhost_choices = "stressors"'), "host_choices is for enum parameters"),
+    (_GOOD + '[params.rw]\ntype = "enum"\nchoices = ["read"]\nhost_choices = "fonts"\n',
+     "[params.rw]: host_choices must be one of stressors"),
+    # an input file outside the scratch dir, with a line break, or naming no parameter
+    (_GOOD + '[input]\npath = "/etc/passwd"\nlines = ["x"]\n', "[input]: path must be a file name in the scratch"),
+    (_GOOD + '[input]\npath = "{scratch}/in"\nlines = ["a\\nb"]\n', "holds a line break"),
+    (_GOOD + '[input]\npath = "{scratch}/in"\nlines = ["set {size}"]\n', "names unknown parameter 'size'"),
+    # LKP notes that say nothing, derived or divided values naming no parameter
+    (_GOOD + '[lkp.notes]\nfs2 = ""\n', "'fs2' must be a sentence"),
+    (_GOOD + '[lkp.derive.dirs]\ndivide = "numjobs"\nby = "numjobs"\n', "must name parameters of this template"),
+    (_GOOD + '[lkp.params.size]\nparam = "numjobs"\ndivide_by = ["numjobs"]\ndivide_floor = { numjobs = 0 }\n',
+     "divide_floor must map divide_by parameters"),
+    (_GOOD + '[lkp.params.size]\nparam = "numjobs"\nmost = 10\n', "most must be a whole number"),
+    # a headline pattern without its parameter, an always-set value of no parameter
+    (_GOOD + '[lkp.from_headline.test]\npattern = "fio.*"\nnote = "n"\n', "pattern must be a metric name holding"),
+    (_GOOD + '[lkp.always]\nverify = "1"\n', "'verify' must name a parameter of this template"),
+    (_GOOD + '[lkp.per_unit]\nnumjobs = "numjobs"\n', "'numjobs' must name a path parameter"),
+    ('caveats = [""]\n' + _GOOD, "caveats must be a list of sentences"),
 ]
 
 
@@ -267,7 +287,9 @@ def test_job_yaml_and_report_parameters_give_the_same_plan():
 
 def test_fsmark_maps_lkp_parameters():
     plan = plan_report(_corpus_report("lkp-perf_xfs-fsmark-5.7pct.eml"), TEMPLATES)
-    assert plan.argv == ("fs_mark", "-d", "fs", "-s", "8192", "-n", "655360", "-t", "2", "-S", "1",
+    # lkp-tests' own reproduce script ran `fs_mark -d …/1 … -d …/32 -D 16 -N 256 -n 25600 -L 8 -S 1
+    # -s 8192`: each thread its directory and 25600 files an iteration, on fewer threads here
+    assert plan.argv == ("fs_mark", "-d", "fs-1", "-d", "fs-2", "-s", "8192", "-n", "25600", "-t", "2", "-S", "1",
                          "-D", "16", "-N", "256", "-L", "3")
     assert plan.metric == "files_per_sec" and plan.reported_change_percent == -5.7
 

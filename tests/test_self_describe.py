@@ -3,6 +3,7 @@ programs from the machine (tests give the /proc and /sys texts of machines they 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -130,3 +131,22 @@ def test_this_machine_probed_for_real_agrees_with_the_kernel() -> None:
     assert machine.memory_gb == max(1, round(total_kb / (1 << 20)))
     assert machine.cpu_model and machine.sockets and machine.sockets >= 1
     assert machine.kernel_filesystems and "proc" in machine.kernel_filesystems
+
+
+def test_the_stressors_are_those_stress_ng_lists_and_only_with_stress_ng() -> None:
+    # what `stress-ng --stressors` printed, read only when stress-ng is on PATH
+    with_it = facts_from(cpuinfo=cpuinfo("Intel(R) Xeon(R) Processor", "GenuineIntel", 6, 143, SPR_FLAGS),
+                         meminfo=MEMINFO, filesystems=FILESYSTEMS, devices=DISKS, scratch_device="vda",
+                         cpu_count=None, which={"stress-ng": "/usr/bin/stress-ng"}.get,
+                         stressors="access af-alg getdent msg\n")
+    assert with_it.stressors == ("access", "af-alg", "getdent", "msg")
+    without = facts(cpuinfo("Intel(R) Xeon(R) Processor", "GenuineIntel", 6, 143, SPR_FLAGS))
+    assert without.stressors is None
+
+
+def test_this_machines_stressors_reach_the_default_host() -> None:
+    if not shutil.which("stress-ng"):
+        pytest.skip("stress-ng is not installed (Debian package stress-ng)")
+    [host] = load_hosts(PROJECT / "rules")
+    assert host.stressors and "getdent" in host.stressors and "getdents" not in host.stressors
+    assert host_to_json(host)["stressors"] == list(host.stressors)

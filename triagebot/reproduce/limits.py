@@ -43,7 +43,8 @@ def host_shape(host: Host) -> HostShape:
     """The host as the planner sees it."""
     return HostShape(threads=host.threads, memory_gb=host.memory_gb, scratch_gb=scratch_gb(host),
                      processes=host.process_budget, tools=host.tools + host.programs,
-                     scratch_devices=host.scratch_devices, kernel_filesystems=host.kernel_filesystems)
+                     scratch_devices=host.scratch_devices, kernel_filesystems=host.kernel_filesystems,
+                     stressors=host.stressors)
 
 
 def host_limits(host: Host) -> Limits:

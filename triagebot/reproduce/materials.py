@@ -444,6 +444,41 @@ def reproduce_facts(script: str) -> dict[str, str]:
     return {key: joined.get(key, "; ").join(values) for key, values in facts.items() if values}
 
 
+# Programs whose command line in a reproduce script a template may run, and the reproducer kind
+# the planner reads it as (perf only as `perf bench`): the same allowlist as a pasted command.
+SCRIPT_BENCHMARKS = {"fio": "fio", "sysbench": "sysbench", "fs_mark": "fs_mark", "stress-ng": "stress-ng",
+                     "hackbench": "hackbench", "perf": "perf-bench"}
+MAX_SCRIPT_COMMAND = 4000  # characters of one benchmark line kept
+# A redirection standing as a word of its own (`2>&1`, `> log`, `>>out`): where output goes, not
+# what the benchmark runs.
+_REDIRECTION = re.compile(r"(?<!\S)\d?(?:>>|>|<)(?:&\d+|\s*[^\s|;&]+)")
+
+
+def benchmark_commands(script: str) -> list[tuple[str, str]]:
+    """(reproducer kind, command line) of each benchmark line of an LKP `reproduce` script, read
+    from its text with its variables expanded (it is never executed); the planner reads each
+    through the template allowlist, as a pasted command."""
+    found: list[tuple[str, str]] = []
+    variables: dict[str, str] = {}
+    for line in _logical_lines(script):
+        for words in _commands(_REDIRECTION.sub("", line)):
+            while words and _ASSIGNMENT.match(words[0]) and len(words[0].split("=", 1)[0]) < 64:
+                name, value = words[0].split("=", 1)
+                variables[name] = _expand(value, variables)
+                words = words[1:]
+            if not words:
+                continue
+            words = [_expand(word, variables) for word in words]
+            program = words[0].rsplit("/", 1)[-1]
+            kind = SCRIPT_BENCHMARKS.get(program)
+            if kind is None or (kind == "perf-bench" and words[1:2] != ["bench"]):
+                continue
+            command = shlex.join([program, *words[1:]])
+            if len(command) <= MAX_SCRIPT_COMMAND:
+                found.append((kind, command))
+    return found
+
+
 # --- the planner's view -------------------------------------------------------------------------
 
 def materials_link(report: Report) -> str | None:
@@ -483,12 +518,15 @@ def with_materials(report: Report, store, client: HttpClient, policy: HttpPolicy
         notes.append(f"reproduce script read, not run: {shown or 'no disk, filesystem or machine settings found'}")
     if materials.config is not None:
         notes.append(f"kernel config {materials.config_name}: {_size(len(materials.config))}")
+    # The script's benchmark lines: what the planner falls back on where the LKP parameters plan nothing.
+    script = tuple(Reproducer(kind=kind, command=command, url=f"{materials.url.rstrip('/')}/{REPRODUCE_FILE}")
+                   for kind, command in benchmark_commands(materials.reproduce or ""))
     if materials.job_yaml is None:
         notes.append(f"{materials.url} has no {JOB_FILE}: planned from the report's text")
-        return report, notes
+        return (dataclasses.replace(report, reproducers=(*report.reproducers, *script)) if script else report), notes
     job = Reproducer(kind="lkp-job", url=materials.job_url, content=materials.job_yaml)
     notes.append(f"planning from {materials.job_url}")
-    return dataclasses.replace(report, reproducers=(*report.reproducers, job)), notes
+    return dataclasses.replace(report, reproducers=(*report.reproducers, *script, job)), notes
 
 
 def quick_policy(policy: HttpPolicy) -> HttpPolicy:

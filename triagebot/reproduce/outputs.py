@@ -18,13 +18,18 @@ Parsers and what they yield:
   nothing more; fileio: reads_per_sec, writes_per_sec, fsyncs_per_sec, read_MiBps,
   written_MiBps; memory: MiB_per_sec, ops_per_sec.
 - stress-ng-yaml: stress-ng.<stressor>.ops (bogo ops) and .ops_per_sec (real time), from
-  --yaml's metrics, or from the `metrc:` table of --metrics-brief when no YAML was kept
+  --yaml's metrics, or from the `metrc:` (before 0.14 `info:`) table of --metrics-brief when no YAML was kept
   (in stdout, or in files["stderr"]: stress-ng logs it to stderr).
 - fs_mark-text: fs_mark.files_per_sec and fs_mark.app_overhead_us (mean of the loop rows).
-- hackbench-text: hackbench.time_s (mean of the `Time:` lines).
+- hackbench-text: hackbench.time_s (mean of the `Time:` lines) and hackbench.throughput (KiB
+  passed over the best time, as lkp-tests computes it).
 - perf-bench-text: perf-bench.total_time_s, .usecs_per_op, .ops_per_sec, .GB_per_sec (per
   memcpy/memset function as perf-bench.<function>.GB_per_sec) where printed.
 - lkp-json: an LKP stats JSON object, name -> number; lists are averaged, text is skipped.
+- dbench-text: dbench.throughput_MB/s and dbench.max_latency (ms), as lkp-tests names them,
+  from the final `Throughput … max_latency=…` line; dbench.clients, dbench.procs.
+- postmark-text: postmark.transactions, .files_created, … .data_written (per second, the
+  names of lkp-tests' programs/postmark/parse) from the terse report line; .total_seconds.
 
 An unknown parser name is a ValueError (a template bug); output without the metrics is an
 OutputError naming the parser and what was missing (a failed sample).
@@ -260,7 +265,8 @@ def _stress_ng_yaml_metrics(parser: str, text: str, where: str) -> dict[str, dic
     return stressors
 
 
-_METRC_ROW = re.compile(r"metrc:\s*\[\d+\]\s+(\S+)\s+(" + _NUMBER + r")\s+" + _NUMBER + r"\s+"
+# `metrc:` rows; stress-ng before 0.14 printed the same table as `info:` rows
+_METRC_ROW = re.compile(r"(?:metrc|info):\s*\[\d+\]\s+(\S+)\s+(" + _NUMBER + r")\s+" + _NUMBER + r"\s+"
                         + _NUMBER + r"\s+" + _NUMBER + r"\s+(" + _NUMBER + ")")
 
 
@@ -307,12 +313,60 @@ def _fs_mark_text(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> dic
     return {"fs_mark.files_per_sec": _mean(rates), "fs_mark.app_overhead_us": _mean(overheads)}
 
 
+_HACKBENCH_TASKS = re.compile(r"^Running in .* mode with \d+ groups using \d+ file descriptors each "
+                              r"\(== (\d+) tasks\)", re.MULTILINE)
+_HACKBENCH_MESSAGES = re.compile(r"^Each sender (?:will pass|passed) (\d+) messages of (\d+) bytes", re.MULTILINE)
+
+
 def _hackbench_text(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> dict[str, float]:
     text = _text(stdout)
     times = [float(value) for value in re.findall(r"^\s*Time:\s*(" + _NUMBER + r")\s*$", text, re.MULTILINE)]
     if not times:
         raise OutputError(parser, "no 'Time: N' line" + _tail(text))
-    return {"hackbench.time_s": _mean(times)}
+    metrics = {"hackbench.time_s": _mean(times)}
+    tasks, messages = _HACKBENCH_TASKS.findall(text), _HACKBENCH_MESSAGES.findall(text)
+    if tasks and messages and min(times) > 0:
+        # lkp-tests' programs/hackbench/parse: KiB passed over the best time
+        kib = (int(tasks[-1]) * int(messages[-1][0]) * int(messages[-1][1])) >> 10
+        metrics["hackbench.throughput"] = kib / min(times)
+    return metrics
+
+
+# --- dbench, postmark --------------------------------------------------------------------------
+
+_DBENCH_RESULT = re.compile(r"^\s*Throughput\s+(" + _NUMBER + r")\s+MB/sec\s+(\d+)\s+clients\s+(\d+)\s+procs"
+                            r"\s+max_latency=(" + _NUMBER + r")\s*ms\s*$", re.MULTILINE)
+# postmark's terse report: total and transaction seconds, then the rates of lkp-tests'
+# programs/postmark/parse, in its order and with its names.
+POSTMARK_FIELDS = ("transactions", "files_created", "creation_alone", "creation_mixed_trans", "files_read",
+                   "files_appended", "files_deleted", "deletion_alone", "deletion_mixed_trans", "data_read",
+                   "data_written")
+_POSTMARK_TERSE = re.compile(r"^\s*(\d+)\s+(\d+)((?:\s+" + _NUMBER + r"){11})\s*$", re.MULTILINE)
+
+
+def _dbench_text(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> dict[str, float]:
+    """dbench's final line: `Throughput 55.605 MB/sec  1 clients  1 procs  max_latency=17.006 ms`,
+    named as lkp-tests' programs/dbench/parse names it (throughput_MB/s, max_latency in ms)."""
+    text = _text(stdout)
+    results = _DBENCH_RESULT.findall(text)
+    if not results:
+        raise OutputError(parser, "no 'Throughput N MB/sec … max_latency=N ms' line" + _tail(text))
+    throughput, clients, procs, latency = results[-1]
+    return {"dbench.throughput_MB/s": float(throughput), "dbench.max_latency": float(latency),
+            "dbench.clients": float(clients), "dbench.procs": float(procs)}
+
+
+def _postmark_text(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> dict[str, float]:
+    """postmark's terse report line (`set report terse`): seconds, then per-second rates."""
+    text = _text(stdout)
+    rows = _POSTMARK_TERSE.findall(text)
+    if not rows:
+        raise OutputError(parser, "no terse report line (two whole seconds and eleven rates)" + _tail(text))
+    total, transaction_seconds, rates = rows[-1]
+    metrics = {f"postmark.{name}": float(value) for name, value in zip(POSTMARK_FIELDS, rates.split(), strict=True)}
+    metrics["postmark.total_seconds"] = float(total)
+    metrics["postmark.transaction_seconds"] = float(transaction_seconds)
+    return metrics
 
 
 def _perf_bench_text(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> dict[str, float]:
@@ -370,6 +424,8 @@ PARSERS: Mapping[str, Callable[[str, bytes, Mapping[str, bytes]], dict[str, floa
     "hackbench-text": _hackbench_text,
     "perf-bench-text": _perf_bench_text,
     "lkp-json": _lkp_json,
+    "dbench-text": _dbench_text,
+    "postmark-text": _postmark_text,
 })
 
 

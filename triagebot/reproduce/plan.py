@@ -46,6 +46,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+-]{0,63}$")
 _FILE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 _LEADING_VARIABLE = re.compile(r"^\$(\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)(/|$)")
 _PERCENT = re.compile(r"^(\d+(?:\.\d+)?)%$")
+_THREAD_COUNT = re.compile(r"^\d{1,6}t$")
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
@@ -61,6 +62,11 @@ class HostShape:
     tools: tuple[tuple[str, str], ...] = ()  # lab-installed tools by name and path (hosts.toml `tools`)
     scratch_devices: tuple[str, ...] = ()  # block devices a plan may make a filesystem on
     kernel_filesystems: tuple[str, ...] | None = None  # what the host's kernel mounts; None: unknown
+    stressors: tuple[str, ...] | None = None  # what the host's stress-ng offers; None: unknown
+
+    def host_choices(self, name: str) -> tuple[str, ...] | None:
+        """A list of names the host offers, for an enum that takes its choices from the host."""
+        return {"stressors": self.stressors}.get(name)
 
     def tool(self, name: str) -> str | None:
         return dict(self.tools).get(name)
@@ -89,6 +95,7 @@ class Plan:
     parameters: tuple[tuple[str, str], ...] = ()  # the template parameters as planned
     output_metric: str = ""         # the metric's name in parse_output's result (fio.write_iops)
     collect: tuple[str, ...] = ()   # files the runner keeps for the parser ("{scratch}/…")
+    files: tuple[tuple[str, str], ...] = ()  # (path, text) written before the command (postmark's commands)
     # The report's filesystem made again (triagebot.reproduce.filesystem): host steps before each
     # sample (mkfs, mount on "{scratch}") and after it, always (umount); what the benchmark runs
     # on; each way the storage differs from the report's.
@@ -116,7 +123,7 @@ class Plan:
             value = data[item.name]
             if item.name == "parameters":
                 value = tuple(value.items())
-            elif item.name in ("prepare_steps", "release_steps"):
+            elif item.name in ("prepare_steps", "release_steps", "files"):
                 value = tuple(tuple(step) for step in value)
             elif isinstance(value, list):
                 value = tuple(value)
@@ -155,11 +162,14 @@ def plan_report(report: Report, templates: Templates, scratch_dir: str = SCRATCH
                 host: HostShape | None = None) -> PlanResult:
     """The plan for one report, or the refusal saying what is missing."""
     host = host or HostShape()
+    templates = templates.for_host(host.host_choices)
     message_id = report.message_id
+    lkp_refusal: Refusal | None = None
     if report.kind.startswith("lkp-") or (report.testcase and report.parameters):
         result = _plan_lkp(report, templates, scratch_dir, host)
         if isinstance(result, Plan) or not _commands(report):
             return result
+        lkp_refusal = result
     commands = _commands(report)
     if not commands:
         if report.testcase:
@@ -171,7 +181,7 @@ def plan_report(report: Report, templates: Templates, scratch_dir: str = SCRATCH
     for command in commands:
         result = plan_command(command, templates, scratch_dir, host, report=report)
         if isinstance(result, Plan):
-            return result
+            return _from_script(result, report, command, lkp_refusal)
         first = first or result
     assert first is not None
     if len(commands) > 1:
@@ -184,6 +194,7 @@ def plan_command(command: str, templates: Templates, scratch_dir: str = SCRATCH,
                  host: HostShape | None = None, report: Report | None = None) -> PlanResult:
     """The plan for one pasted command line (`triage plan --command`), or its refusal."""
     host = host or HostShape()
+    templates = templates.for_host(host.host_choices)
     message_id = report.message_id if report else None
     try:
         parsed = parse_command(command, templates)
@@ -202,6 +213,18 @@ def plan_command(command: str, templates: Templates, scratch_dir: str = SCRATCH,
                        "human-command", report, message_id, scratch_dir, host, scaled, notes)
     except CommandRefused as refused:
         return Refusal(refused.reason, refused.missing, "human-command", message_id)
+
+
+def _from_script(plan: Plan, report: Report, command: str, lkp_refusal: Refusal | None) -> Plan:
+    """A plan from an LKP `reproduce` script's benchmark line says so, and why the report's
+    parameters gave none."""
+    script = next((item.url for item in report.reproducers if item.command == command and item.url
+                   and item.url.endswith("/reproduce")), None)
+    if script is None:
+        return plan
+    why = f" (its LKP parameters gave none: {lkp_refusal.reason})" if lkp_refusal else ""
+    return replace(plan, source="reproduce-script",
+                   notes=(f"planned from the benchmark line of {script}{why}", *plan.notes))
 
 
 def _commands(report: Report) -> list[str]:
@@ -234,6 +257,12 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
                        source, message_id)
     notes: list[str] = []
     scaled: list[str] = []
+    for item in template.lkp_from_headline:
+        found = item.value_in(report.headline.metric) if report.headline and not parameters.get(item.key) else None
+        if found is not None:
+            parameters = {**parameters, item.key: found}
+            notes.append(f"the report's parameters name no {item.key}; its headline metric {report.headline.metric} "
+                         f"names {item.key}={found}: {item.note}")
     mapped = {item.key for item in template.lkp_params}
     environment = [f"{key}={parameters[key]}" for key in template.lkp_environment if key in parameters]
     for key in ("mount_option", "md"):
@@ -244,6 +273,8 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
     placement = place(storage, host.scratch_devices, [name for name, _ in host.tools], host.kernel_filesystems)
     if environment and storage is None:
         notes.append(f"the report ran on {' '.join(environment)}; the plan runs on the host's scratch filesystem")
+    notes.extend(f"LKP parameter {key}={parameters[key]}: {note}" for key, note in template.lkp_notes
+                 if parameters.get(key))
     settings = [f"{key}={parameters[key]}" for key in MACHINE_SETTINGS if key in parameters]
     if settings:
         notes.append(f"machine settings not applied by the plan: {' '.join(settings)}")
@@ -257,6 +288,9 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
         values: dict[str, Any] = {}
         labels: dict[str, str] = {}
         divided = []
+        for name, raw_value in template.lkp_always:
+            labels[name] = f"the {template.name} template's [lkp.always] {name}"
+            values[name] = _convert(template.param(name), raw_value, labels[name], scratch_dir, notes)
         for item in template.lkp_params:
             if item.key not in parameters or parameters[item.key] in (None, ""):
                 continue
@@ -271,6 +305,8 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
                 raw = raw[: -len(item.strip_suffix)]
             spec = template.param(item.param)
             percent = _PERCENT.match(raw)
+            if item.kind == "threads" and _THREAD_COUNT.match(raw):
+                raw = raw[:-1]          # LKP writes a count of threads as `1t`, `32t`, `8t`
             if item.kind == "threads" and percent:
                 share = float(percent.group(1))
                 count = max(1, math.floor(share / 100 * host.threads + 0.5))
@@ -280,21 +316,39 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
             values[spec.name] = _convert(spec, raw, label, scratch_dir, notes)
         # Totals divided by other parameters: those are fitted to the host first.
         _defaults(template, values)
+        reported = dict(values)
         _scale(template, values, host, scaled, only=("threads", "cap"))
         for item, raw, label in divided:
             spec = template.param(item.param)
             total = parse_size(raw)
             if total is None:
                 raise CommandRefused(f"{label}={raw} is not a size")
-            divisor = math.prod(_magnitude(template.param(name), values.get(name)) for name in item.divide_by)
+            floors = dict(item.divide_floor)
+            by = reported if item.as_reported else values
+            divisor = math.prod(max(floors.get(name, 1), _magnitude(template.param(name), by.get(name)))
+                                for name in item.divide_by)
             share = total // max(1, divisor)
             if spec.type == "size" and share >= 1 << 20:
                 share -= share % (1 << 20)
             if share < 1:
                 raise CommandRefused(f"{label}={raw} leaves nothing for each of {', '.join(item.divide_by)}")
-            values[spec.name] = share
+            at_least = "".join(f" ({name} counted as {_render(template.param(name), low)}, as LKP does)"
+                               for name, low in item.divide_floor
+                               if _magnitude(template.param(name), by.get(name)) < low)
+            factors = [_render(template.param(name), by[name]) for name in item.divide_by if by.get(name) is not None]
+            shown = f" (the report's {' × '.join(factors)})" if item.as_reported else ""
             notes.append(f"{spec.name} {_render(spec, share)} is {item.key} {raw} divided by "
-                         f"{' × '.join(item.divide_by)}")
+                         f"{' × '.join(item.divide_by)}{shown}{at_least}")
+            if item.most is not None and share > item.most:
+                notes.append(f"{spec.name} {_render(spec, share)} → {item.most}, the most LKP's {testcase} "
+                             f"runs with (its own cap)")
+                share = item.most
+            values[spec.name] = share
+        for derive in template.lkp_derive:
+            if derive.param not in values and values.get(derive.by) and values.get(derive.divide):
+                values[derive.param] = max(1, int(values[derive.divide]) // int(values[derive.by]))
+                notes.append(f"{derive.param} {values[derive.param]} is {derive.divide} divided by {derive.by}, "
+                             f"as LKP's {testcase} computes it when the report gives only {derive.by}")
         plan = _finish(template, values, None, labels, source, report, message_id, scratch_dir, host,
                        scaled, notes)
         if storage is None:
@@ -496,12 +550,19 @@ def _render(spec: ParamSpec, value: Any) -> str:
     return str(int(value)) if spec.type == "int" else str(value)
 
 
-def _option_words(template: Template, values: dict[str, Any], order: list[str]) -> list[str]:
+def _option_words(template: Template, values: dict[str, Any], order: list[str],
+                  per_unit: dict[str, str] | None = None) -> list[str]:
     words: list[str] = []
     for name in order:
         spec = template.param(name)
         value = values.get(name)
         if spec.flag is None or value is None or value is False:
+            continue
+        if per_unit and name in per_unit:
+            # one path a unit, as LKP gives them: `-d fs-1 -d fs-2` (fs_mark makes no parents)
+            for unit in range(1, max(1, int(values.get(per_unit[name]) or 1)) + 1):
+                words.extend([spec.flag, f"{value}-{unit}"] if template.value_style == "separate"
+                             else [f"{spec.flag}={value}-{unit}"])
             continue
         flag = spec.flag
         for other in placeholders(flag):
@@ -551,9 +612,11 @@ def _finish(template: Template, values: dict[str, Any], order: list[str] | None,
                 values[spec.name].replace(SCRATCH, scratch_dir)
     given = list(order) if order is not None else []
     ordered = given + [spec.name for spec in template.params if spec.name not in given]
-    options = _option_words(template, values, ordered)
+    per_unit = dict(template.lkp_per_unit) if source != "human-command" else None
+    options = _option_words(template, values, ordered, per_unit)
     rendered = {name: _render(template.param(name), value) for name, value in values.items()}
     argv = _expand(template.argv, options, rendered, scratch_dir)
+    notes.extend(template.caveats)
     metric, report_metric, change, better = _metric(template, rendered, report, notes)
     durations = [values[spec.name] for spec in template.params
                  if spec.type == "duration" and values.get(spec.name) is not None]
@@ -569,7 +632,17 @@ def _finish(template: Template, values: dict[str, Any], order: list[str] | None,
         parameters=tuple(sorted(rendered.items())),
         output_metric=_fill(metric.output, {**rendered, "report_metric": report_metric or ""}),
         collect=tuple(item.replace(SCRATCH, scratch_dir) for item in template.collect),
+        files=_input_file(template, rendered, scratch_dir),
     )
+
+
+def _input_file(template: Template, rendered: dict[str, str], scratch_dir: str) -> tuple[tuple[str, str], ...]:
+    """The template's input file with the planned values; a line naming an unset value is left out."""
+    if template.input_path is None:
+        return ()
+    lines = [_fill(line, rendered) for line in template.input_lines
+             if all(name in rendered for name in placeholders(line))]
+    return ((template.input_path.replace(SCRATCH, scratch_dir), "\n".join(lines) + "\n"),)
 
 
 def _fill(text: str, values: dict[str, str]) -> str:

@@ -97,6 +97,7 @@ class Host:
     # known, as on an SSH host: there `tools` names the mkfs programs the host has).
     programs: tuple[tuple[str, str], ...] = ()
     kernel_filesystems: tuple[str, ...] | None = None
+    stressors: tuple[str, ...] | None = None  # what its stress-ng offers (None: not known)
     describe: str | None = None  # "auto": the facts below were read from the machine
     described: tuple[str, ...] = ()  # the facts the machine gave (not written in hosts.toml)
     disks: tuple[str, ...] = ()  # the machine's block devices, described (describe = "auto")
@@ -268,6 +269,7 @@ def _host(entry: Section, probe: Probe) -> Host:
         tools=_tools(entry),
         programs=facts.programs if facts is not None else (),
         kernel_filesystems=facts.kernel_filesystems if facts is not None else None,
+        stressors=facts.stressors if facts is not None else None,
         describe=describe,
         described=tuple(filled),
         disks=facts.disks if facts is not None and describe else (),

@@ -11,7 +11,9 @@ only "Intel(R) Xeon(R) Processor" or "AMD EPYC" but passes the family, model and
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +27,9 @@ SECTOR = 512
 PROGRAMS = ("fio", "sysbench", "stress-ng", "fs_mark", "hackbench", "perf", "dbench", "postmark",
             "redis-benchmark", "lkp", "mkfs.btrfs", "mkfs.ext2", "mkfs.ext3", "mkfs.ext4", "mkfs.xfs",
             "mkfs.f2fs", "mount", "umount")
+
+STRESSORS_TIMEOUT_SECONDS = 20.0  # `stress-ng --stressors` prints a line and exits at once
+_STRESSOR = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,7 @@ class MachineFacts:
     disks: tuple[str, ...] = ()  # every block device, described
     programs: tuple[tuple[str, str], ...] = ()  # name, path
     kernel_filesystems: tuple[str, ...] | None = None  # what the running kernel mounts
+    stressors: tuple[str, ...] | None = None  # what its stress-ng offers (`stress-ng --stressors`)
 
     def missing(self) -> list[str]:
         names = ("cpu_model", "threads", "sockets", "memory_gb", "disk")
@@ -92,6 +98,15 @@ def _memory_gb(meminfo: str) -> int | None:
     return None
 
 
+def stressors_from(text: str | None) -> tuple[str, ...] | None:
+    """The stressor names `stress-ng --stressors` printed (one line, space-separated), sorted;
+    None when there is no such output or it holds anything but stressor names."""
+    names = (text or "").split()
+    if not names or not all(_STRESSOR.match(name) for name in names):
+        return None
+    return tuple(sorted(set(names)))
+
+
 def disk_kind(device: BlockDevice | None) -> str | None:
     """nvme / ssd / hdd for the device the scratch directory is on."""
     if device is None:
@@ -105,10 +120,11 @@ def disk_kind(device: BlockDevice | None) -> str | None:
 
 def facts_from(*, cpuinfo: str, meminfo: str, filesystems: str | None, devices: tuple[BlockDevice, ...],
                scratch_device: str | None, cpu_count: int | None,
-               which: Callable[[str], str | None], fs_modules: tuple[str, ...] = ()) -> MachineFacts:
+               which: Callable[[str], str | None], fs_modules: tuple[str, ...] = (),
+               stressors: str | None = None) -> MachineFacts:
     """A machine's facts from its /proc/cpuinfo, /proc/meminfo and /proc/filesystems texts, its
-    block devices, the device its scratch directory is on, a PATH lookup and the filesystem
-    modules its kernel could load on a mount (pure)."""
+    block devices, the device its scratch directory is on, a PATH lookup, the filesystem
+    modules its kernel could load on a mount and what its `stress-ng --stressors` printed (pure)."""
     first, processors, sockets = _cpuinfo(cpuinfo)
     model = first.get("model name") or first.get("Model") or None
     arch = microarch_of(None, model) or microarch_from_cpuinfo(
@@ -125,7 +141,7 @@ def facts_from(*, cpuinfo: str, meminfo: str, filesystems: str | None, devices: 
         threads=cpu_count or processors or None, sockets=len(sockets) or (1 if processors else None),
         memory_gb=_memory_gb(meminfo), disk=disk_kind(scratch),
         disks=tuple(device.describe() for device in devices), programs=programs,
-        kernel_filesystems=kernel)
+        kernel_filesystems=kernel, stressors=stressors_from(stressors) if dict(programs).get("stress-ng") else None)
 
 
 # --- reading this machine ----------------------------------------------------------------------
@@ -181,15 +197,29 @@ def filesystem_modules(release: str, root: Path = Path("/lib/modules")) -> tuple
     return tuple(sorted({path.name.split(".ko", 1)[0] for path in directory.rglob("*.ko*")}))
 
 
+def stressors_output(stress_ng: str | None) -> str | None:
+    """What `stress-ng --stressors` prints here (its argv, no shell); None when it cannot run."""
+    if stress_ng is None:
+        return None
+    try:
+        completed = subprocess.run([stress_ng, "--stressors"], capture_output=True, timeout=STRESSORS_TIMEOUT_SECONDS,
+                                   stdin=subprocess.DEVNULL, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return completed.stdout.decode("utf-8", "replace") if completed.returncode == 0 else None
+
+
 def probe_this_machine(scratch_dir: str, *, environ: Mapping[str, str] | None = None) -> MachineFacts:
-    """This machine's facts, read from /proc and /sys (what `describe = "auto"` fills in)."""
+    """This machine's facts, read from /proc and /sys (what `describe = "auto"` fills in), and
+    the stressors its stress-ng offers."""
     path = (environ if environ is not None else os.environ).get("PATH")
     return facts_from(
         cpuinfo=_read(Path("/proc/cpuinfo")) or "", meminfo=_read(Path("/proc/meminfo")) or "",
         filesystems=_read(Path("/proc/filesystems")), devices=block_devices(),
         scratch_device=device_of(scratch_dir), cpu_count=os.cpu_count(),
         fs_modules=filesystem_modules(os.uname().release),
-        which=lambda name: shutil.which(name, path=_with_sbin(path)))
+        which=lambda name: shutil.which(name, path=_with_sbin(path)),
+        stressors=stressors_output(shutil.which("stress-ng", path=_with_sbin(path))))
 
 
 def _with_sbin(path: str | None) -> str:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,20 +22,23 @@ TEMPLATES_DIR = "reproducers"
 
 # Output parsers implemented in triagebot/reproduce/outputs.py.
 PARSERS = ("fio-json", "sysbench-text", "stress-ng-yaml", "fs_mark-text", "hackbench-text",
-           "perf-bench-text", "lkp-json")
+           "perf-bench-text", "lkp-json", "dbench-text", "postmark-text")
 PARAM_TYPES = ("int", "enum", "size", "duration", "path", "bool", "name")
 SCALES = ("threads", "scratch", "memory", "cap")
 BETTER = ("higher", "lower")
 SCRATCH = "{scratch}"
+# Lists of names a host gives (triagebot.rules.self_describe): an enum may take its choices from one.
+HOST_CHOICES = ("stressors",)
 
 _TOP_KEYS = ("program", "subcommand", "description", "parser", "timeout_seconds", "value_style",
              "long_only", "argv", "setup_argv", "cleanup_argv", "trailing", "primary_metric",
              "primary_when", "params", "aliases", "drop", "refuse", "metrics", "lkp",
-             "lkp_metrics", "scratch_fraction", "memory_fraction", "collect")
+             "lkp_metrics", "scratch_fraction", "memory_fraction", "collect", "input", "caveats")
 _PARAM_KEYS = ("type", "flag", "min", "max", "choices", "default", "kind", "scale", "per_thread",
-               "times", "cap", "format", "reserved", "tasks", "tasks_times", "assume", "relative")
-_LKP_KEYS = ("testcases", "environment", "params")
-_LKP_PARAM_KEYS = ("param", "kind", "map", "strip_suffix", "divide_by")
+               "times", "cap", "format", "reserved", "tasks", "tasks_times", "assume", "relative",
+               "host_choices")
+_LKP_KEYS = ("testcases", "environment", "params", "notes", "derive", "from_headline", "always", "per_unit")
+_LKP_PARAM_KEYS = ("param", "kind", "map", "strip_suffix", "divide_by", "divide_floor", "most", "as_reported")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 _NAME_VALUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+-]{0,63}$")
@@ -106,6 +109,8 @@ class ParamSpec:
     tasks_times: tuple[str, ...] = ()  # params whose values multiply this one's tasks
     assume: Any = None              # the program's own default when the option is not given: used
                                     # for footprints (times, tasks_times), never rendered
+    host_choices: str | None = None  # enum: the choices are the host's own list of this name where
+                                    # the host gives one (HOST_CHOICES), else `choices`
     relative: bool = False          # path: rendered relative to the scratch dir, the command's
                                     # working directory on every executor (fs_mark takes a -d of
                                     # fewer than 40 bytes, shorter than most scratch paths)
@@ -140,6 +145,38 @@ class LkpParam:
     mapping: tuple[tuple[str, str], ...] = ()   # LKP value -> template value
     strip_suffix: str | None = None             # `16d` -> `16`
     divide_by: tuple[str, ...] = ()             # a total divided by these params' values
+    divide_floor: tuple[tuple[str, int], ...] = ()  # each divisor at least this (LKP's fsmark counts a
+                                                    # file under 4K as 4K when it divides test_size)
+    most: int | None = None                     # the quotient capped here, as LKP's program caps it
+    as_reported: bool = False                   # divide by the report's values, not the host's: each
+                                                # thread or iteration does what the report's did
+
+
+@dataclass(frozen=True)
+class LkpDerive:
+    """A parameter LKP's program computes when the report leaves it out: `param` = `divide` //
+    `by`, set only where the plan has `by` and not `param` (lkp-tests' fsmark gives fs_mark
+    -D nr_files / nr_files_per_directory when a report names only the files per directory)."""
+
+    param: str
+    divide: str
+    by: str
+
+
+@dataclass(frozen=True)
+class LkpFromHeadline:
+    """An LKP parameter older reports state only in their headline metric (`stress-ng.fallocate.
+    ops_per_sec` names test=fallocate): read from it where the parameters lack it, and said."""
+
+    key: str                        # the LKP parameter (`test`)
+    pattern: str                    # the headline metric with "{key}" where the value is (`stress-ng.{test}.*`)
+    note: str                       # what the plan then does differently from the report
+
+    def value_in(self, metric: str) -> str | None:
+        head, _, tail = self.pattern.partition("{" + self.key + "}")
+        expression = "".join(".*" if part == "*" else re.escape(part) for part in re.split(r"(\*)", tail))
+        found = re.fullmatch(re.escape(head) + r"([A-Za-z0-9][A-Za-z0-9_-]{0,63})" + expression, metric)
+        return found.group(1) if found else None
 
 
 @dataclass(frozen=True)
@@ -167,8 +204,21 @@ class Template:
     lkp_testcases: tuple[str, ...] = ()
     lkp_environment: tuple[str, ...] = ()
     lkp_params: tuple[LkpParam, ...] = ()
+    lkp_notes: tuple[tuple[str, str], ...] = ()  # LKP parameter -> how the plan differs where it is set
+    lkp_derive: tuple[LkpDerive, ...] = ()
+    lkp_from_headline: tuple[LkpFromHeadline, ...] = ()
+    lkp_always: tuple[tuple[str, str], ...] = ()  # template parameter -> value LKP's program always passes
+    # path parameter -> int parameter: in a plan from an LKP report the path option is given once
+    # per unit (`-d fs-1 … -d fs-N` for N threads), as LKP's program gives it
+    lkp_per_unit: tuple[tuple[str, str], ...] = ()
     lkp_metrics: bool = False       # compare the report's own LKP metric (the lkp job runner)
     collect: tuple[str, ...] = ()   # files ("{scratch}/…") the runner keeps for the parser
+    # A file the program reads its commands from (postmark's), written into the scratch dir
+    # before the command: its path and lines, "{param}" filled with the planned values (a line
+    # naming a parameter the plan leaves unset is left out).
+    input_path: str | None = None
+    input_lines: tuple[str, ...] = ()
+    caveats: tuple[str, ...] = ()   # what every plan of this template says of itself (postmark's timer)
     scratch_fraction: float = 0.5   # the share of the host's scratch space a plan may fill
     memory_fraction: float = 0.25   # the share of the host's memory a plan may allocate
 
@@ -229,6 +279,16 @@ class Templates:
 
     def for_program(self, program: str) -> tuple[Template, ...]:
         return tuple(item for item in self.templates if item.program == program)
+
+    def for_host(self, host_choices: Callable[[str], tuple[str, ...] | None]) -> Templates:
+        """The templates as planned on one host: an enum with `host_choices` takes the host's own
+        list where the host gives one (stress-ng's stressors, as its `stress-ng --stressors` says)."""
+        def fitted(template: Template) -> Template:
+            params = tuple(replace(spec, choices=offered) if spec.host_choices and
+                           (offered := host_choices(spec.host_choices)) else spec
+                           for spec in template.params)
+            return template if params == template.params else replace(template, params=params)
+        return Templates(tuple(fitted(template) for template in self.templates))
 
     def for_testcase(self, testcase: str) -> Template | None:
         return next((item for item in self.templates if testcase in item.lkp_testcases), None)
@@ -327,9 +387,39 @@ def template_from(name: str, file: RulesFile) -> Template:
     if not isinstance(collect, list) or not all(
             isinstance(item, str) and item.startswith(SCRATCH + "/") and ".." not in item for item in collect):
         top.fail(f"collect must list files inside '{SCRATCH}/', not {collect!r}", "collect")
+    input_path, input_lines = _input(file.table("input"), names)
     lkp = file.table("lkp")
     lkp.check_keys(_LKP_KEYS)
     lkp_params = [_lkp_param(key, section, names) for key, section in file.tables("lkp.params")]
+    lkp_derive = []
+    for key, section in file.tables("lkp.derive"):
+        section.check_keys(("divide", "by"))
+        if key not in names or section.get("divide") not in names or section.get("by") not in names:
+            section.fail("the derived parameter, divide and by must name parameters of this template")
+        if template_type(params, key) != "int":
+            section.fail(f"{key} must be an int parameter to be derived")
+        lkp_derive.append(LkpDerive(key, section.get("divide"), section.get("by")))
+    from_headline = []
+    for key, section in file.tables("lkp.from_headline"):
+        section.check_keys(("pattern", "note"))
+        pattern, note = section.get("pattern"), section.get("note")
+        if not isinstance(pattern, str) or pattern.count("{" + key + "}") != 1:
+            section.fail(f"pattern must be a metric name holding {{{key}}} once, not {pattern!r}")
+        if not isinstance(note, str) or not note.strip():
+            section.fail("note must say what the plan then does differently from the report")
+        from_headline.append(LkpFromHeadline(key, pattern, note))
+    always = file.table("lkp.always")
+    for key, value in always.values.items():
+        if key not in names or not isinstance(value, str):
+            always.fail(f"{key!r} must name a parameter of this template and give its value as a string")
+    per_unit = file.table("lkp.per_unit")
+    for key, value in per_unit.values.items():
+        if template_type(params, key) != "path" or template_type(params, value) != "int":
+            per_unit.fail(f"{key!r} must name a path parameter and its value an int parameter")
+    lkp_notes = file.table("lkp.notes")
+    for key, note in lkp_notes.values.items():
+        if not isinstance(note, str) or not note.strip():
+            lkp_notes.fail(f"{key!r} must be a sentence saying how the plan differs where {key} is set")
     template = Template(
         name=name, path=file.name, program=program, parser=parser, argv=argv, params=params,
         metrics=metrics, primary_metric=primary, subcommand=subcommand,
@@ -339,7 +429,12 @@ def template_from(name: str, file: RulesFile) -> Template:
         primary_when=tuple(primary_when),
         lkp_testcases=_words(lkp, "testcases"),
         lkp_environment=_words(lkp, "environment"),
-        lkp_params=tuple(lkp_params), collect=tuple(collect), lkp_metrics=bool(top.get("lkp_metrics", False)),
+        lkp_params=tuple(lkp_params), lkp_notes=tuple(lkp_notes.values.items()), lkp_derive=tuple(lkp_derive),
+        lkp_from_headline=tuple(from_headline), lkp_always=tuple(always.values.items()),
+        lkp_per_unit=tuple(per_unit.values.items()),
+        collect=tuple(collect),
+        input_path=input_path, input_lines=input_lines, caveats=_caveats(top),
+        lkp_metrics=bool(top.get("lkp_metrics", False)),
         scratch_fraction=top.number("scratch_fraction", 0.5, 0, 1, above=True),
         memory_fraction=top.number("memory_fraction", 0.25, 0, 1, above=True),
     )
@@ -348,6 +443,40 @@ def template_from(name: str, file: RulesFile) -> Template:
         if option in dict(refuse):
             refuse_table.fail(f"{option!r} is also an allowed option")
     return template
+
+
+def _caveats(top: Section) -> tuple[str, ...]:
+    value = top.get("caveats", [])
+    if not isinstance(value, list) or not all(isinstance(item, str) and item.strip() for item in value):
+        top.fail("caveats must be a list of sentences", "caveats")
+    return tuple(value)
+
+
+_INPUT_PATH = re.compile(r"^\{scratch\}/[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def _input(section: Section, names: set[str]) -> tuple[str | None, tuple[str, ...]]:
+    """[input]: path = "{scratch}/NAME", lines = [...] (no line breaks; placeholders name params)."""
+    if not section.values:
+        return None, ()
+    section.check_keys(("path", "lines"))
+    path = section.get("path")
+    if not isinstance(path, str) or not _INPUT_PATH.match(path):
+        section.fail(f"path must be a file name in the scratch dir ('{SCRATCH}/NAME'), not {path!r}", "path")
+    lines = section.get("lines")
+    if not isinstance(lines, list) or not lines or not all(isinstance(line, str) for line in lines):
+        section.fail("lines must be a non-empty list of strings", "lines")
+    for line in lines:
+        if any(character in line for character in "\r\n\0"):
+            section.fail(f"lines: {line!r} holds a line break", "lines")
+        for name in placeholders(line):
+            if name not in names:
+                section.fail(f"lines: {line!r} names unknown parameter {name!r}", "lines")
+    return path, tuple(lines)
+
+
+def template_type(params: tuple[ParamSpec, ...], name: str) -> str | None:
+    return next((spec.type for spec in params if spec.name == name), None)
 
 
 def _words(section: Section, key: str) -> tuple[str, ...]:
@@ -442,6 +571,10 @@ def _param(entry: Section, name: str) -> ParamSpec:
         fields.update(minimum=low, maximum=high)
     elif kind == "enum":
         fields["choices"] = entry.strings("choices", non_empty=True, pattern=_NAME_VALUE, what="plain words")
+    if "host_choices" in entry:
+        if kind != "enum":
+            entry.fail("host_choices is for enum parameters")
+        fields["host_choices"] = entry.choice("host_choices", HOST_CHOICES)
     elif kind in ("size", "duration"):
         fields["maximum"] = typed("max", True)
         fields["minimum"] = typed("min")
@@ -536,4 +669,13 @@ def _lkp_param(key: str, entry: Section, names: set[str]) -> LkpParam:
     strip = entry.get("strip_suffix")
     if strip is not None and not isinstance(strip, str):
         entry.fail("strip_suffix must be a string")
-    return LkpParam(key, entry.get("param"), kind, tuple(mapping.items()), strip, tuple(divide_by))
+    floor = entry.get("divide_floor", {})
+    if not isinstance(floor, dict) or not all(
+            name in divide_by and isinstance(value, int) and not isinstance(value, bool) and value >= 1
+            for name, value in floor.items()):
+        entry.fail("divide_floor must map divide_by parameters to whole numbers of at least 1")
+    most = entry.get("most")
+    if most is not None and (isinstance(most, bool) or not isinstance(most, int) or most < 1 or not divide_by):
+        entry.fail("most must be a whole number of at least 1, on a divide_by parameter")
+    return LkpParam(key, entry.get("param"), kind, tuple(mapping.items()), strip, tuple(divide_by),
+                    tuple(floor.items()), most, entry.boolean("as_reported", False))
