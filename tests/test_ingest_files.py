@@ -55,7 +55,7 @@ def test_file_import_is_idempotent_and_threads(tmp_path: Path) -> None:
     with SqliteStore(tmp_path / "t.db") as store:
         first = ingest_once(FileSource(mbox, list_name="linux-ext4"), store, jobs=1)
         # every message, the one without a Message-ID under the id its bytes give it
-        assert len(first.new_ids) == first.seen == len(list(MAIL.rglob("*.eml"))) == 17
+        assert len(first.new_ids) == first.seen == len(list(MAIL.rglob("*.eml"))) == 18  # one each: our own fixtures
         assert sum(message_id.endswith("@triagebot.invalid") for message_id in first.new_ids) == 1
         again = ingest_once(FileSource(mbox, list_name="linux-ext4"), store, jobs=1)
         assert again.new_ids == [] and again.seen == 0  # the cursor says the file is done
@@ -111,7 +111,7 @@ def test_show_list_reparse_commands(tmp_path: Path) -> None:
     mbox = own_mbox(tmp_path / "own.mbox")
     result = triage("ingest", "--db", str(database), str(mbox))
     assert result.returncode == 0, result.stderr
-    assert f"{mbox}: 17 new of 17 messages" in result.stdout
+    assert f"{mbox}: 18 new of 18 messages" in result.stdout
     shown = triage("show", "--db", str(database), "<8f3e2c1a-5b7d-4e2f-9a61-0c4d2e7b9f10@example.com>")
     assert shown.returncode == 0, shown.stderr
     assert "culprit:   6e1983a3eb3cc196a203ad2782a5a971d4f16dd3" in shown.stdout
@@ -123,13 +123,13 @@ def test_show_list_reparse_commands(tmp_path: Path) -> None:
     unknown = triage("show", "--db", str(database), "nobody@example.invalid")
     assert unknown.returncode == 1 and "nobody@example.invalid: no such message" in unknown.stderr
     listed = triage("list", "--db", str(database), "--kind", "lkp-regression")
-    assert listed.stdout.count("lkp-regression") == 3 and "202403151042.7c1e5f3a" in listed.stdout
+    assert listed.stdout.count("lkp-regression") == 4 and "202403151042.7c1e5f3a" in listed.stdout
     assert triage("list", "--db", str(database), "--testcase", "fs_mark").stdout.count("\n") == 3
     # another parser version wrote the records: reparse rebuilds them from the kept raw bytes
     with sqlite3.connect(database) as connection:
         connection.execute("UPDATE records SET parser_version = 'old', record_json = '{\"schema\": 1}'")
     reparsed = triage("reparse", "--db", str(database))
-    assert "reparsed 17 records, 17 changed" in reparsed.stdout
+    assert "reparsed 18 records, 18 changed" in reparsed.stdout
     assert json.loads(triage("show", "--db", str(database), "--json",
                              "8f3e2c1a-5b7d-4e2f-9a61-0c4d2e7b9f10@example.com").stdout) == record
     assert "reparsed 0 records" in triage("reparse", "--db", str(database)).stdout
@@ -201,7 +201,7 @@ def test_an_unreadable_file_cursor_reads_the_file_again_instead_of_failing_every
     same_file = source.identity()
     for damaged in ("{not json", "[1, 2]", json.dumps({**same_file, "done": "many"}), "null"):
         batch = source.poll(damaged)
-        assert len(batch.messages) == 17 and json.loads(batch.cursor)["done"] == 17, damaged
+        assert len(batch.messages) == 18 and json.loads(batch.cursor)["done"] == 18, damaged
 
 
 def _maildir_message(folder: Path, name: str, message_id: str, body: str = "body") -> None:
