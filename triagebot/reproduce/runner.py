@@ -174,6 +174,8 @@ class Runner:
                 self._host_step(step, scratch, "prepare")
             # Mounted: from here on released in `finally`, whatever happens to the sample.
             prepared = bool(self.plan.prepare_steps)
+            for path, text in self.plan.files:  # the lkp template's job file, from parsed values
+                self.executor.put_file(path.replace(SCRATCH, scratch), text.replace(SCRATCH, scratch).encode())
             if self.plan.setup_argv:
                 setup = self.executor.run(_fill(self.plan.setup_argv, scratch), timeout=self.plan.timeout_seconds,
                                           cwd=scratch, env=_scratch_env(scratch), limits=self.limits)
