@@ -339,9 +339,12 @@ def plan_lkp_job(report: Report, templates: Templates, scratch_dir: str, host: H
     except LkpJobRefused as refused:
         return Refusal(refused.reason, refused.missing, source, report.message_id)
     job_path = str(template.param("job").default or SCRATCH + "/job.yaml")
-    argv = tuple(job.lkp if word == "lkp" else word.replace("{job}", job_path) for word in template.argv)
+
+    def words(template_argv: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple((job.lkp if word == "lkp" else word.replace("{job}", job_path)).replace(SCRATCH, scratch_dir)
+                     for word in template_argv)
     return Plan(
-        template=template.name, argv=tuple(word.replace(SCRATCH, scratch_dir) for word in argv),
+        template=template.name, argv=words(template.argv), cleanup_argv=words(template.cleanup_argv),
         metric=job.metric, better=job.better, parser=template.parser, timeout_seconds=job.timeout_seconds,
         source=job.source, message_id=report.message_id, report_metric=job.metric,
         reported_change_percent=job.change_percent, scaled=job.scaled, notes=job.notes,

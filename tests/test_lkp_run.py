@@ -1,0 +1,126 @@
+"""A real `lkp run` through `triage rerun` on the test lab: lkp-tests installed from the shared
+snapshot into a temporary directory, an LKP fio-basic report of our own (tiny sizes), Debian's fio.
+
+The plan is the lkp template's: the job built from lkp-tests' jobs/fio-basic/*.yaml and the
+report's parameters, written into each sample's scratch dir; lkp writes its result root under
+/lkp/result and links ./result to it; the sample's value is stats.json's fio.write_iops (the
+report's headline metric) and reaches the verdict; lkp's own `rm-path` removes each result root.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, PROJECT, SHARED
+from tests.support.lab import HOOK
+
+SNAPSHOT = SHARED / "tools" / "lkp-tests.tar.gz"
+REPORT = FIXTURES / "lab" / "lkp-fio-basic-regression.eml"  # our own LKP-shaped report
+MESSAGE_ID = "202404161005.lab2fio-lab.robot@example.org"
+RESULTS = Path("/lkp/result/fio-basic")  # lkp-tests' RESULT_ROOT_DIR (lib/constant.rb) and testcase
+# What `lkp run` loads at run time (found by tracing its Ruby processes' $LOADED_FEATURES):
+# Debian's ruby-activesupport, ruby-git and ruby-tty-command.
+GEMS = ("active_support", "git", "tty-command")
+
+
+def _ruby_ready() -> str | None:
+    """Why `lkp run` cannot work here, or None."""
+    if not SNAPSHOT.exists():
+        return f"{SNAPSHOT} is absent (the shared lkp-tests snapshot)"
+    ruby = shutil.which("ruby")
+    if ruby is None:
+        return "no ruby (apt-get install ruby ruby-activesupport ruby-git ruby-tty-command)"
+    probe = " ".join(f"require '{gem}';" for gem in GEMS) + " exit(Gem::Version.new(RUBY_VERSION) >= " \
+        "Gem::Version.new('3.1') ? 0 : 3)"
+    if subprocess.run([ruby, "-e", probe], capture_output=True, timeout=60).returncode != 0:
+        return "ruby >= 3.1 with ruby-activesupport, ruby-git and ruby-tty-command is needed"
+    if shutil.which("fio") is None:
+        return "no fio (apt-get install fio)"
+    if os.geteuid() != 0:
+        return "lkp run writes its results under /lkp/result: run as root"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_ruby_ready() is not None, reason=str(_ruby_ready()))
+
+
+def triage(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "triagebot.cli", *args], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=1200)
+
+
+def install_lkp_tests(root: Path) -> Path:
+    with tarfile.open(SNAPSHOT) as archive:
+        archive.extractall(root, filter="tar")  # the snapshot holds links to absolute paths
+    return root / "lkp-tests"
+
+
+def write_rules(root: Path, lkp_tests: Path) -> Path:
+    rules, state = root / "rules", root / "lab-state"
+    shutil.copytree(PROJECT / "rules" / "reproducers", rules / "reproducers")
+    state.mkdir()
+    (rules / "hosts.toml").write_text(f"""
+[[host]]
+name = "lab-local"
+reach = "local"
+cpu_model = "test lab"
+threads = 2
+sockets = 1
+memory_gb = 24
+disk = "ssd"
+scratch_dir = "{root / 'scratch'}"
+scratch_gb = 4
+switch_kernel = {json.dumps([*HOOK, "switch", "{commit}", str(state)])}
+running_kernel = {json.dumps([*HOOK, "running", str(state)])}
+tools = {{ "lkp-tests" = "{lkp_tests}" }}
+""")
+    return rules
+
+
+def stats_files() -> set[Path]:
+    return set(RESULTS.rglob("stats.json")) if RESULTS.exists() else set()
+
+
+def test_a_real_lkp_run_reaches_the_verdict(tmp_path: Path) -> None:
+    lkp_tests = install_lkp_tests(tmp_path)
+    rules = write_rules(tmp_path, lkp_tests)
+    database = tmp_path / "lab.db"
+    assert triage("ingest", "--db", str(database), str(REPORT)).returncode == 0
+    planned = triage("plan", MESSAGE_ID, "--db", str(database), "--rules", str(rules), "--no-fetch",
+                     "--host", "lab-local", "--json")
+    assert planned.returncode == 0, planned.stderr
+    plan = json.loads(planned.stdout)
+    assert plan["kind"] == "plan" and plan["template"] == "lkp" and plan["source"] == "lkp-tests"
+    assert plan["argv"] == [str(lkp_tests / "bin" / "lkp"), "run", "{scratch}/job.yaml"]
+    assert plan["metric"] == plan["output_metric"] == "fio.write_iops" and plan["better"] == "higher"
+    (path, text), = plan["files"]
+    assert path == "{scratch}/job.yaml"
+    assert "mount_points: '{scratch}'" in text and "rw: write" in text and "ioengine: sync" in text
+    before = stats_files()
+
+    result = triage("rerun", MESSAGE_ID, "--db", str(database), "--rules", str(rules), "--base", "v6.8",
+                    "--budget", "6", "--json")
+    assert result.returncode == 0, result.stderr
+    run = json.loads(result.stdout)
+    assert run["status"] == "done", run["error"]
+    samples = run["samples"]
+    assert len(samples) == 12 and [sample["role"] for sample in samples[:2]] == ["base", "suspect"]
+    for sample in samples:
+        # the value compared is stats.json's fio.write_iops, as lkp's own fio parser wrote it
+        assert sample["value"] == sample["metrics"]["fio.write_iops"] > 0
+        assert "fio.write_bw_MBps" in sample["metrics"] and "fio.time.elapsed_time" in sample["metrics"]
+        assert "fio --output-format=json" in sample["stdout"]  # lkp's fio program ran fio
+    verdict = run["verdict"]
+    assert verdict["runs_base"] == 6 and verdict["runs_suspect"] == 6
+    assert verdict["outcome"] in ("confirmed", "not-reproduced", "inconclusive")
+    shown = triage("show", "--db", str(database), MESSAGE_ID)
+    assert "rerun:" in shown.stdout and "verdict:" in shown.stdout
+    # each sample's result root was removed again by lkp's rm-path
+    assert stats_files() == before
