@@ -126,7 +126,8 @@ def build_job(report: Report, directory: Path, document: dict[str, Any] | None, 
     if not _KEY_METRIC.match(headline.metric):
         raise LkpJobRefused(f"headline metric {headline.metric!r} is not a plain LKP metric name")
     notes: list[str] = []
-    parameters = _checked(dict(report.parameters), "LKP parameter")
+    # the mail's host keys are never used (nor checked): the host's own take their place
+    parameters = _checked({key: value for key, value in report.parameters if not _host_key(key)}, "LKP parameter")
     if document is not None:
         document = _one_host(document, directory, notes)
         source, origin = "job.yaml", "the report's job.yaml"
@@ -150,8 +151,7 @@ def build_job(report: Report, directory: Path, document: dict[str, Any] | None, 
     job = _narrow(skeleton, parameters, headline.metric, notes)
     programs = _programs(str(directory))
     job = {key: value for key, value in job.items()
-           if key not in HOST_KEYS and not key.endswith(("_partitions", "_partition"))
-           and programs.get(key, ("workload", frozenset()))[0] != "monitor"}
+           if not _host_key(key) and programs.get(key, ("workload", frozenset()))[0] != "monitor"}
     if not any(programs.get(key, ("", frozenset()))[0] == "workload" and key in _benchmarks(str(directory))
                for key in job):
         raise LkpJobRefused(f"the {testcase} job runs no benchmark program of this lkp-tests",
@@ -160,7 +160,7 @@ def build_job(report: Report, directory: Path, document: dict[str, Any] | None, 
                      - {"<<"} - set(STORAGE_KEYS))
     if dropped:
         notes.append(f"left out of the job (LKP monitors or infrastructure): {', '.join(dropped)}")
-    machine = [f"{key}={value}" for key, value in report.parameters if key in HOST_KEYS]
+    machine = [f"{key}={value}" for key, value in report.parameters if _host_key(key)]
     if machine:
         notes.append(f"machine settings from the host, not the report: {' '.join(machine)}")
     scaled: list[str] = []
@@ -337,6 +337,10 @@ def _relevant(document: dict[str, Any], programs: dict[str, tuple[str, frozenset
 
 # --- narrowing ------------------------------------------------------------------------------------
 
+def _host_key(key: str) -> bool:
+    return key in HOST_KEYS or key.endswith(("_partitions", "_partition"))
+
+
 def _checked(parameters: dict[str, Any], label: str) -> dict[str, str]:
     """The report's parameters, each key and value checked against the plain charsets."""
     checked: dict[str, str] = {}
@@ -358,7 +362,7 @@ def _checked_job(document: dict[str, Any]) -> dict[str, Any]:
     for key, value in document.items():
         if not isinstance(key, str) or not re.match(r"^[a-z][a-z0-9_.-]{0,63}$", key):
             continue  # comment symbols (`:#! …`) and other non-parameters
-        if key in HOST_KEYS or key.endswith(("_partitions", "_partition")):
+        if _host_key(key):
             continue
         if isinstance(value, dict):
             job[key] = {inner: _job_value(f"{key}.{inner}", item) for inner, item in value.items()
