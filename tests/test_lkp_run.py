@@ -124,3 +124,41 @@ def test_a_real_lkp_run_reaches_the_verdict(tmp_path: Path) -> None:
     assert "rerun:" in shown.stdout and "verdict:" in shown.stdout
     # each sample's result root was removed again by lkp's rm-path
     assert stats_files() == before
+
+
+def test_a_real_lkp_run_of_a_stress_ng_stressor(tmp_path: Path) -> None:
+    """One sample of an lkp stress-ng job through the runner: Debian's stress-ng under lkp's own
+    stress-ng program, the value stats.json's stress-ng.cpu.ops_per_sec."""
+    import dataclasses
+
+    from triagebot.parse.report import parse_message
+    from triagebot.records import Headline, MetricRow, Source
+    from triagebot.reproduce.executors.local import LocalExecutor
+    from triagebot.reproduce.plan import HostShape, Plan, plan_report
+    from triagebot.reproduce.runner import Runner, RunRecord
+    from triagebot.rules.hosts import Host
+    from triagebot.rules.templates import load_templates
+
+    if shutil.which("stress-ng") is None:
+        pytest.skip("no stress-ng (apt-get install stress-ng)")
+    lkp_tests = install_lkp_tests(tmp_path)
+    fio_report = parse_message(REPORT.read_bytes(), Source("eml", str(REPORT)))
+    metric = "stress-ng.cpu.ops_per_sec"
+    report = dataclasses.replace(
+        fio_report, testcase="stress-ng", headline=Headline(metric, -12.0, "regression"),
+        parameters=(("nr_threads", "1"), ("testtime", "2s"), ("test", "cpu"), ("cpufreq_governor", "performance")),
+        metrics=(MetricRow(name=metric, base=100.0, base_stddev_percent=None, change=-12.0, change_unit="percent",
+                           head=88.0, head_stddev_percent=None),))
+    shape = HostShape(threads=2, memory_gb=24, scratch_gb=4, tools=(("lkp-tests", str(lkp_tests)),))
+    plan = plan_report(report, load_templates(PROJECT / "rules"), host=shape)
+    assert isinstance(plan, Plan) and plan.template == "lkp" and plan.output_metric == metric
+    host = Host(name="lab", reach="local", cpu_model="test lab", threads=2, sockets=1, memory_gb=24, disk="ssd",
+                scratch_dir=str(tmp_path / "scratch"), tools=(("lkp-tests", str(lkp_tests)),))
+    before = set(Path("/lkp/result/stress-ng").rglob("stats.json")) if Path("/lkp/result/stress-ng").exists() \
+        else set()
+    with LocalExecutor(host.scratch_dir) as executor:
+        record = RunRecord(host="lab", base_commit="v6.8", suspect_commit="v6.8", plan=plan.to_json(),
+                           started_at="")
+        sample = Runner(plan, host, executor, retries=0).sample("base", "v6.8", 0, record)
+    assert sample.value == sample.metrics[metric] > 0 and sample.metrics["stress-ng.cpu.ops"] > 0
+    assert set(Path("/lkp/result/stress-ng").rglob("stats.json")) == before  # lkp rm-path removed it
