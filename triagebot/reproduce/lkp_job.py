@@ -164,7 +164,7 @@ def build_job(report: Report, directory: Path, document: dict[str, Any] | None, 
     if machine:
         notes.append(f"machine settings from the host, not the report: {' '.join(machine)}")
     scaled: list[str] = []
-    differs, runs_on = _storage(job, scratch_devices, memory_gb, notes)
+    differs, runs_on = _storage(job, scratch_devices, memory_gb)
     if runs_on == "the run's scratch directory":
         _fit_sizes(job, scratch_gb, scaled)
     job["arch"] = DEFAULT_ARCH
@@ -464,8 +464,7 @@ def _values(job: dict[str, Any]) -> list[tuple[dict[str, Any], str, Any]]:
 
 # --- the host's parts -----------------------------------------------------------------------------
 
-def _storage(job: dict[str, Any], devices: tuple[str, ...], memory_gb: int,
-             notes: list[str]) -> tuple[list[str], str | None]:
+def _storage(job: dict[str, Any], devices: tuple[str, ...], memory_gb: int) -> tuple[list[str], str | None]:
     """Set the job's storage from the host: its scratch devices as LKP partitions, or the run's
     scratch directory as LKP's mount point. (what differs from the report, what the job runs on)"""
     disk = job.get("disk")
@@ -484,9 +483,8 @@ def _storage(job: dict[str, Any], devices: tuple[str, ...], memory_gb: int,
     shown = " ".join(f"{key}={value}" for key, value in storage.items() if isinstance(value, str))
     why = ("the host lists no scratch device for it" if kind in ("HDD", "SSD", "")
            else f"the host cannot give {disk}")
-    differs = [f"the report ran on {shown}; {why}, so the job runs on the run's scratch directory"]
-    notes.extend(differs)
-    return differs, "the run's scratch directory"
+    differs = f"the report ran on {shown}; {why}, so the job runs on the run's scratch directory"
+    return [differs], "the run's scratch directory"
 
 
 def _fit_sizes(job: dict[str, Any], scratch_gb: int, scaled: list[str]) -> None:
