@@ -172,3 +172,11 @@ def test_sizes_are_fitted_to_the_hosts_scratch_space(lkp_tests: Path, templates)
     assert isinstance(plan, Plan)
     assert job_of(plan)["test_size"] == "10240M"
     assert plan.scaled == ("test_size 200G → 10240M (half of the host's 20 GB scratch space)",)
+
+
+def test_lkp_on_a_local_hosts_path_is_lkp_tests_too(lkp_tests: Path, templates) -> None:
+    # self-description lists `lkp` among the programs on PATH: its checkout is two levels up
+    found = HostShape(threads=2, memory_gb=24, scratch_gb=20, tools=(("lkp", str(lkp_tests / "bin" / "lkp")),))
+    plan = plan_report(stream(IO_URING), templates, host=found)
+    assert isinstance(plan, Plan) and plan.template == "lkp"
+    assert plan.argv[0] == str(lkp_tests / "bin" / "lkp")

@@ -395,8 +395,6 @@ def _lookup(job: dict[str, Any], key: str) -> Any:
     for value in job.values():
         if isinstance(value, dict) and key in value:
             return value[key]
-    if isinstance(job.get(key), dict) and key in job[key]:
-        return job[key][key]
     return None
 
 

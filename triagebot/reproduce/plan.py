@@ -328,8 +328,8 @@ def plan_lkp_job(report: Report, templates: Templates, scratch_dir: str, host: H
     or None when this is no case for it (no lkp-tests, no lkp template, no job for the testcase)."""
     directory = lkp_tests_dir(host.tools)
     template = next((item for item in templates.templates if item.lkp_metrics), None)
-    if directory is None or template is None:
-        return None
+    if directory is None or template is None or not (report.kind.startswith("lkp-") or document is not None):
+        return None  # a person's report names its metric by unit, not as LKP's stats.json does
     if document is None and not has_job_files(directory, report.testcase or ""):
         return None  # not a testcase of this lkp-tests: a native template may run it
     source = "job.yaml" if document is not None else "lkp-tests"
