@@ -180,3 +180,12 @@ def test_lkp_on_a_local_hosts_path_is_lkp_tests_too(lkp_tests: Path, templates) 
     plan = plan_report(stream(IO_URING), templates, host=found)
     assert isinstance(plan, Plan) and plan.template == "lkp"
     assert plan.argv[0] == str(lkp_tests / "bin" / "lkp")
+
+
+def test_an_lkp_plan_is_stored_and_read_back_whole(lkp_tests: Path, templates) -> None:
+    import json
+
+    plan = plan_report(stream(FSMARK), templates, host=host(lkp_tests))
+    assert isinstance(plan, Plan) and plan.files
+    again = Plan.from_json(json.loads(json.dumps(plan.to_json())))
+    assert again == plan and again.files == plan.files
