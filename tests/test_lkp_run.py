@@ -162,3 +162,65 @@ def test_a_real_lkp_run_of_a_stress_ng_stressor(tmp_path: Path) -> None:
         sample = Runner(plan, host, executor, retries=0).sample("base", "v6.8", 0, record)
     assert sample.value == sample.metrics[metric] > 0 and sample.metrics["stress-ng.cpu.ops"] > 0
     assert set(Path("/lkp/result/stress-ng").rglob("stats.json")) == before  # lkp rm-path removed it
+
+
+@pytest.fixture
+def loop_device(tmp_path: Path):
+    """A 600 MB loop device backed by a sparse file in tmp, detached afterwards."""
+    for program in ("losetup", "mkfs.ext4", "mount", "umount"):
+        if shutil.which(program) is None:
+            pytest.skip(f"{program} is not installed (util-linux, e2fsprogs)")
+    backing = tmp_path / "disk.img"
+    with backing.open("wb") as file:
+        file.truncate(600 << 20)
+    made = subprocess.run(["losetup", "-f", "--show", str(backing)], capture_output=True, text=True, check=False)
+    if made.returncode != 0:
+        pytest.skip(f"no loop device here: {made.stderr.strip()}")
+    device = made.stdout.strip()
+    try:
+        yield device
+    finally:
+        for line in reversed(Path("/proc/mounts").read_text().splitlines()):
+            if line.split()[0] == device:
+                subprocess.run(["umount", line.split()[1]], check=False)
+        subprocess.run(["losetup", "-d", device], check=False)
+
+
+def test_lkp_makes_the_reports_filesystem_on_the_hosts_scratch_device(tmp_path: Path, loop_device: str) -> None:
+    """The host lists a scratch device: the job's hdd_partitions is that device, and lkp's own
+    disk and fs setup make the report's ext4 on it, mount it, run fio there and unmount it."""
+    import dataclasses
+
+    from triagebot.parse.report import parse_message
+    from triagebot.records import Source
+    from triagebot.reproduce.executors.local import LocalExecutor
+    from triagebot.reproduce.limits import host_shape
+    from triagebot.reproduce.plan import Plan, plan_report
+    from triagebot.reproduce.runner import Runner, RunRecord
+    from triagebot.rules.hosts import Host
+    from triagebot.rules.templates import load_templates
+
+    lkp_tests = install_lkp_tests(tmp_path)
+    host = Host(name="lab", reach="local", cpu_model="test lab", threads=2, sockets=1, memory_gb=24, disk="ssd",
+                scratch_dir=str(tmp_path / "scratch"), scratch_gb=4, scratch_devices=(loop_device,),
+                tools=(("lkp-tests", str(lkp_tests)),))
+    report = parse_message(REPORT.read_bytes(), Source("eml", str(REPORT)))
+    report = dataclasses.replace(report, parameters=tuple(
+        ("disk", "1HDD") if key == "disk" else (key, value) for key, value in report.parameters))
+    plan = plan_report(report, load_templates(PROJECT / "rules"), host=host_shape(host))
+    assert isinstance(plan, Plan) and plan.template == "lkp" and not plan.storage_differs
+    (_, text), = plan.files
+    assert f"hdd_partitions: {loop_device}" in text and "disk: 1HDD" in text and "fs: ext4" in text
+    name = Path(loop_device).name
+    with LocalExecutor(host.scratch_dir) as executor:
+        record = RunRecord(host="lab", base_commit="v6.8", suspect_commit="v6.8", plan=plan.to_json(),
+                           started_at="")
+        runner = Runner(plan, host, executor, retries=0)
+        samples = [runner.sample("base", "v6.8", index, record) for index in range(2)]  # mkfs each time
+    for sample in samples:
+        assert sample.value == sample.metrics["fio.write_iops"] > 0
+        assert f"directory=/fs/{name}" in sample.stdout  # fio ran on lkp's mount of the device
+    assert not any(line.split()[0] == loop_device for line in Path("/proc/mounts").read_text().splitlines())
+    if shutil.which("blkid"):
+        made = subprocess.run(["blkid", "-o", "value", "-s", "TYPE", loop_device], capture_output=True, text=True)
+        assert made.stdout.strip() == "ext4"  # lkp's fs setup made the report's filesystem
