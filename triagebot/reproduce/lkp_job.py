@@ -148,18 +148,19 @@ def build_job(report: Report, directory: Path, document: dict[str, Any] | None, 
         notes.append(f"job built from lkp-tests' {origin} and the report's parameters")
     if not _TESTCASE.match(testcase):
         raise LkpJobRefused(f"testcase {testcase!r} is not a plain LKP testcase name")
-    job = _narrow(skeleton, parameters, headline.metric, notes)
     programs = _programs(str(directory))
-    job = {key: value for key, value in job.items()
-           if not _host_key(key) and programs.get(key, ("workload", frozenset()))[0] != "monitor"}
+    kept = {key: value for key, value in skeleton.items()
+            if not _host_key(key) and programs.get(key, ("workload", frozenset()))[0] != "monitor"}
+    job = _narrow(kept, parameters, headline.metric, notes)
     if not any(programs.get(key, ("", frozenset()))[0] == "workload" and key in _benchmarks(str(directory))
                for key in job):
         raise LkpJobRefused(f"the {testcase} job runs no benchmark program of this lkp-tests",
                             (f"a {testcase} job lkp-tests runs",))
-    dropped = sorted(set(document if document is not None else skeleton) - set(job) - set(HOST_KEYS)
+    dropped = sorted(set(document if document is not None else skeleton) - set(kept) - set(HOST_KEYS)
                      - {"<<"} - set(STORAGE_KEYS))
     if dropped:
-        notes.append(f"left out of the job (LKP monitors or infrastructure): {', '.join(dropped)}")
+        shown = ", ".join(dropped[:8]) + (f" and {len(dropped) - 8} more" if len(dropped) > 8 else "")
+        notes.append(f"left out of the job, LKP's monitors and infrastructure: {shown}")
     machine = [f"{key}={value}" for key, value in report.parameters if _host_key(key)]
     if machine:
         notes.append(f"machine settings from the host, not the report: {' '.join(machine)}")
@@ -427,6 +428,18 @@ def _narrow(skeleton: dict[str, Any], parameters: dict[str, str], metric: str, n
             job[key][key] = wanted  # `fs: {fs: ext4, format: n}`
         else:
             job[key] = wanted  # a parameter the job file does not list: lkp exports it to every program
+    if parameters:
+        # LKP's report lists every parameter of the job it ran: a value lkp-tests' job file sets
+        # today that the report does not list was not part of that job
+        unlisted = [(holder, key, value) for holder, key, value in _values(job)
+                    if isinstance(value, str) and key not in parameters and key not in KEEP
+                    and not value.startswith("{{")]
+        for holder, key, _value in unlisted:
+            del holder[key]
+        if unlisted:
+            notes.append("the report lists no " + ", ".join(f"{key} (lkp-tests' job sets {value})"
+                                                            for _, key, value in unlisted)
+                         + ": left out, as the job the report ran had none")
     segments = set(re.split(r"[.]", metric))
     for holder, key, value in _values(job):
         if isinstance(value, list):
