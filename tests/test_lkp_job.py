@@ -189,3 +189,12 @@ def test_an_lkp_plan_is_stored_and_read_back_whole(lkp_tests: Path, templates) -
     assert isinstance(plan, Plan) and plan.files
     again = Plan.from_json(json.loads(json.dumps(plan.to_json())))
     assert again == plan and again.files == plan.files
+
+
+def test_a_value_the_report_does_not_list_is_not_run(lkp_tests: Path, templates) -> None:
+    # jobs/dbench.yaml sets monitor_delay: 10 today; the report's parameters list none
+    plan = plan_report(stream("202504211304.eb2ca0c2-lkp@intel.com.eml"), templates, host=host(lkp_tests))
+    assert isinstance(plan, Plan)
+    job = job_of(plan)
+    assert "monitor_delay" not in job and job["nr_threads"] == "100%" and "dbench" in job
+    assert any("the report lists no monitor_delay" in note for note in plan.notes)
