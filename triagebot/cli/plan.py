@@ -150,4 +150,7 @@ def render_result(result: PlanResult) -> str:
     lines.append(f"  timeout: {result.timeout_seconds}s")
     lines += [f"  scaled:  {item}" for item in result.scaled]
     lines += [f"  note:    {item}" for item in result.notes]
+    for path, text in result.files:  # written into the scratch dir before each sample
+        lines.append(f"  file:    {path}")
+        lines += [f"           {line}" for line in text.splitlines()]
     return "\n".join(lines)

@@ -20,6 +20,14 @@ from typing import Any
 from triagebot.records import Report
 from triagebot.reproduce.commandline import CommandRefused, parse_command
 from triagebot.reproduce.filesystem import place, storage_wanted
+from triagebot.reproduce.lkp_job import (
+    STATS_PATH,
+    LkpJobRefused,
+    build_job,
+    flat_values,
+    has_job_files,
+    lkp_tests_dir,
+)
 from triagebot.reproduce.yaml_text import YamlRefused, load_documents
 from triagebot.rules.hosts import default_process_budget
 from triagebot.rules.templates import (
@@ -95,7 +103,6 @@ class Plan:
     parameters: tuple[tuple[str, str], ...] = ()  # the template parameters as planned
     output_metric: str = ""         # the metric's name in parse_output's result (fio.write_iops)
     collect: tuple[str, ...] = ()   # files the runner keeps for the parser ("{scratch}/…")
-    files: tuple[tuple[str, str], ...] = ()  # (path, text) written before the command (postmark's commands)
     # The report's filesystem made again (triagebot.reproduce.filesystem): host steps before each
     # sample (mkfs, mount on "{scratch}") and after it, always (umount); what the benchmark runs
     # on; each way the storage differs from the report's.
@@ -103,6 +110,10 @@ class Plan:
     release_steps: tuple[tuple[str, ...], ...] = ()
     runs_on: str | None = None
     storage_differs: tuple[str, ...] = ()
+    # Files the runner writes into each sample's scratch dir before it runs: (path, text), where
+    # "{scratch}" in either is the sample's scratch dir (postmark's command file, the lkp
+    # template's job file), written from parsed values, never copied from a mail.
+    files: tuple[tuple[str, str], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"schema": PLAN_SCHEMA, "kind": "plan"}
@@ -240,6 +251,7 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
     message_id = report.message_id
     job = next((item for item in report.reproducers if item.kind == "lkp-job" and item.content), None)
     source, testcase, parameters = "lkp-testcase", report.testcase, dict(report.parameters)
+    document: dict[str, Any] = {}
     if job is not None and job.content:
         try:
             document = read_job(job.content)
@@ -251,6 +263,9 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
             parameters = flatten_job(document)
     if not testcase:
         return Refusal("the LKP report names no testcase", ("the testcase",), source, message_id)
+    by_lkp = plan_lkp_job(report, templates, scratch_dir, host, document if source == "job.yaml" else None)
+    if by_lkp is not None:
+        return by_lkp
     template = templates.for_testcase(testcase)
     if template is None:
         return Refusal(f"testcase {testcase} has no template", (f"a template for testcase {testcase}",),
@@ -359,6 +374,39 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
                        runs_on=placement.runs_on, storage_differs=placement.differs)
     except CommandRefused as refused:
         return Refusal(refused.reason, refused.missing, source, message_id)
+
+
+def plan_lkp_job(report: Report, templates: Templates, scratch_dir: str, host: HostShape,
+                 document: dict[str, Any] | None) -> PlanResult | None:
+    """The lkp template's plan (triagebot.reproduce.lkp_job) on a host with lkp-tests, its refusal,
+    or None when this is no case for it (no lkp-tests, no lkp template, no job for the testcase)."""
+    directory = lkp_tests_dir(host.tools)
+    template = next((item for item in templates.templates if item.lkp_metrics), None)
+    if directory is None or template is None or not (report.kind.startswith("lkp-") or document is not None):
+        return None  # a person's report names its metric by unit, not as LKP's stats.json does
+    if document is None and not has_job_files(directory, report.testcase or ""):
+        return None  # not a testcase of this lkp-tests: a native template may run it
+    source = "job.yaml" if document is not None else "lkp-tests"
+    try:
+        job = build_job(report, directory, document, memory_gb=host.memory_gb, scratch_gb=host.scratch_gb,
+                        scratch_devices=host.scratch_devices, timeout_seconds=template.timeout_seconds)
+    except LkpJobRefused as refused:
+        return Refusal(refused.reason, refused.missing, source, report.message_id)
+    job_path = str(template.param("job").default or SCRATCH + "/job.yaml")
+
+    def words(template_argv: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple((job.lkp if word == "lkp" else word.replace("{job}", job_path)).replace(SCRATCH, scratch_dir)
+                     for word in template_argv)
+    return Plan(
+        template=template.name, argv=words(template.argv), cleanup_argv=words(template.cleanup_argv),
+        metric=job.metric, better=job.better, parser=template.parser, timeout_seconds=job.timeout_seconds,
+        source=job.source, message_id=report.message_id, report_metric=job.metric,
+        reported_change_percent=job.change_percent, scaled=job.scaled, notes=job.notes,
+        parameters=flat_values(job.job), output_metric=job.metric,
+        collect=tuple(item.replace(SCRATCH, scratch_dir) for item in (template.collect or (STATS_PATH,))),
+        runs_on=job.runs_on, storage_differs=job.storage_differs,
+        files=((job_path.replace(SCRATCH, scratch_dir), job.text.replace(SCRATCH, scratch_dir)),),
+    )
 
 
 # --- shared: values, scaling, argv, metric ------------------------------------------------------

@@ -174,8 +174,8 @@ class Runner:
                 self._host_step(step, scratch, "prepare")
             # Mounted: from here on released in `finally`, whatever happens to the sample.
             prepared = bool(self.plan.prepare_steps)
-            for path, text in self.plan.files:  # the program's input, built from the plan's values
-                self.executor.put_file(path.replace(SCRATCH, scratch), text.encode("utf-8"))
+            for path, text in self.plan.files:  # the program's input (a job file), built from the plan's values
+                self.executor.put_file(path.replace(SCRATCH, scratch), text.replace(SCRATCH, scratch).encode("utf-8"))
             if self.plan.setup_argv:
                 setup = self.executor.run(_fill(self.plan.setup_argv, scratch), timeout=self.plan.timeout_seconds,
                                           cwd=scratch, env=_scratch_env(scratch), limits=self.limits)
