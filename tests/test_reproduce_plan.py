@@ -361,7 +361,8 @@ COMMANDS_EXPECTED = {
     "--runtime=100 --output-format=terse": "plan:fio",
     # once cut after its first line (and planned without half its options); whole, it is refused
     "fio -name write-bandwidth -rw=write -bs=1024Ki -size=32Gi -runtime=30 -iodepth 1 -ioengine sync "
-    "-zero_buffers=1 -direct=0 -end_fsync=1 -numjobs=4 -directory=/mnt/test": "refused:fio option --zero_buffers is not on",
+    "-zero_buffers=1 -direct=0 -end_fsync=1 -numjobs=4 -directory=/mnt/test":
+        "refused:fio option --zero_buffers is not on",
     "fio --name=test --rw=read --bs=256k --filename=/mnt/testfile --direct=1 --numjobs=1 --iodepth=64 --exitall "
     "--group_reporting --ioengine=libaio --runtime=30 --time_based": "plan:fio",
     # the same on the raw md device, which is no scratch space

@@ -130,10 +130,11 @@ def _program_kind(command: str, at_prompt: bool) -> str | None:
     program, arguments = split
     table = rules()
     rule = table.program(program)
-    if (rule is None or rule.kind == "command") and table.is_admin(program, arguments):
-        return None  # "mount | grep btrfs" is a query, "mount /dev/sdw1 /mnt" a step
     first = arguments.split(None, 1)[0] if arguments else ""
-    if rule is not None and (not rule.after or first in rule.after):
+    applies = rule is not None and (not rule.after or first in rule.after)
+    if (rule is None or not applies or rule.kind == "command") and table.is_admin(program, arguments):
+        return None  # "mount | grep btrfs" is a query, "mount /dev/sdw1 /mnt" a step
+    if rule is not None and applies:
         if rule.after:
             return rule.kind
         if (arguments and (_COMMAND_ARGUMENTS.match(arguments) or first in rule.words)) or \
