@@ -121,7 +121,7 @@ def _split_program(command: str) -> tuple[str, str] | None:
     return match.group(1), command[match.end():].strip()
 
 
-def _program_kind(command: str, at_prompt: bool) -> str | None:
+def _program_kind(command: str, at_prompt: bool = False) -> str | None:
     """The reproducer kind of a command line; None for prose, unknown programs and
     administration (which the caller drops)."""
     split = _split_program(command)
