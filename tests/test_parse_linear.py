@@ -99,6 +99,10 @@ CASES = {
         from triagebot.parse import reproducers
         assert reproducers._PROMPT.match("a@" + "b" * 100_000 + "!").end() == 0
         assert reproducers._program_kind("fio " + "job" * 30_000 + "!") is None
+        assert reproducers._LOOP.match("while " + "a" * 100_000 + "!") is None
+        assert reproducers._WRAPPED_TOKEN.match("a" * 100_000 + "!") is None
+        assert reproducers._LABEL.match("a" * 100_000 + ": x") is None
+        assert reproducers.find_commands("for i in 1; do\\n" * 20_000) == []
         assert reproducers._program_kind("fio my-job.fio") == "fio"
     """,
     "log lines of a stance reading": """

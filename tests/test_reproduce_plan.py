@@ -360,26 +360,31 @@ COMMANDS_EXPECTED = {
     "fio --group_reporting --eta=always --eta-interval=30s --eta-newline=30s --rw=write --fallocate=none "
     "--direct=1 --ioengine=libaio --iodepth=32 --filesize=100G --blocksize=64k --time_based --runtime=300s "
     "--end_fsync=1 --directory=${MNT} --name=writer --numjobs=32": "plan:fio",
+    # the script's create-only pass, its wrapped redirection now joined: shell syntax
     "/usr/bin/fio --name=16kb_rand_write_only_2048_jobs --directory=/dbdata --rw=randwrite --ioengine=sync "
     "--fdatasync=1 --buffered=1 --bs=16k --max-jobs=2048 --numjobs=2048 --runtime=30 --thread "
-    "--filesize=28800000 --fsync=1 --group_reporting": "plan:fio",
+    "--filesize=28800000 --fsync=1 --group_reporting --create_only=1 > /dev/null": "refused:'>' (a redirection)",
     "/usr/bin/fio --name=16kb_rand_write_only_2048_jobs --directory=/dbdata --rw=randwrite --ioengine=sync "
     "--fdatasync=1 --buffered=1 --bs=16k --max-jobs=2048 --numjobs=2048 --runtime=60 --time_based --thread "
     "--filesize=28800000 --fsync=1 --group_reporting": "plan:fio",
     # a job file piped into grep: shell syntax
     "fio fio_jobfile | grep -i IOPS": "refused:'|' (a pipe)",
     # --name=global defines no job
-    "fio --name=global --rw=write -bs=1024Ki -size=32Gi -runtime=30 -iodepth 1": "refused:--name=global is reserved",
+    # the whole wrapped command: four jobs after a global section; zero_buffers is not allowed
+    "fio --name=global --rw=write -bs=1024Ki -size=32Gi -runtime=30 -iodepth 1 -ioengine sync -zero_buffers=1 "
+    "-direct=0 -end_fsync=1 -numjobs=1 -name write-bandwidth-1 -filename=/mnt/test/sub1/1.txt "
+    "-name write-bandwidth-2 -filename=/mnt/test/sub2/1.txt -name write-bandwidth-3 -filename=/mnt/test/sub3/1.txt "
+    "-name write-bandwidth-4 -filename=/mnt/test/sub4/1.txt": "refused:fio option --zero_buffers is not on",
     # backticks, variables and an append redirection
     "fio --ioengine libaio --size=2G --direct=1 --filename=${MNT}/file --iodepth=64 --time_based=1 --thread=1 "
     "--overwrite=1 --bs=${BS} --rw=$RW --name \"`uname -r`-${TYPE}-${RW}-${BS}-${FS}\" --runtime=100 "
     "--output-format=terse >> ${LOG}": "refused:a backtick (command substitution)",
     "fio --ioengine libaio --size=2G --direct=1 --iodepth=64 --time_based=1 --thread=1 --overwrite=1 "
     "--runtime=100 --output-format=terse": "plan:fio",
-    "fio -name write-bandwidth -rw=write -bs=1024Ki -size=32Gi -runtime=30": "plan:fio",
-    # results the parser took for commands: the parentheses are shell syntax
-    "fio bw=2623MiB/s (2750MB/s)": "refused:'(' (a subshell)",
-    "fio bw=6796MiB/s (7126MB/s)": "refused:'(' (a subshell)",
+    # once cut after its first line (and planned without half its options); whole, it is refused
+    "fio -name write-bandwidth -rw=write -bs=1024Ki -size=32Gi -runtime=30 -iodepth 1 -ioengine sync "
+    "-zero_buffers=1 -direct=0 -end_fsync=1 -numjobs=4 -directory=/mnt/test":
+        "refused:fio option --zero_buffers is not on",
     "fio --name=test --rw=read --bs=256k --filename=/mnt/testfile --direct=1 --numjobs=1 --iodepth=64 --exitall "
     "--group_reporting --ioengine=libaio --runtime=30 --time_based": "plan:fio",
     # the same on the raw md device, which is no scratch space

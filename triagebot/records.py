@@ -84,7 +84,8 @@ class FailureRow:
 @dataclass(frozen=True)
 class Reproducer:
     # lkp-materials / lkp-job / fio / sysbench / fsperf / fs_mark / stress-ng / hackbench /
-    # perf-bench / command
+    # perf-bench / iozone / will-it-scale / vdbench / ltp / phoronix / rds-stress (rules/commands.toml) /
+    # command / script (a shell script or loop, kept whole with its newlines; never planned)
     kind: str
     command: str | None = None
     url: str | None = None

@@ -19,7 +19,7 @@ from triagebot.parse.numbers import combine_stance, judge_numbers
 from triagebot.parse.objections import OBJECTION_GATE, objections_without_spacy, read_trailers
 from triagebot.parse.quoting import split_quotes
 from triagebot.parse.reported import reported_headline
-from triagebot.parse.reproducers import find_commands
+from triagebot.parse.reproducers import benchmark_hints, command_hints, find_commands
 from triagebot.parse.stance import STANCE_GATE, Stance
 from triagebot.parse.webpage import PageMessage, looks_like_html, parse_page, parse_paste
 from triagebot.records import (
@@ -345,9 +345,8 @@ def _lkp_links(own: str, facts: lkp_parser.LkpFacts) -> Links:
     return links
 
 
-_COMMAND_HINTS = ("fio", "sysbench", "fs_mark", "stress-ng", "hackbench", "perf bench", "fsperf",
-                  "tar ", "dd ", "dbench", "filebench", "xfs_io", "mkfs", "mount", "qemu-system")
-_BENCHMARK_HINTS = ("fio", "sysbench", "fs_mark", "stress-ng", "hackbench", "perf bench", "fsperf")
+_COMMAND_HINTS = command_hints()  # rules/commands.toml's programs, prompts, scripts
+_BENCHMARK_HINTS = benchmark_hints()
 _HARDWARE_HINTS = ("CPU", "cpu", "Xeon", "EPYC", "Ryzen", "Core", "thread", "RAM", "memory", "GB",
                    "GiB", "NVMe", "SSD", "HDD", "Graviton", "Ampere", "i7-", "i9-", "i5-")
 
@@ -357,8 +356,9 @@ def _prose_fields(own: str, subject: str, kind: str) -> tuple[dict, LanguageRequ
     # Cheap substring gates first: most review replies name no program and no hardware.
     commands = find_commands(own) if any(hint in own for hint in _COMMAND_HINTS) else []
     testcase = None
-    if commands and commands[0].kind not in ("command",):
-        testcase = commands[0].command.split()[0].rsplit("/", 1)[-1] if commands[0].command else None
+    benchmark = next((item for item in commands if item.kind not in ("command", "script")), None)
+    if benchmark is not None and benchmark.command:
+        testcase = benchmark.command.split()[0].rsplit("/", 1)[-1]
     if testcase is None:
         named = _BENCHMARKS.search(own[:20000]) or _BENCHMARKS.search(subject)
         testcase = named.group(1) if named else None

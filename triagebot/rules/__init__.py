@@ -6,6 +6,9 @@
     templates.py  reproducers/*.toml: the benchmark templates
     routing.py    routing.toml: which Slack channel a report goes to
     floors.py     metric_floors.toml: the smallest change that may confirm, per metric
+    commands.py   commands.toml: the programs that start a reproducer in mail, and administration;
+                  read by the parse stage from the packaged rules only, so a record is the same
+                  in every process whatever rules directory it was given
     settings.py   Settings: all of the above, loaded once from the rules directory and passed down
 
 Stage packages import from here; nothing here imports a stage's code beyond plain data
