@@ -340,7 +340,9 @@ COUNTER_MEASUREMENTS = [
       "--iodepth=64 --exitall --group_reporting --ioengine=libaio --runtime=30 --time_based"]),
     ("reply_xfs-randio-many-tasks-reply.eml",
      [(None, 40000.0), (None, 50000.0), (None, 100000.0), (None, 1607000.0), ("fio.write_iops", 206000.0),
-      ("fio.write_bw", 805.0), ("fio.write_iops", 1593000.0)], ["pgrep kworker |wc -l"]),
+      ("fio.write_bw", 805.0), ("fio.write_iops", 1593000.0)],
+     [],  # `pgrep kworker |wc -l` counts threads: a query, no reproducer (rules/commands.toml)
+     ),
     # the one labeled command not read: `iostat -dxm 5`, written inline in a sentence, not run at a prompt
     ("reply_xfs-nvme-seqread-reply-chinner.eml", [], []),
 ]
