@@ -412,7 +412,10 @@ def _lkp_json(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> dict[st
             if numbers:
                 metrics[name] = _mean(numbers)
     if not metrics:
-        raise OutputError(parser, f"no numeric stats in {where}")
+        # lkp run writes `{}` when its benchmark program produced nothing its parser reads: the
+        # program failed, often for want of what `lkp install` builds (fsmark's ./fs_mark)
+        raise OutputError(parser, f"no numeric stats in {where}: the benchmark under lkp gave no results "
+                                  "(see the sample's output; its lkp program may need what `lkp install` builds)")
     return metrics
 
 
