@@ -240,8 +240,11 @@ def test_real_perf_bench_sched_pipe_with_ops_loops(tmp_path: Path) -> None:
 def test_real_hackbench(tmp_path: Path) -> None:
     need("hackbench", "rt-tests")
     plan = plan_report(lkp_report("hackbench", {"nr_threads": "50%", "mode": "process", "ipc": "socket",
-                                                "iterations": "20"}), TEMPLATES, host=HOST)
+                                                "loops": "20", "fds": "10", "iterations": "4"}),
+                       TEMPLATES, host=HOST)
     assert isinstance(plan, Plan), plan
+    assert plan.argv == ("hackbench", "--groups", "1", "--loops", "20", "--fds", "10")
+    assert any(note.startswith("LKP parameter iterations=4 has no counterpart") for note in plan.notes)
     assert run_plan(plan, tmp_path)["hackbench.time_s"] > 0
 
 
