@@ -100,7 +100,12 @@ def test_stressors_are_the_hosts_own() -> None:
     assert plan.output_metric == "stress-ng.af-alg.ops_per_sec"
     # a stressor this host's stress-ng lacks is refused by name
     lacking = plan_report(report, TEMPLATES, host=HostShape(threads=2, stressors=("fiemap", "msg")))
-    assert isinstance(lacking, Refusal) and "test=af-alg is not one of the choices" in lacking.reason
+    assert isinstance(lacking, Refusal) and lacking.reason == (
+        "LKP parameter test=af-alg: the host's stressors (2 of them, as its own tool lists them) have no af-alg")
+    assert lacking.missing == ("a host whose stressors include af-alg",)
+    # a host whose stress-ng list is unknown is planned the template's own list
+    unknown = plan_report(report, TEMPLATES, host=HostShape(threads=2))
+    assert isinstance(unknown, Refusal) and "test=af-alg is not one of the choices (fiemap," in unknown.reason
     # a pasted command is read against the host's list too
     assert isinstance(plan_command("stress-ng --af-alg 2 --timeout 5s", TEMPLATES, host=offered), Plan)
     assert isinstance(plan_command("stress-ng --getdents 2 --timeout 5s", TEMPLATES, host=offered), Refusal)

@@ -382,6 +382,10 @@ def _convert(spec: ParamSpec, raw: str | None, label: str, scratch_dir: str, not
             raise CommandRefused(f"{shown} is not a whole number")
         return int(raw)
     if spec.type == "enum":
+        if raw not in spec.choices and spec.from_host:
+            raise CommandRefused(f"{shown}: the host's {spec.host_choices} ({len(spec.choices)} of them, as its "
+                                 f"own tool lists them) have no {raw}",
+                                 (f"a host whose {spec.host_choices} include {raw}",))
         if raw not in spec.choices:
             raise CommandRefused(f"{shown} is not one of the choices ({', '.join(spec.choices[:12])}"
                                  f"{', …' if len(spec.choices) > 12 else ''})")
