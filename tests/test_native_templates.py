@@ -16,6 +16,7 @@ import pytest
 
 from tests.conftest import PROJECT
 from triagebot.records import Headline, Report, Source
+from triagebot.records import TestMachine as Machine
 from triagebot.reproduce.executors.local import LocalExecutor
 from triagebot.reproduce.outputs import OutputError, parse_output
 from triagebot.reproduce.plan import HostShape, Plan, Refusal, plan_command, plan_report
@@ -320,3 +321,23 @@ def test_a_class_report_runs_the_stressor_its_headline_names() -> None:
     other = plan_report(dataclasses.replace(report, headline=Headline("vmstat.cpu.id", 3.0, "regression")),
                         TEMPLATES, host=HostShape(threads=2, stressors=("fallocate",)))
     assert isinstance(other, Refusal) and "names no test" in other.reason
+
+
+def test_fs_mark_threads_stop_at_its_limit_of_64_on_a_big_host() -> None:
+    big = HostShape(threads=224, memory_gb=512, scratch_gb=2000)
+    plan = plan_report(lkp_report("fsmark", {"nr_threads": "100%", "filesize": "4K", "test_size": "1G"}),
+                       TEMPLATES, host=big)
+    assert isinstance(plan, Plan), plan
+    assert option(plan, "-t") == "64" and plan.argv.count("-d") == 64
+    assert any(item.startswith("threads 224 → 64 (the template's maximum") for item in plan.scaled)
+
+
+def test_a_share_of_threads_divides_test_size_by_the_reports_machine() -> None:
+    # 10% of the report's 192 threads is 19: each fs_mark thread writes what each of LKP's did
+    report = dataclasses.replace(
+        lkp_report("fsmark", {"nr_threads": "10%", "filesize": "9B", "test_size": "16G", "iterations": "4"}),
+        test_machine=Machine(description="192 threads 2 sockets", threads=192, sockets=2))
+    plan = plan_report(report, TEMPLATES, host=HOST)
+    assert isinstance(plan, Plan), plan
+    assert option(plan, "-n") == str((16 << 30) // 4096 // 19 // 4) and option(plan, "-t") == "1"
+    assert any("(the report's 9 × 19 × 4)" in note for note in plan.notes)

@@ -288,6 +288,7 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
         values: dict[str, Any] = {}
         labels: dict[str, str] = {}
         divided = []
+        shares: dict[str, float] = {}  # parameters given as a share of the machine's threads
         for name, raw_value in template.lkp_always:
             labels[name] = f"the {template.name} template's [lkp.always] {name}"
             values[name] = _convert(template.param(name), raw_value, labels[name], scratch_dir, notes)
@@ -309,6 +310,7 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
                 raw = raw[:-1]          # LKP writes a count of threads as `1t`, `32t`, `8t`
             if item.kind == "threads" and percent:
                 share = float(percent.group(1))
+                shares[spec.name] = share
                 count = max(1, math.floor(share / 100 * host.threads + 0.5))
                 scaled.append(f"{spec.name} {count} from {item.key} {raw} ({raw} of the host's {host.threads} threads)")
                 values[spec.name] = count
@@ -316,7 +318,15 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
             values[spec.name] = _convert(spec, raw, label, scratch_dir, notes)
         # Totals divided by other parameters: those are fitted to the host first.
         _defaults(template, values)
+        # what the report's machine ran: a share of its threads, within the template's maximum
+        # (LKP's fsmark caps nr_threads at fs_mark's 64 too)
         reported = dict(values)
+        machine_threads = report.test_machine.threads if report.test_machine else None
+        for name, share in shares.items():
+            if machine_threads:
+                count = max(1, math.floor(share / 100 * machine_threads + 0.5))
+                top = template.param(name).maximum
+                reported[name] = min(count, int(top)) if top is not None else count
         _scale(template, values, host, scaled, only=("threads", "cap"))
         for item, raw, label in divided:
             spec = template.param(item.param)
