@@ -16,6 +16,7 @@ import pytest
 
 from tests.conftest import PROJECT
 from triagebot.records import Headline, Report, Source
+from triagebot.records import TestMachine as Machine
 from triagebot.reproduce.executors.local import LocalExecutor
 from triagebot.reproduce.outputs import OutputError, parse_output
 from triagebot.reproduce.plan import HostShape, Plan, Refusal, plan_command, plan_report
@@ -100,7 +101,12 @@ def test_stressors_are_the_hosts_own() -> None:
     assert plan.output_metric == "stress-ng.af-alg.ops_per_sec"
     # a stressor this host's stress-ng lacks is refused by name
     lacking = plan_report(report, TEMPLATES, host=HostShape(threads=2, stressors=("fiemap", "msg")))
-    assert isinstance(lacking, Refusal) and "test=af-alg is not one of the choices" in lacking.reason
+    assert isinstance(lacking, Refusal) and lacking.reason == (
+        "LKP parameter test=af-alg: the host's stressors (2 of them, as its own tool lists them) have no af-alg")
+    assert lacking.missing == ("a host whose stressors include af-alg",)
+    # a host whose stress-ng list is unknown is planned the template's own list
+    unknown = plan_report(report, TEMPLATES, host=HostShape(threads=2))
+    assert isinstance(unknown, Refusal) and "test=af-alg is not one of the choices (fiemap," in unknown.reason
     # a pasted command is read against the host's list too
     assert isinstance(plan_command("stress-ng --af-alg 2 --timeout 5s", TEMPLATES, host=offered), Plan)
     assert isinstance(plan_command("stress-ng --getdents 2 --timeout 5s", TEMPLATES, host=offered), Refusal)
@@ -240,8 +246,11 @@ def test_real_perf_bench_sched_pipe_with_ops_loops(tmp_path: Path) -> None:
 def test_real_hackbench(tmp_path: Path) -> None:
     need("hackbench", "rt-tests")
     plan = plan_report(lkp_report("hackbench", {"nr_threads": "50%", "mode": "process", "ipc": "socket",
-                                                "iterations": "20"}), TEMPLATES, host=HOST)
+                                                "loops": "20", "fds": "10", "iterations": "4"}),
+                       TEMPLATES, host=HOST)
     assert isinstance(plan, Plan), plan
+    assert plan.argv == ("hackbench", "--groups", "1", "--loops", "20", "--fds", "10")
+    assert any(note.startswith("LKP parameter iterations=4 has no counterpart") for note in plan.notes)
     assert run_plan(plan, tmp_path)["hackbench.time_s"] > 0
 
 
@@ -312,3 +321,23 @@ def test_a_class_report_runs_the_stressor_its_headline_names() -> None:
     other = plan_report(dataclasses.replace(report, headline=Headline("vmstat.cpu.id", 3.0, "regression")),
                         TEMPLATES, host=HostShape(threads=2, stressors=("fallocate",)))
     assert isinstance(other, Refusal) and "names no test" in other.reason
+
+
+def test_fs_mark_threads_stop_at_its_limit_of_64_on_a_big_host() -> None:
+    big = HostShape(threads=224, memory_gb=512, scratch_gb=2000)
+    plan = plan_report(lkp_report("fsmark", {"nr_threads": "100%", "filesize": "4K", "test_size": "1G"}),
+                       TEMPLATES, host=big)
+    assert isinstance(plan, Plan), plan
+    assert option(plan, "-t") == "64" and plan.argv.count("-d") == 64
+    assert any(item.startswith("threads 224 → 64 (the template's maximum") for item in plan.scaled)
+
+
+def test_a_share_of_threads_divides_test_size_by_the_reports_machine() -> None:
+    # 10% of the report's 192 threads is 19: each fs_mark thread writes what each of LKP's did
+    report = dataclasses.replace(
+        lkp_report("fsmark", {"nr_threads": "10%", "filesize": "9B", "test_size": "16G", "iterations": "4"}),
+        test_machine=Machine(description="192 threads 2 sockets", threads=192, sockets=2))
+    plan = plan_report(report, TEMPLATES, host=HOST)
+    assert isinstance(plan, Plan), plan
+    assert option(plan, "-n") == str((16 << 30) // 4096 // 19 // 4) and option(plan, "-t") == "1"
+    assert any("(the report's 9 × 19 × 4)" in note for note in plan.notes)

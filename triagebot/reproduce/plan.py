@@ -303,6 +303,7 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
         values: dict[str, Any] = {}
         labels: dict[str, str] = {}
         divided = []
+        shares: dict[str, float] = {}  # parameters given as a share of the machine's threads
         for name, raw_value in template.lkp_always:
             labels[name] = f"the {template.name} template's [lkp.always] {name}"
             values[name] = _convert(template.param(name), raw_value, labels[name], scratch_dir, notes)
@@ -324,6 +325,7 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
                 raw = raw[:-1]          # LKP writes a count of threads as `1t`, `32t`, `8t`
             if item.kind == "threads" and percent:
                 share = float(percent.group(1))
+                shares[spec.name] = share
                 count = max(1, math.floor(share / 100 * host.threads + 0.5))
                 scaled.append(f"{spec.name} {count} from {item.key} {raw} ({raw} of the host's {host.threads} threads)")
                 values[spec.name] = count
@@ -331,7 +333,15 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
             values[spec.name] = _convert(spec, raw, label, scratch_dir, notes)
         # Totals divided by other parameters: those are fitted to the host first.
         _defaults(template, values)
+        # what the report's machine ran: a share of its threads, within the template's maximum
+        # (LKP's fsmark caps nr_threads at fs_mark's 64 too)
         reported = dict(values)
+        machine_threads = report.test_machine.threads if report.test_machine else None
+        for name, share in shares.items():
+            if machine_threads:
+                count = max(1, math.floor(share / 100 * machine_threads + 0.5))
+                top = template.param(name).maximum
+                reported[name] = min(count, int(top)) if top is not None else count
         _scale(template, values, host, scaled, only=("threads", "cap"))
         for item, raw, label in divided:
             spec = template.param(item.param)
@@ -430,6 +440,10 @@ def _convert(spec: ParamSpec, raw: str | None, label: str, scratch_dir: str, not
             raise CommandRefused(f"{shown} is not a whole number")
         return int(raw)
     if spec.type == "enum":
+        if raw not in spec.choices and spec.from_host:
+            raise CommandRefused(f"{shown}: the host's {spec.host_choices} ({len(spec.choices)} of them, as its "
+                                 f"own tool lists them) have no {raw}",
+                                 (f"a host whose {spec.host_choices} include {raw}",))
         if raw not in spec.choices:
             raise CommandRefused(f"{shown} is not one of the choices ({', '.join(spec.choices[:12])}"
                                  f"{', …' if len(spec.choices) > 12 else ''})")

@@ -111,6 +111,7 @@ class ParamSpec:
                                     # for footprints (times, tasks_times), never rendered
     host_choices: str | None = None  # enum: the choices are the host's own list of this name where
                                     # the host gives one (HOST_CHOICES), else `choices`
+    from_host: bool = False         # the choices are the host's list (Templates.for_host)
     relative: bool = False          # path: rendered relative to the scratch dir, the command's
                                     # working directory on every executor (fs_mark takes a -d of
                                     # fewer than 40 bytes, shorter than most scratch paths)
@@ -284,7 +285,7 @@ class Templates:
         """The templates as planned on one host: an enum with `host_choices` takes the host's own
         list where the host gives one (stress-ng's stressors, as its `stress-ng --stressors` says)."""
         def fitted(template: Template) -> Template:
-            params = tuple(replace(spec, choices=offered) if spec.host_choices and
+            params = tuple(replace(spec, choices=offered, from_host=True) if spec.host_choices and
                            (offered := host_choices(spec.host_choices)) else spec
                            for spec in template.params)
             return template if params == template.params else replace(template, params=params)
