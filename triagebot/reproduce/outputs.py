@@ -362,6 +362,59 @@ def _lkp_json(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> dict[st
     return metrics
 
 
+# --- benchmarks a lab installs itself ---------------------------------------------------------
+# Each reads the output lkp-tests' programs/<tool>/parse reads and yields its metrics under the
+# names LKP reports them by (<tool>.<name>), with the same values.
+
+def _will_it_scale_csv(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> dict[str, float]:
+    """runtest.py's `tasks,processes,processes_idle,threads,threads_idle,linear` rows: per task
+    count N `will-it-scale.N.<column>`, and over the counts run per_process_ops and
+    per_thread_ops (the mean of operations per task, whole), workload (all operations) and
+    scalability (the last count's processes over linear). A count whose processes and threads
+    both did nothing (a test that failed) is left out, as lkp-tests leaves it."""
+    text = _text(stdout)
+    metrics: dict[str, float] = {}
+    names: list[str] = []
+    per_process: list[float] = []
+    per_thread: list[float] = []
+    scalability: list[float] = []
+    workload = 0.0
+    for line in text.splitlines():
+        line = line.strip()
+        if re.fullmatch(r"[a-z_,]+", line):
+            names = line.split(",")[1:]
+        elif re.fullmatch(r"[0-9.,]+", line) and names:
+            tasks, *values = line.split(",")
+            if tasks == "0" or len(values) < 3:
+                continue
+            processes, threads = _whole(values[0]), _whole(values[2])
+            if processes == 0 and threads == 0:
+                continue
+            linear = _whole(values[-1])
+            if linear != 0 and tasks != "1":
+                scalability.append(float(values[0]) / linear)
+            per_process.append(processes / int(tasks))
+            per_thread.append(threads / int(tasks))
+            workload += processes + threads
+            metrics.update({f"will-it-scale.{tasks}.{name}": float(value)
+                            for name, value in zip(names, values, strict=False)})
+    if not per_process:
+        raise OutputError(parser, "no 'tasks,processes,…' row of a task count that ran" + _tail(text))
+    if scalability:
+        metrics["will-it-scale.scalability"] = scalability[-1]
+    metrics["will-it-scale.per_process_ops"] = float(int(_mean(per_process)))
+    metrics["will-it-scale.per_thread_ops"] = float(int(_mean(per_thread)))
+    if workload:
+        metrics["will-it-scale.workload"] = float(int(workload))
+    return metrics
+
+
+def _whole(text: str) -> int:
+    """The leading whole number of a field, as Ruby's String#to_i reads it (`0.04` -> 0)."""
+    match = re.match(r"\s*([-+]?\d+)", text)
+    return int(match.group(1)) if match else 0
+
+
 PARSERS: Mapping[str, Callable[[str, bytes, Mapping[str, bytes]], dict[str, float]]] = MappingProxyType({
     "fio-json": _fio_json,
     "sysbench-text": _sysbench_text,
@@ -370,6 +423,7 @@ PARSERS: Mapping[str, Callable[[str, bytes, Mapping[str, bytes]], dict[str, floa
     "hackbench-text": _hackbench_text,
     "perf-bench-text": _perf_bench_text,
     "lkp-json": _lkp_json,
+    "will-it-scale-csv": _will_it_scale_csv,
 })
 
 

@@ -188,6 +188,8 @@ def plan_command(command: str, templates: Templates, scratch_dir: str = SCRATCH,
     try:
         parsed = parse_command(command, templates)
         template = parsed.template
+        if template.tool and host.tool(template.tool) is None:
+            return _no_tool(template, "human-command", message_id)
         notes = list(parsed.notes)
         scaled: list[str] = []
         raw: dict[str, tuple[str | None, str]] = {}
@@ -202,6 +204,13 @@ def plan_command(command: str, templates: Templates, scratch_dir: str = SCRATCH,
                        "human-command", report, message_id, scratch_dir, host, scaled, notes)
     except CommandRefused as refused:
         return Refusal(refused.reason, refused.missing, "human-command", message_id)
+
+
+def _no_tool(template: Template, source: str, message_id: str | None) -> Refusal:
+    """A template of a benchmark the lab installs itself, on a host that does not list it."""
+    return Refusal(f"the {template.name} template needs {template.tool}, which this host does not list "
+                   f"under tools in hosts.toml", (f"a host with {template.tool} installed "
+                   f'(tools = {{ "{template.tool}" = "/path" }})',), source, message_id)
 
 
 def _commands(report: Report) -> list[str]:
@@ -232,6 +241,8 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
     if template is None:
         return Refusal(f"testcase {testcase} has no template", (f"a template for testcase {testcase}",),
                        source, message_id)
+    if template.tool and host.tool(template.tool) is None:
+        return _no_tool(template, source, message_id)
     notes: list[str] = []
     scaled: list[str] = []
     mapped = {item.key for item in template.lkp_params}
@@ -553,7 +564,9 @@ def _finish(template: Template, values: dict[str, Any], order: list[str] | None,
     ordered = given + [spec.name for spec in template.params if spec.name not in given]
     options = _option_words(template, values, ordered)
     rendered = {name: _render(template.param(name), value) for name, value in values.items()}
-    argv = _expand(template.argv, options, rendered, scratch_dir)
+    # "{tool}": where the host keeps the lab-installed benchmark (checked by the callers)
+    where = {**rendered, "tool": host.tool(template.tool) or ""} if template.tool else rendered
+    argv = _expand(template.argv, options, where, scratch_dir)
     metric, report_metric, change, better = _metric(template, rendered, report, notes)
     durations = [values[spec.name] for spec in template.params
                  if spec.type == "duration" and values.get(spec.name) is not None]
@@ -564,8 +577,8 @@ def _finish(template: Template, values: dict[str, Any], order: list[str] | None,
         template=template.name, argv=argv, metric=metric.name, better=better, parser=template.parser,
         timeout_seconds=timeout, source=source, message_id=message_id, report_metric=report_metric,
         reported_change_percent=change, scaled=tuple(scaled), notes=tuple(notes),
-        setup_argv=_expand(template.setup_argv, options, rendered, scratch_dir) if template.setup_argv else (),
-        cleanup_argv=_expand(template.cleanup_argv, options, rendered, scratch_dir) if template.cleanup_argv else (),
+        setup_argv=_expand(template.setup_argv, options, where, scratch_dir) if template.setup_argv else (),
+        cleanup_argv=_expand(template.cleanup_argv, options, where, scratch_dir) if template.cleanup_argv else (),
         parameters=tuple(sorted(rendered.items())),
         output_metric=_fill(metric.output, {**rendered, "report_metric": report_metric or ""}),
         collect=tuple(item.replace(SCRATCH, scratch_dir) for item in template.collect),

@@ -22,7 +22,8 @@ TEMPLATES_DIR = "reproducers"
 
 # Output parsers implemented in triagebot/reproduce/outputs.py.
 PARSERS = ("fio-json", "sysbench-text", "stress-ng-yaml", "fs_mark-text", "hackbench-text",
-           "perf-bench-text", "lkp-json")
+           "perf-bench-text", "lkp-json",
+           "will-it-scale-csv")
 PARAM_TYPES = ("int", "enum", "size", "duration", "path", "bool", "name")
 SCALES = ("threads", "scratch", "memory", "cap")
 BETTER = ("higher", "lower")
@@ -31,7 +32,7 @@ SCRATCH = "{scratch}"
 _TOP_KEYS = ("program", "subcommand", "description", "parser", "timeout_seconds", "value_style",
              "long_only", "argv", "setup_argv", "cleanup_argv", "trailing", "primary_metric",
              "primary_when", "params", "aliases", "drop", "refuse", "metrics", "lkp",
-             "lkp_metrics", "scratch_fraction", "memory_fraction", "collect")
+             "lkp_metrics", "scratch_fraction", "memory_fraction", "collect", "tool")
 _PARAM_KEYS = ("type", "flag", "min", "max", "choices", "default", "kind", "scale", "per_thread",
                "times", "cap", "format", "reserved", "tasks", "tasks_times", "assume", "relative")
 _LKP_KEYS = ("testcases", "environment", "params")
@@ -171,6 +172,9 @@ class Template:
     collect: tuple[str, ...] = ()   # files ("{scratch}/…") the runner keeps for the parser
     scratch_fraction: float = 0.5   # the share of the host's scratch space a plan may fill
     memory_fraction: float = 0.25   # the share of the host's memory a plan may allocate
+    # A benchmark the lab installed itself (hosts.toml `tools`): the template plans only on a host
+    # that lists it, and "{tool}" in its argv is where that host keeps it.
+    tool: str | None = None
 
     def param(self, name: str) -> ParamSpec:
         return next(spec for spec in self.params if spec.name == name)
@@ -272,6 +276,9 @@ def template_from(name: str, file: RulesFile) -> Template:
         top.fail(f"program must be a program name (no path, no spaces), not {program!r}", "program")
     subcommand = _words(top, "subcommand")
     parser = top.choice("parser", PARSERS, None)
+    tool = top.get("tool")
+    if tool is not None and (not isinstance(tool, str) or not _WORD.match(tool)):
+        top.fail(f"tool must be the name a host lists under tools, not {tool!r}", "tool")
     timeout = top.whole("timeout_seconds", 900, 1, 86400)
     value_style = top.choice("value_style", ("equals", "separate"), "equals")
     long_only = top.boolean("long_only", False)
@@ -288,9 +295,9 @@ def template_from(name: str, file: RulesFile) -> Template:
             if other not in names or params_table[other].get("type") != "enum":
                 where.fail(f"flag {spec.flag!r} must name an enum parameter")
 
-    argv = _argv(top, "argv", program, subcommand, names, required=True)
-    setup_argv = _argv(top, "setup_argv", program, subcommand, names)
-    cleanup_argv = _argv(top, "cleanup_argv", program, subcommand, names)
+    argv = _argv(top, "argv", program, subcommand, names, required=True, tool=tool)
+    setup_argv = _argv(top, "setup_argv", program, subcommand, names, tool=tool)
+    cleanup_argv = _argv(top, "cleanup_argv", program, subcommand, names, tool=tool)
     trailing = _words(top, "trailing")
 
     aliases_table = file.table("aliases")
@@ -341,7 +348,7 @@ def template_from(name: str, file: RulesFile) -> Template:
         lkp_environment=_words(lkp, "environment"),
         lkp_params=tuple(lkp_params), collect=tuple(collect), lkp_metrics=bool(top.get("lkp_metrics", False)),
         scratch_fraction=top.number("scratch_fraction", 0.5, 0, 1, above=True),
-        memory_fraction=top.number("memory_fraction", 0.25, 0, 1, above=True),
+        memory_fraction=top.number("memory_fraction", 0.25, 0, 1, above=True), tool=tool,
     )
     # Template literal options may not collide with what a pasted command could set.
     for option in template.allowed_options():
@@ -355,7 +362,7 @@ def _words(section: Section, key: str) -> tuple[str, ...]:
 
 
 def _argv(top: Section, key: str, program: str, subcommand: tuple[str, ...], names: set[str],
-          required: bool = False) -> tuple[str, ...]:
+          required: bool = False, tool: str | None = None) -> tuple[str, ...]:
     value = top.get(key)
     if value is None and not required:
         return ()
@@ -363,10 +370,17 @@ def _argv(top: Section, key: str, program: str, subcommand: tuple[str, ...], nam
         top.fail(f"{key} must be a list of strings, not a shell string", key)
     if not isinstance(value, list) or not value or not all(isinstance(item, str) for item in value):
         top.fail(f"{key} must be a non-empty list of strings, not {value!r}", key)
-    if tuple(value[:1 + len(subcommand)]) != (program, *subcommand):
+    if tool is not None:
+        # a lab tool's program lives where the host keeps the tool: `{tool}/runtest.py`, or run
+        # by an interpreter (`python3 ./runtest.py`) in that directory (`env -C {tool}`)
+        if not any(item == program or item.endswith("/" + program) for item in value):
+            top.fail(f"{key} must run the program {program!r} (as {program} or {{tool}}/{program})", key)
+    elif tuple(value[:1 + len(subcommand)]) != (program, *subcommand):
         top.fail(f"{key} must start with the program and subcommand {[program, *subcommand]!r}", key)
     for item in value:
         for name in placeholders(item):
+            if name == "tool" and tool is not None:
+                continue
             if name not in names and name not in ("scratch", "options"):
                 top.fail(f"{key}: {item!r} names unknown parameter {name!r}", key)
         if "{options}" in item and item != "{options}":

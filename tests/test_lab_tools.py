@@ -1,0 +1,153 @@
+"""Templates of benchmarks a lab installs itself (rules/reproducers/<tool>.toml with `tool`).
+
+Their parsers are checked against real output: the sample outputs in lkp-tests' spec/fixtures/stats
+(read from ../shared/tools/lkp-tests.tar.gz at test time, never copied into the project) must give
+the metric names and values lkp-tests' own programs/<tool>/parse gives, as its expected .yaml files
+say and, where ruby is installed, as the parse script prints when run. Their plans come from LKP
+reports of the stream (../shared/corpus/lkp-stream) and plan only on a host that lists the tool.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PROJECT, SHARED
+from triagebot.parse.report import parse_message
+from triagebot.records import Report, Source
+from triagebot.reproduce.outputs import OutputError, parse_output
+from triagebot.reproduce.plan import HostShape, Plan, Refusal, plan_report
+from triagebot.rules.templates import load_templates
+
+SNAPSHOT = SHARED / "tools" / "lkp-tests.tar.gz"
+STREAM = SHARED / "corpus" / "lkp-stream"
+TEMPLATES = load_templates(PROJECT / "rules")
+# tool (the name a host lists it by, LKP's testcase and metric prefix) -> the template's parser
+PARSED = {"will-it-scale": "will-it-scale-csv"}
+
+
+@pytest.fixture(scope="module")
+def lkp_src(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not SNAPSHOT.exists():
+        pytest.skip(f"{SNAPSHOT} is absent: lkp-tests' parse scripts and sample outputs come from it")
+    folder = tmp_path_factory.mktemp("lkp-tests")
+    with tarfile.open(SNAPSHOT) as archive:
+        members = [member for member in archive.getmembers()
+                   if member.name.startswith(("lkp-tests/spec/fixtures/stats/", "lkp-tests/programs/",
+                                              "lkp-tests/lib/"))]
+        archive.extractall(folder, members=members, filter="tar")
+    return folder / "lkp-tests"
+
+
+def samples(lkp_src: Path, tool: str) -> list[Path]:
+    found = sorted(path.with_suffix("") for path in (lkp_src / "spec/fixtures/stats" / tool).glob("*.yaml"))
+    assert found, f"lkp-tests has no sample output of {tool}"
+    return found
+
+
+def stats(text: str) -> dict[str, float]:
+    """`name: value` lines of LKP stats, numbers only."""
+    found = {}
+    for line in text.splitlines():
+        name, _, value = line.rpartition(": ")
+        try:
+            found[name] = float(value)
+        except ValueError:
+            continue
+    return found
+
+
+def expected(tool: str, sample: Path) -> dict[str, float]:
+    return {f"{tool}.{name}": value for name, value in stats(sample.with_suffix(".yaml").read_text()).items()}
+
+
+@pytest.mark.parametrize("tool", sorted(PARSED))
+def test_the_parser_gives_what_lkp_tests_expects_of_its_sample_outputs(lkp_src: Path, tool: str) -> None:
+    parsed_any = False
+    for sample in samples(lkp_src, tool):
+        want = expected(tool, sample)
+        numeric = {name: value for name, value in want.items()
+                   if not name.split(".", 1)[1].startswith("Assertion")}
+        if not numeric:
+            # a run whose every task failed (its stats are the assertion messages): no metric
+            with pytest.raises(OutputError):
+                parse_output(PARSED[tool], sample.read_bytes())
+            continue
+        got = parse_output(PARSED[tool], sample.read_bytes())
+        assert got == pytest.approx(numeric), sample.name
+        parsed_any = True
+    assert parsed_any
+
+
+@pytest.mark.skipif(shutil.which("ruby") is None, reason="ruby is not installed: lkp-tests' parse scripts are ruby")
+@pytest.mark.parametrize("tool", sorted(PARSED))
+def test_the_parser_agrees_with_lkp_tests_own_parse_script(lkp_src: Path, tool: str) -> None:
+    script = lkp_src / "programs" / tool / "parse"
+    for sample in samples(lkp_src, tool):
+        printed = subprocess.run([str(script)], stdin=sample.open("rb"), capture_output=True, check=True,
+                                 env={**os.environ, "LKP_SRC": str(lkp_src)}, timeout=60).stdout.decode()
+        theirs = {f"{tool}.{name}": value for name, value in stats(printed).items()
+                  if not name.startswith("Assertion")}
+        if theirs:
+            assert parse_output(PARSED[tool], sample.read_bytes()) == pytest.approx(theirs), sample.name
+
+
+# --- planning ---------------------------------------------------------------------------------
+
+@functools.cache
+def _stream() -> tuple[Report, ...]:
+    return tuple(parse_message(path.read_bytes(), Source("eml", str(path))) for path in sorted(STREAM.glob("*.eml")))
+
+
+def stream_reports(testcase: str) -> list[Report]:
+    if not (STREAM / "INDEX.tsv").exists():
+        pytest.skip(f"the LKP stream is absent: {STREAM} not found")
+    found = [report for report in _stream() if report.testcase == testcase]
+    assert found, f"the stream has no {testcase} report"
+    return found
+
+
+def host(**tools: str) -> HostShape:
+    return HostShape(threads=8, tools=tuple(sorted(tools.items())))
+
+
+def test_a_will_it_scale_report_plans_only_on_a_host_listing_will_it_scale() -> None:
+    for report in stream_reports("will-it-scale"):
+        refused = plan_report(report, TEMPLATES, host=host())
+        assert isinstance(refused, Refusal) and "needs will-it-scale" in refused.reason
+        assert any('"will-it-scale"' in item for item in refused.missing)
+        plan = plan_report(report, TEMPLATES, host=host(**{"will-it-scale": "/opt/will-it-scale"}))
+        assert isinstance(plan, Plan), plan
+        parameters = dict(report.parameters)
+        # runtest.py <test> <duration> <mode> <no_affinity> <smt> <tasks>, run where the tool is
+        assert plan.argv == ("env", "-C", "/opt/will-it-scale", "python3", "./runtest.py", parameters["test"],
+                             "60", parameters["mode"], "0", "0", "8")
+        assert plan.metric == "per_process_ops" and plan.output_metric == "will-it-scale.per_process_ops"
+        assert report.headline is not None and plan.report_metric == report.headline.metric
+
+
+def test_mail_values_outside_the_templates_choices_are_refused_not_run() -> None:
+    (report, *_) = stream_reports("will-it-scale")
+    wis = host(**{"will-it-scale": "/opt/will-it-scale"})
+    for key, value in (("test", "open2; rm -rf /"), ("test", "../../bin/sh"), ("mode", "process $(id)"),
+                       ("nr_task", "8 9")):
+        hostile = dataclasses.replace(report, parameters=tuple(
+            (name, value if name == key else old) for name, old in report.parameters) + (
+            ((key, value),) if key not in dict(report.parameters) else ()))
+        result = plan_report(hostile, TEMPLATES, host=wis)
+        assert isinstance(result, Refusal), (key, value)
+        assert key in result.reason
+
+
+def test_the_tool_path_comes_from_the_host_and_threads_from_its_threads() -> None:
+    (report, *_) = stream_reports("will-it-scale")
+    plan = plan_report(report, TEMPLATES, host=HostShape(threads=2, tools=(("will-it-scale", "/srv/wis"),)))
+    assert isinstance(plan, Plan)
+    assert plan.argv[2] == "/srv/wis" and plan.argv[-1] == "2"
+    assert any("nr_task 2 from nr_task 100%" in item for item in plan.scaled)
