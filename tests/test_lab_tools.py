@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -29,7 +30,9 @@ SNAPSHOT = SHARED / "tools" / "lkp-tests.tar.gz"
 STREAM = SHARED / "corpus" / "lkp-stream"
 TEMPLATES = load_templates(PROJECT / "rules")
 # tool (the name a host lists it by, LKP's testcase and metric prefix) -> the template's parser
-PARSED = {"will-it-scale": "will-it-scale-csv"}
+PARSED = {"will-it-scale": "will-it-scale-csv", "filebench": "filebench-text"}
+# tools whose sample output lkp-tests keeps only as the example heading its parse script
+EXAMPLE_ONLY = ("filebench",)
 
 
 @pytest.fixture(scope="module")
@@ -46,9 +49,27 @@ def lkp_src(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def samples(lkp_src: Path, tool: str) -> list[Path]:
+    if tool in EXAMPLE_ONLY:
+        return [example_output(lkp_src, tool)]
     found = sorted(path.with_suffix("") for path in (lkp_src / "spec/fixtures/stats" / tool).glob("*.yaml"))
     assert found, f"lkp-tests has no sample output of {tool}"
     return found
+
+
+def example_output(lkp_src: Path, tool: str) -> Path:
+    """The real output quoted at the head of programs/<tool>/parse (`# Input example:` and the
+    comment lines after it), written out as a file the parsers read."""
+    lines = (lkp_src / "programs" / tool / "parse").read_text().splitlines()
+    start = lines.index("# Input example:") + 1
+    quoted = []
+    for line in lines[start:]:
+        if not line.startswith("# "):
+            break
+        quoted.append(line[2:])
+    assert quoted, f"programs/{tool}/parse quotes no example"
+    path = lkp_src / f"{tool}.example"
+    path.write_text("\n".join(quoted) + "\n")
+    return path
 
 
 def stats(text: str) -> dict[str, float]:
@@ -67,7 +88,7 @@ def expected(tool: str, sample: Path) -> dict[str, float]:
     return {f"{tool}.{name}": value for name, value in stats(sample.with_suffix(".yaml").read_text()).items()}
 
 
-@pytest.mark.parametrize("tool", sorted(PARSED))
+@pytest.mark.parametrize("tool", sorted(set(PARSED) - set(EXAMPLE_ONLY)))
 def test_the_parser_gives_what_lkp_tests_expects_of_its_sample_outputs(lkp_src: Path, tool: str) -> None:
     parsed_any = False
     for sample in samples(lkp_src, tool):
@@ -96,6 +117,17 @@ def test_the_parser_agrees_with_lkp_tests_own_parse_script(lkp_src: Path, tool: 
                   if not name.startswith("Assertion")}
         if theirs:
             assert parse_output(PARSED[tool], sample.read_bytes()) == pytest.approx(theirs), sample.name
+        else:
+            with pytest.raises(OutputError):
+                parse_output(PARSED[tool], sample.read_bytes())
+
+
+def test_filebench_reads_the_summary_lkp_tests_quotes(lkp_src: Path) -> None:
+    # without ruby, the figures the example's IO Summary line states
+    got = parse_output("filebench-text", example_output(lkp_src, "filebench").read_bytes())
+    assert got == {"filebench.sum_operations": 6002.0, "filebench.sum_operations/s": 3000.256,
+                   "filebench.sum_reads/s": 500.0, "filebench.sum_writes/s": 500.0,
+                   "filebench.sum_bytes_mb/s": 15.6, "filebench.sum_time_ms/op": 0.181}
 
 
 # --- planning ---------------------------------------------------------------------------------
@@ -132,6 +164,37 @@ def test_a_will_it_scale_report_plans_only_on_a_host_listing_will_it_scale() -> 
         assert report.headline is not None and plan.report_metric == report.headline.metric
 
 
+def test_a_filebench_report_runs_its_workload_copied_onto_the_scratch_dir() -> None:
+    for report in stream_reports("filebench"):
+        assert isinstance(plan_report(report, TEMPLATES, host=host()), Refusal)
+        plan = plan_report(report, TEMPLATES, host=host(filebench="/opt/filebench"), scratch_dir="/lab/s")
+        assert isinstance(plan, Plan), plan
+        test = dict(report.parameters)["test"]
+        assert plan.argv == ("/opt/filebench/bin/filebench", "-f", f"/lab/s/{test}")
+        assert plan.setup_argv[0] == "sed" and plan.setup_argv[-1] == f"/opt/filebench/share/filebench/workloads/{test}"
+        assert plan.output_metric == "filebench.sum_operations/s" == plan.report_metric
+        assert plan.storage_differs  # the report's btrfs/ext4 on a disk: said, not silently dropped
+
+
+@pytest.mark.skipif(shutil.which("sed") is None, reason="sed is not installed")
+def test_the_filebench_setup_points_the_workloads_dir_at_the_scratch_dir(tmp_path: Path) -> None:
+    (report, *_) = stream_reports("filebench")
+    test = dict(report.parameters)["test"]
+    tool = tmp_path / "filebench"
+    (tool / "share/filebench/workloads").mkdir(parents=True)
+    # a workload in filebench's shape, our own: its $dir line and a line naming $dir
+    workload = "set $dir=/tmp\nset $nfiles=10\ndefine fileset name=bigfileset,path=$dir,entries=$nfiles\nrun 60\n"
+    (tool / "share/filebench/workloads" / test).write_text(workload)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    plan = plan_report(report, TEMPLATES, host=host(filebench=str(tool)), scratch_dir=str(scratch))
+    assert isinstance(plan, Plan)
+    subprocess.run(list(plan.setup_argv), check=True, capture_output=True, timeout=60)
+    copy = (scratch / test).read_text()
+    assert copy == workload.replace("set $dir=/tmp", f"set $dir={scratch}")
+    assert (tool / "share/filebench/workloads" / test).read_text() == workload  # the lab's own is untouched
+
+
 def test_mail_values_outside_the_templates_choices_are_refused_not_run() -> None:
     (report, *_) = stream_reports("will-it-scale")
     wis = host(**{"will-it-scale": "/opt/will-it-scale"})
@@ -151,3 +214,33 @@ def test_the_tool_path_comes_from_the_host_and_threads_from_its_threads() -> Non
     assert isinstance(plan, Plan)
     assert plan.argv[2] == "/srv/wis" and plan.argv[-1] == "2"
     assert any("nr_task 2 from nr_task 100%" in item for item in plan.scaled)
+
+
+# --- the `tool` key -----------------------------------------------------------------------------
+
+_TOOL_TEMPLATE = """
+program = "runtest.py"
+tool = "will-it-scale"
+parser = "will-it-scale-csv"
+argv = ["env", "-C", "{tool}", "python3", "./runtest.py"]
+primary_metric = "ops"
+[[metrics]]
+name = "ops"
+better = "higher"
+"""
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    (_TOOL_TEMPLATE.replace('"./runtest.py"', '"./other.py"'), "must run the program 'runtest.py'"),
+    (_TOOL_TEMPLATE.replace('tool = "will-it-scale"\n', ""), "must start with the program"),
+    (_TOOL_TEMPLATE.replace('tool = "will-it-scale"', 'tool = "a b"'), "tool must be the name"),
+    (_TOOL_TEMPLATE.replace("[[metrics]]", 'setup_argv = ["rm", "-rf", "{tool}"]\n[[metrics]]'),
+     "setup_argv must run the program"),
+])
+def test_a_tool_template_must_run_its_program(text: str, problem: str) -> None:
+    from triagebot.errors import RulesError
+    from triagebot.rules.loader import parse_text
+    from triagebot.rules.templates import template_from
+    assert template_from("t", parse_text(_TOOL_TEMPLATE, "t.toml")).tool == "will-it-scale"
+    with pytest.raises(RulesError, match=re.escape(problem)):
+        template_from("t", parse_text(text, "t.toml"))

@@ -409,6 +409,20 @@ def _will_it_scale_csv(parser: str, stdout: bytes, files: Mapping[str, bytes]) -
     return metrics
 
 
+def _filebench_text(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> dict[str, float]:
+    """The `IO Summary: N ops N ops/s R/W rd/wr N mb/s N ms/op` line: filebench.sum_operations,
+    sum_operations/s, sum_reads/s, sum_writes/s, sum_bytes_mb/s and sum_time_ms/op (of the last
+    summary, should there be several)."""
+    text = _text(stdout)
+    found = re.findall(r"IO Summary:\s+(\d+)\s+ops\s+([\d.]+)\s+ops/s\s+(\d+)/(\d+)\s+rd/wr\s+([\d.]+)mb/s"
+                       r"\s+([\d.]+)ms/op", text)
+    if not found:
+        raise OutputError(parser, "no 'IO Summary: … ops/s … rd/wr … mb/s … ms/op' line" + _tail(text))
+    names = ("sum_operations", "sum_operations/s", "sum_reads/s", "sum_writes/s", "sum_bytes_mb/s",
+             "sum_time_ms/op")
+    return {f"filebench.{name}": float(value) for name, value in zip(names, found[-1], strict=True)}
+
+
 def _whole(text: str) -> int:
     """The leading whole number of a field, as Ruby's String#to_i reads it (`0.04` -> 0)."""
     match = re.match(r"\s*([-+]?\d+)", text)
@@ -424,6 +438,7 @@ PARSERS: Mapping[str, Callable[[str, bytes, Mapping[str, bytes]], dict[str, floa
     "perf-bench-text": _perf_bench_text,
     "lkp-json": _lkp_json,
     "will-it-scale-csv": _will_it_scale_csv,
+    "filebench-text": _filebench_text,
 })
 
 

@@ -23,11 +23,13 @@ TEMPLATES_DIR = "reproducers"
 # Output parsers implemented in triagebot/reproduce/outputs.py.
 PARSERS = ("fio-json", "sysbench-text", "stress-ng-yaml", "fs_mark-text", "hackbench-text",
            "perf-bench-text", "lkp-json",
-           "will-it-scale-csv")
+           "will-it-scale-csv", "filebench-text")
 PARAM_TYPES = ("int", "enum", "size", "duration", "path", "bool", "name")
 SCALES = ("threads", "scratch", "memory", "cap")
 BETTER = ("higher", "lower")
 SCRATCH = "{scratch}"
+# What a lab tool's setup_argv / cleanup_argv may run besides the tool itself.
+TOOL_SETUP_PROGRAMS = ("sed",)
 
 _TOP_KEYS = ("program", "subcommand", "description", "parser", "timeout_seconds", "value_style",
              "long_only", "argv", "setup_argv", "cleanup_argv", "trailing", "primary_metric",
@@ -372,8 +374,11 @@ def _argv(top: Section, key: str, program: str, subcommand: tuple[str, ...], nam
         top.fail(f"{key} must be a non-empty list of strings, not {value!r}", key)
     if tool is not None:
         # a lab tool's program lives where the host keeps the tool: `{tool}/runtest.py`, or run
-        # by an interpreter (`python3 ./runtest.py`) in that directory (`env -C {tool}`)
-        if not any(item == program or item.endswith("/" + program) for item in value):
+        # by an interpreter (`python3 ./runtest.py`) in that directory (`env -C {tool}`); its
+        # set-up may be a copy of the tool's own input made by sed (filebench's workload)
+        if key != "argv" and value[0] in TOOL_SETUP_PROGRAMS:
+            pass
+        elif not any(item == program or item.endswith("/" + program) for item in value):
             top.fail(f"{key} must run the program {program!r} (as {program} or {{tool}}/{program})", key)
     elif tuple(value[:1 + len(subcommand)]) != (program, *subcommand):
         top.fail(f"{key} must start with the program and subcommand {[program, *subcommand]!r}", key)
