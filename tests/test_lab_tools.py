@@ -30,7 +30,7 @@ SNAPSHOT = SHARED / "tools" / "lkp-tests.tar.gz"
 STREAM = SHARED / "corpus" / "lkp-stream"
 TEMPLATES = load_templates(PROJECT / "rules")
 # tool (the name a host lists it by, LKP's testcase and metric prefix) -> the template's parser
-PARSED = {"will-it-scale": "will-it-scale-csv", "filebench": "filebench-text"}
+PARSED = {"will-it-scale": "will-it-scale-csv", "filebench": "filebench-text", "fxmark": "fxmark-text"}
 # tools whose sample output lkp-tests keeps only as the example heading its parse script
 EXAMPLE_ONLY = ("filebench",)
 
@@ -162,6 +162,42 @@ def test_a_will_it_scale_report_plans_only_on_a_host_listing_will_it_scale() -> 
                              "60", parameters["mode"], "0", "0", "8")
         assert plan.metric == "per_process_ops" and plan.output_metric == "will-it-scale.per_process_ops"
         assert report.headline is not None and plan.report_metric == report.headline.metric
+
+
+def test_fxmark_reads_its_binarys_own_report_as_run_fxmark_logs_it(lkp_src: Path) -> None:
+    # run-fxmark.py logs bin/fxmark's output under its `## media:fs:test:ncpu:dio` line: without
+    # that line (the binary run directly) the same columns are fxmark.<column>
+    sample = samples(lkp_src, "fxmark")[0].read_text()
+    heading, rest = sample.split("\n", 1)
+    assert heading.startswith("## ")
+    block = rest.split("\n## ", 1)[0]
+    named = {name.replace(f"fxmark.{heading[3:].replace(':', '_')}.", "fxmark."): value
+             for name, value in parse_output("fxmark-text", sample.encode()).items()
+             if name.startswith(f"fxmark.{heading[3:].replace(':', '_')}.")}
+    assert named and parse_output("fxmark-text", block.encode()) == named
+
+
+def test_fxmark_reports_plan_at_the_core_count_their_headline_names() -> None:
+    planned = 0
+    for report in stream_reports("fxmark"):
+        refused = plan_report(report, TEMPLATES, host=host())
+        assert isinstance(refused, Refusal) and "needs fxmark" in refused.reason
+        result = plan_report(report, TEMPLATES, host=HostShape(threads=128, tools=(("fxmark", "/opt/fxmark"),)),
+                             scratch_dir="/lab/s")
+        test = dict(report.parameters)["test"]
+        if test.startswith(("dbench_", "filebench_")):  # other programs of fxmark's: not run
+            assert isinstance(result, Refusal) and f"test={test} is not one of the choices" in result.reason
+            continue
+        assert isinstance(result, Plan), result
+        assert report.headline is not None
+        cores = report.headline.metric.rsplit("_", 2)[-2]
+        directio = "1" if dict(report.parameters)["directio"] == "directio" else "0"
+        assert result.argv == ("/opt/fxmark/bin/fxmark", "--type", test, "--ncore", cores, "--nbg", "0",
+                               "--duration", "50", "--directio", directio, "--root", "/lab/s")
+        assert result.report_metric == report.headline.metric and result.output_metric == "fxmark.works/sec"
+        assert result.reported_change_percent is not None
+        planned += 1
+    assert planned
 
 
 def test_a_filebench_report_runs_its_workload_copied_onto_the_scratch_dir() -> None:

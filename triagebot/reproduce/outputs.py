@@ -423,6 +423,41 @@ def _filebench_text(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> d
     return {f"filebench.{name}": float(value) for name, value in zip(names, found[-1], strict=True)}
 
 
+def _fxmark_text(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> dict[str, float]:
+    """fxmark's `# ncpu secs works works/sec …` header and the row after it: each column as
+    fxmark.<column> (dots in column names written `_`: real_sec), or, under run-fxmark.py's
+    `## media:fs:test:ncpu:directio` line, as fxmark.<media>_<fs>_<test>_<ncpu>_<directio>.<column>
+    (a row whose ncpu is not the line's is skipped), as lkp-tests' parse names them. Columns that
+    are no number (`-nan` of a run that did nothing) are left out."""
+    lines = _text(stdout).splitlines()
+    metrics: dict[str, float] = {}
+    name: str | None = None
+    cpu: str | None = None
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        if re.match(r"## (hdd|ssd|nvme|mem)", line):
+            name, cpu = line[3:].replace(":", "_"), line.split(":")[-2]
+        elif line.startswith("# ncpu"):
+            columns = line[2:].replace(".", "_").split()
+            while index < len(lines) and not lines[index].strip():
+                index += 1
+            if index == len(lines):
+                break
+            row = lines[index].split()
+            index += 1
+            if name is not None and row[:1] != [cpu]:
+                continue
+            prefix = f"fxmark.{name}." if name is not None else "fxmark."
+            metrics.update({prefix + column: float(value) for column, value in zip(columns, row, strict=False)
+                            if re.match(r"\d", value)})
+    if not metrics:
+        raise OutputError(parser, "no '# ncpu secs works works/sec' header with a row of figures"
+                          + _tail(_text(stdout)))
+    return metrics
+
+
 def _whole(text: str) -> int:
     """The leading whole number of a field, as Ruby's String#to_i reads it (`0.04` -> 0)."""
     match = re.match(r"\s*([-+]?\d+)", text)
@@ -439,6 +474,7 @@ PARSERS: Mapping[str, Callable[[str, bytes, Mapping[str, bytes]], dict[str, floa
     "lkp-json": _lkp_json,
     "will-it-scale-csv": _will_it_scale_csv,
     "filebench-text": _filebench_text,
+    "fxmark-text": _fxmark_text,
 })
 
 

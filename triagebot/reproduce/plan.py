@@ -289,6 +289,7 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
                 values[spec.name] = count
                 continue
             values[spec.name] = _convert(spec, raw, label, scratch_dir, notes)
+        _from_headline(template, values, labels, report, scratch_dir, notes)
         # Totals divided by other parameters: those are fitted to the host first.
         _defaults(template, values)
         _scale(template, values, host, scaled, only=("threads", "cap"))
@@ -316,6 +317,35 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
                        runs_on=placement.runs_on, storage_differs=placement.differs)
     except CommandRefused as refused:
         return Refusal(refused.reason, refused.missing, source, message_id)
+
+
+def _from_headline(template: Template, values: dict[str, Any], labels: dict[str, str], report: Report,
+                   scratch_dir: str, notes: list[str]) -> None:
+    """Parameters the report names only in its headline metric's name: fxmark's core count in
+    `fxmark.hdd_btrfs_MWCL_9_bufferedio.works/sec`, read where a metric's LKP name holds
+    `{ncore}`. Each value is checked against its parameter like any other."""
+    if report.headline is None:
+        return
+    name = report.headline.metric
+    for spec in template.metrics:
+        for pattern in spec.lkp:
+            wanted = [other for other in placeholders(pattern) if other not in values]
+            if not wanted:
+                continue
+            regex = ""
+            for literal, other in re.findall(r"([^{]*)(?:\{([A-Za-z_][A-Za-z0-9_]*)\})?", pattern):
+                regex += ".*".join(re.escape(part) for part in literal.split("*"))
+                if other:
+                    regex += re.escape(str(values[other])) if other in values else f"(?P<{other}>[A-Za-z0-9-]+)"
+            found = re.fullmatch(regex, name)
+            if found is None:
+                continue
+            for other in wanted:
+                label = f"the headline metric {name}"
+                values[other] = _convert(template.param(other), found.group(other), label, scratch_dir, notes)
+                labels[other] = label
+                notes.append(f"{other} {found.group(other)} is read from {label}")
+            return
 
 
 # --- shared: values, scaling, argv, metric ------------------------------------------------------
