@@ -30,7 +30,10 @@ SNAPSHOT = SHARED / "tools" / "lkp-tests.tar.gz"
 STREAM = SHARED / "corpus" / "lkp-stream"
 TEMPLATES = load_templates(PROJECT / "rules")
 # tool (the name a host lists it by, LKP's testcase and metric prefix) -> the template's parser
-PARSED = {"will-it-scale": "will-it-scale-csv", "filebench": "filebench-text", "fxmark": "fxmark-text"}
+PARSED = {"will-it-scale": "will-it-scale-csv", "filebench": "filebench-text", "fxmark": "fxmark-text",
+          "unixbench": "unixbench-text"}
+# LKP's own marks of a run that passed or failed, not the benchmark's figures
+STATUS = ("test.pass", "test.fail", "Assertion")
 # tools whose sample output lkp-tests keeps only as the example heading its parse script
 EXAMPLE_ONLY = ("filebench",)
 
@@ -93,8 +96,7 @@ def test_the_parser_gives_what_lkp_tests_expects_of_its_sample_outputs(lkp_src: 
     parsed_any = False
     for sample in samples(lkp_src, tool):
         want = expected(tool, sample)
-        numeric = {name: value for name, value in want.items()
-                   if not name.split(".", 1)[1].startswith("Assertion")}
+        numeric = {name: value for name, value in want.items() if not name.split(".", 1)[1].startswith(STATUS)}
         if not numeric:
             # a run whose every task failed (its stats are the assertion messages): no metric
             with pytest.raises(OutputError):
@@ -113,8 +115,7 @@ def test_the_parser_agrees_with_lkp_tests_own_parse_script(lkp_src: Path, tool: 
     for sample in samples(lkp_src, tool):
         printed = subprocess.run([str(script)], stdin=sample.open("rb"), capture_output=True, check=True,
                                  env={**os.environ, "LKP_SRC": str(lkp_src)}, timeout=60).stdout.decode()
-        theirs = {f"{tool}.{name}": value for name, value in stats(printed).items()
-                  if not name.startswith("Assertion")}
+        theirs = {f"{tool}.{name}": value for name, value in stats(printed).items() if not name.startswith(STATUS)}
         if theirs:
             assert parse_output(PARSED[tool], sample.read_bytes()) == pytest.approx(theirs), sample.name
         else:
@@ -198,6 +199,24 @@ def test_fxmark_reports_plan_at_the_core_count_their_headline_names() -> None:
         assert result.reported_change_percent is not None
         planned += 1
     assert planned
+
+
+def corpus_report(name: str) -> Report:
+    path = SHARED / "corpus" / "messages" / name
+    if not path.exists():
+        pytest.skip(f"the shared corpus is absent: {path} not found")
+    return parse_message(path.read_bytes(), Source("eml", str(path)))
+
+
+def test_a_unixbench_report_runs_its_test_in_the_labs_unixbench_dir() -> None:
+    report = corpus_report("lkp-perf_fsnotify-unixbench-3.3pct.eml")
+    refused = plan_report(report, TEMPLATES, host=host())
+    assert isinstance(refused, Refusal) and "needs unixbench" in refused.reason
+    plan = plan_report(report, TEMPLATES, host=host(unixbench="/opt/ub"), scratch_dir="/lab/s")
+    assert isinstance(plan, Plan), plan
+    assert plan.argv == ("env", "-C", "/opt/ub", "UB_TMPDIR=/lab/s", "UB_RESULTDIR=/lab/s", "UB_TESTDIR=/lab/s",
+                         "./Run", "pipe", "-c", "1", "-i", "6")
+    assert plan.report_metric == "unixbench.score" == plan.output_metric and plan.reported_change_percent == -3.3
 
 
 def test_a_filebench_report_runs_its_workload_copied_onto_the_scratch_dir() -> None:

@@ -200,7 +200,7 @@ LKP_EXPECTED = {
     "lkp-perf_ext4-fio-write_iops-2.5pct.eml": "plan:fio",
     "lkp-perf_ext4-fxmark-9.8pct.eml": "refused:the fxmark template needs fxmark",
     "lkp-perf_fs-phoronix-fio-4.3pct.eml": "refused:testcase phoronix-test-suite has no template",
-    "lkp-perf_fsnotify-unixbench-3.3pct.eml": "refused:testcase unixbench has no template",
+    "lkp-perf_fsnotify-unixbench-3.3pct.eml": "refused:the unixbench template needs unixbench",
     "lkp-perf_iomap-metamix-98.4pct.eml": "plan:stress-ng",
     "lkp-perf_jbd2-utime-42.3pct.eml": "plan:stress-ng",
     "lkp-perf_super-unlink-23.3pct.eml": "plan:stress-ng",

@@ -458,6 +458,35 @@ def _fxmark_text(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> dict
     return metrics
 
 
+def _unixbench_text(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> dict[str, float]:
+    """UnixBench's report as lkp-tests' parse reads it: unixbench.throughput (the last test's
+    result: its `… N KBps|lps|lpm|score (N s, N samples)` line or its index table's RESULT),
+    unixbench.score (the `Benchmarks Index Score`) and unixbench.workload (throughput × the
+    seconds between the `Benchmark Run:` times, over midnight too)."""
+    lines = _text(stdout).splitlines()
+    throughput: float | None = None
+    score: float | None = None
+    seconds: float | None = None
+    for index, line in enumerate(lines):
+        if run := re.match(r"Benchmark Run: .+ (\d+):(\d+):(\d+) - (\d+):(\d+):(\d+)$", line):
+            start, end = (int(run[at]) * 3600 + int(run[at + 1]) * 60 + int(run[at + 2]) for at in (1, 4))
+            seconds = float(end - start if end > start else end + 86400 - start)
+        elif re.match(r".+ Benchmarks .*Index .* INDEX$", line):
+            following = lines[index + 1].split() if index + 1 < len(lines) else []
+            if following:
+                throughput = float(following[-2])
+        elif result := re.match(r".+? ([\d.]+) (KBps|lps|lpm|score)\s+\([\d.]+ s, \d+ samples?\)", line):
+            throughput = float(result[1])
+        elif index_score := re.match(r".+ Benchmarks Index Score .* ([0-9.]+)$", line):
+            score = float(index_score[1])
+    if throughput is None or seconds is None:
+        raise OutputError(parser, "no 'Benchmark Run:' times or no test result" + _tail(_text(stdout)))
+    metrics = {"unixbench.throughput": throughput, "unixbench.workload": seconds * throughput}
+    if score is not None:
+        metrics["unixbench.score"] = score
+    return metrics
+
+
 def _whole(text: str) -> int:
     """The leading whole number of a field, as Ruby's String#to_i reads it (`0.04` -> 0)."""
     match = re.match(r"\s*([-+]?\d+)", text)
@@ -475,6 +504,7 @@ PARSERS: Mapping[str, Callable[[str, bytes, Mapping[str, bytes]], dict[str, floa
     "will-it-scale-csv": _will_it_scale_csv,
     "filebench-text": _filebench_text,
     "fxmark-text": _fxmark_text,
+    "unixbench-text": _unixbench_text,
 })
 
 

@@ -23,7 +23,7 @@ TEMPLATES_DIR = "reproducers"
 # Output parsers implemented in triagebot/reproduce/outputs.py.
 PARSERS = ("fio-json", "sysbench-text", "stress-ng-yaml", "fs_mark-text", "hackbench-text",
            "perf-bench-text", "lkp-json",
-           "will-it-scale-csv", "filebench-text", "fxmark-text")
+           "will-it-scale-csv", "filebench-text", "fxmark-text", "unixbench-text")
 PARAM_TYPES = ("int", "enum", "size", "duration", "path", "bool", "name")
 SCALES = ("threads", "scratch", "memory", "cap")
 BETTER = ("higher", "lower")
