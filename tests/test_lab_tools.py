@@ -299,3 +299,39 @@ def test_a_tool_template_must_run_its_program(text: str, problem: str) -> None:
     assert template_from("t", parse_text(_TOOL_TEMPLATE, "t.toml")).tool == "will-it-scale"
     with pytest.raises(RulesError, match=re.escape(problem)):
         template_from("t", parse_text(text, "t.toml"))
+
+
+# --- a real run, where the lab's tool is installed ------------------------------------------------
+
+def _installed_will_it_scale() -> Path:
+    """A will-it-scale built as lkp-tests builds it (its runtest.py patch applied): the directory
+    in TRIAGEBOT_WILL_IT_SCALE, else /opt/will-it-scale."""
+    folder = Path(os.environ.get("TRIAGEBOT_WILL_IT_SCALE", "/opt/will-it-scale"))
+    if not (folder / "runtest.py").exists() or not (folder / "open2_processes").exists():
+        pytest.skip(f"no will-it-scale built at {folder} (runtest.py, open2_processes): a lab installs it itself; "
+                    "set TRIAGEBOT_WILL_IT_SCALE to its directory to run this test")
+    if "<duration>" not in (folder / "runtest.py").read_text():
+        pytest.skip(f"{folder}/runtest.py is will-it-scale's own, without lkp-tests' will-it-scale.patch")
+    return folder
+
+
+def test_a_real_will_it_scale_run_through_the_runner(tmp_path: Path) -> None:
+    from triagebot.reproduce.executors.local import LocalExecutor
+    from triagebot.reproduce.limits import host_shape
+    from triagebot.reproduce.runner import rerun
+    from triagebot.rules.hosts import Host
+    from triagebot.verdict.sequential import LookSchedule
+
+    folder = _installed_will_it_scale()
+    (report, *_) = [item for item in stream_reports("will-it-scale") if dict(item.parameters)["test"] == "open2"]
+    report = dataclasses.replace(report, parameters=report.parameters + (("runtime", "3s"),))
+    lab = Host(name="lab", reach="local", cpu_model="test", threads=2, sockets=1, memory_gb=24, disk="ssd",
+               scratch_dir=str(tmp_path / "scratch"), tools=(("will-it-scale", str(folder)),))
+    plan = plan_report(report, TEMPLATES, host=host_shape(lab))
+    assert isinstance(plan, Plan), plan
+    record = rerun(plan, lab, LocalExecutor(lab.scratch_dir), "v6.8", "v6.8", rounds=LookSchedule(rounds=(3,)))
+    assert record.status == "done", record.error
+    assert len(record.samples) == 6 and all(sample.value > 0 for sample in record.samples)
+    first = record.samples[0].metrics
+    # per task: the operations of the two tasks together, halved (runtest.py's CSV row)
+    assert first["will-it-scale.per_process_ops"] == int(first["will-it-scale.2.processes"] / 2)
