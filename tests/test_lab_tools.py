@@ -301,37 +301,57 @@ def test_a_tool_template_must_run_its_program(text: str, problem: str) -> None:
         template_from("t", parse_text(text, "t.toml"))
 
 
-# --- a real run, where the lab's tool is installed ------------------------------------------------
+# --- real runs, where the lab's tool is installed -------------------------------------------------
 
-def _installed_will_it_scale() -> Path:
-    """A will-it-scale built as lkp-tests builds it (its runtest.py patch applied): the directory
-    in TRIAGEBOT_WILL_IT_SCALE, else /opt/will-it-scale."""
-    folder = Path(os.environ.get("TRIAGEBOT_WILL_IT_SCALE", "/opt/will-it-scale"))
-    if not (folder / "runtest.py").exists() or not (folder / "open2_processes").exists():
-        pytest.skip(f"no will-it-scale built at {folder} (runtest.py, open2_processes): a lab installs it itself; "
-                    "set TRIAGEBOT_WILL_IT_SCALE to its directory to run this test")
-    if "<duration>" not in (folder / "runtest.py").read_text():
-        pytest.skip(f"{folder}/runtest.py is will-it-scale's own, without lkp-tests' will-it-scale.patch")
+def _installed(tool: str, marker: str) -> Path:
+    """The directory of a tool the lab built: TRIAGEBOT_<TOOL> (will-it-scale: TRIAGEBOT_WILL_IT_SCALE),
+    else /opt/<tool>; skipped when `marker` is not in it."""
+    variable = "TRIAGEBOT_" + tool.upper().replace("-", "_")
+    folder = Path(os.environ.get(variable, f"/opt/{tool}"))
+    if not (folder / marker).exists():
+        pytest.skip(f"no {tool} built at {folder} (no {marker}): a lab installs it itself; set {variable} "
+                    "to its directory to run this test")
     return folder
 
 
-def test_a_real_will_it_scale_run_through_the_runner(tmp_path: Path) -> None:
+def _real_rerun(tool: str, folder: Path, report: Report, tmp_path: Path):
     from triagebot.reproduce.executors.local import LocalExecutor
     from triagebot.reproduce.limits import host_shape
     from triagebot.reproduce.runner import rerun
     from triagebot.rules.hosts import Host
     from triagebot.verdict.sequential import LookSchedule
 
-    folder = _installed_will_it_scale()
-    (report, *_) = [item for item in stream_reports("will-it-scale") if dict(item.parameters)["test"] == "open2"]
-    report = dataclasses.replace(report, parameters=report.parameters + (("runtime", "3s"),))
     lab = Host(name="lab", reach="local", cpu_model="test", threads=2, sockets=1, memory_gb=24, disk="ssd",
-               scratch_dir=str(tmp_path / "scratch"), tools=(("will-it-scale", str(folder)),))
+               scratch_dir=str(tmp_path / "scratch"), tools=((tool, str(folder)),))
     plan = plan_report(report, TEMPLATES, host=host_shape(lab))
     assert isinstance(plan, Plan), plan
     record = rerun(plan, lab, LocalExecutor(lab.scratch_dir), "v6.8", "v6.8", rounds=LookSchedule(rounds=(3,)))
     assert record.status == "done", record.error
     assert len(record.samples) == 6 and all(sample.value > 0 for sample in record.samples)
+    return plan, record
+
+
+def _from_its_parameters(report: Report, **more: str) -> Report:
+    """The report planned from its parameters (not its job file), with `more` of them."""
+    return dataclasses.replace(report, reproducers=(), parameters=report.parameters + tuple(more.items()))
+
+
+def test_a_real_will_it_scale_run_through_the_runner(tmp_path: Path) -> None:
+    folder = _installed("will-it-scale", "open2_processes")
+    if "<duration>" not in (folder / "runtest.py").read_text():
+        pytest.skip(f"{folder}/runtest.py is will-it-scale's own, without lkp-tests' will-it-scale.patch")
+    (report, *_) = [item for item in stream_reports("will-it-scale") if dict(item.parameters)["test"] == "open2"]
+    _, record = _real_rerun("will-it-scale", folder, _from_its_parameters(report, runtime="3s"), tmp_path)
     first = record.samples[0].metrics
     # per task: the operations of the two tasks together, halved (runtest.py's CSV row)
     assert first["will-it-scale.per_process_ops"] == int(first["will-it-scale.2.processes"] / 2)
+
+
+def test_a_real_fxmark_run_through_the_runner(tmp_path: Path) -> None:
+    folder = _installed("fxmark", "bin/fxmark")
+    (report, *_) = [item for item in stream_reports("fxmark") if dict(item.parameters)["test"] == "MWCL"]
+    plan, record = _real_rerun("fxmark", folder, _from_its_parameters(report, duration="2s"), tmp_path)
+    assert plan.argv[plan.argv.index("--ncore") + 1] == "2"  # the headline's core count, fitted to the host
+    first = record.samples[0].metrics
+    assert first["fxmark.ncpu"] == 2 and first["fxmark.works/sec"] == pytest.approx(
+        first["fxmark.works"] / first["fxmark.secs"], rel=1e-3)
