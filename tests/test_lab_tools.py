@@ -225,7 +225,7 @@ def test_a_filebench_report_runs_its_workload_copied_onto_the_scratch_dir() -> N
         plan = plan_report(report, TEMPLATES, host=host(filebench="/opt/filebench"), scratch_dir="/lab/s")
         assert isinstance(plan, Plan), plan
         test = dict(report.parameters)["test"]
-        assert plan.argv == ("/opt/filebench/bin/filebench", "-f", f"/lab/s/{test}")
+        assert plan.argv == ("setarch", "-R", "/opt/filebench/bin/filebench", "-f", f"/lab/s/{test}")
         assert plan.setup_argv[0] == "sed" and plan.setup_argv[-1] == f"/opt/filebench/share/filebench/workloads/{test}"
         assert plan.output_metric == "filebench.sum_operations/s" == plan.report_metric
         assert plan.storage_differs  # the report's btrfs/ext4 on a disk: said, not silently dropped
@@ -314,7 +314,7 @@ def _installed(tool: str, marker: str) -> Path:
     return folder
 
 
-def _real_rerun(tool: str, folder: Path, report: Report, tmp_path: Path):
+def _real_rerun(tool: str, folder: Path, report: Report, tmp_path: Path, runs: int = 3):
     from triagebot.reproduce.executors.local import LocalExecutor
     from triagebot.reproduce.limits import host_shape
     from triagebot.reproduce.runner import rerun
@@ -325,9 +325,9 @@ def _real_rerun(tool: str, folder: Path, report: Report, tmp_path: Path):
                scratch_dir=str(tmp_path / "scratch"), tools=((tool, str(folder)),))
     plan = plan_report(report, TEMPLATES, host=host_shape(lab))
     assert isinstance(plan, Plan), plan
-    record = rerun(plan, lab, LocalExecutor(lab.scratch_dir), "v6.8", "v6.8", rounds=LookSchedule(rounds=(3,)))
+    record = rerun(plan, lab, LocalExecutor(lab.scratch_dir), "v6.8", "v6.8", rounds=LookSchedule(rounds=(runs,)))
     assert record.status == "done", record.error
-    assert len(record.samples) == 6 and all(sample.value > 0 for sample in record.samples)
+    assert len(record.samples) == 2 * runs and all(sample.value > 0 for sample in record.samples)
     return plan, record
 
 
@@ -355,3 +355,15 @@ def test_a_real_fxmark_run_through_the_runner(tmp_path: Path) -> None:
     first = record.samples[0].metrics
     assert first["fxmark.ncpu"] == 2 and first["fxmark.works/sec"] == pytest.approx(
         first["fxmark.works"] / first["fxmark.secs"], rel=1e-3)
+
+
+def test_a_real_filebench_run_through_the_runner(tmp_path: Path) -> None:
+    folder = _installed("filebench", "bin/filebench")
+    if not (folder / "share/filebench/workloads/randomwrite.f").exists():
+        pytest.skip(f"{folder} has no share/filebench/workloads/randomwrite.f")
+    (report, *_) = [item for item in stream_reports("filebench") if dict(item.parameters)["test"] == "randomwrite.f"]
+    # each sample is the workload's own `run 60`: one a side
+    _, record = _real_rerun("filebench", folder, report, tmp_path, runs=1)
+    first = record.samples[0].metrics
+    assert first["filebench.sum_writes/s"] > 0 and first["filebench.sum_reads/s"] == 0  # random writes only
+    assert record.samples[0].stdout.count("IO Summary:") == 1
