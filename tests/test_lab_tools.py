@@ -214,8 +214,8 @@ def test_a_unixbench_report_runs_its_test_in_the_labs_unixbench_dir() -> None:
     assert isinstance(refused, Refusal) and "needs unixbench" in refused.reason
     plan = plan_report(report, TEMPLATES, host=host(unixbench="/opt/ub"), scratch_dir="/lab/s")
     assert isinstance(plan, Plan), plan
-    assert plan.argv == ("env", "-C", "/opt/ub", "UB_TMPDIR=/lab/s", "UB_RESULTDIR=/lab/s", "UB_TESTDIR=/lab/s",
-                         "./Run", "pipe", "-c", "1", "-i", "6")
+    assert plan.argv == ("env", "-C", "/opt/ub", "LANG=C", "UB_TMPDIR=/lab/s", "UB_RESULTDIR=/lab/s",
+                         "UB_TESTDIR=/lab/s", "./Run", "pipe", "-c", "1", "-i", "6")
     assert plan.report_metric == "unixbench.score" == plan.output_metric and plan.reported_change_percent == -3.3
 
 
@@ -367,3 +367,13 @@ def test_a_real_filebench_run_through_the_runner(tmp_path: Path) -> None:
     first = record.samples[0].metrics
     assert first["filebench.sum_writes/s"] > 0 and first["filebench.sum_reads/s"] == 0  # random writes only
     assert record.samples[0].stdout.count("IO Summary:") == 1
+
+
+def test_a_real_unixbench_run_through_the_runner(tmp_path: Path) -> None:
+    folder = _installed("unixbench", "pgms/pipe")
+    report = corpus_report("lkp-perf_fsnotify-unixbench-3.3pct.eml")
+    # each sample is six UnixBench iterations of about ten seconds: one a side
+    plan, record = _real_rerun("unixbench", folder, report, tmp_path, runs=1)
+    assert plan.output_metric == "unixbench.score"
+    first = record.samples[0].metrics
+    assert first["unixbench.score"] > 0 and first["unixbench.throughput"] > first["unixbench.score"]
