@@ -201,6 +201,24 @@ def test_fxmark_reports_plan_at_the_core_count_their_headline_names() -> None:
     assert planned
 
 
+def test_a_parameter_named_only_in_the_headline_metric_is_read_from_it() -> None:
+    # older stress-ng reports name the stressor only in the headline (stress-ng.splice.ops_per_sec):
+    # the same reading as fxmark's core count, checked against the stressor choices
+    older = [report for report in stream_reports("stress-ng") if "test" not in dict(report.parameters)]
+    assert older
+    for report in older:
+        assert report.headline is not None
+        stressor = report.headline.metric.split(".")[1]
+        plan = plan_report(report, TEMPLATES, host=host())
+        assert isinstance(plan, Plan), plan
+        assert plan.argv[1] == f"--{stressor}" and plan.report_metric == report.headline.metric
+        assert any(f"test {stressor} is read from the headline metric" in note for note in plan.notes)
+        hostile = dataclasses.replace(report, headline=dataclasses.replace(
+            report.headline, metric="stress-ng.rm-rf.ops_per_sec"))
+        refused = plan_report(hostile, TEMPLATES, host=host())
+        assert isinstance(refused, Refusal) and "rm-rf is not one of the choices" in refused.reason
+
+
 def corpus_report(name: str) -> Report:
     path = SHARED / "corpus" / "messages" / name
     if not path.exists():
