@@ -419,6 +419,137 @@ def _lkp_json(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> dict[st
     return metrics
 
 
+# --- benchmarks a lab installs itself ---------------------------------------------------------
+# Each reads the output lkp-tests' programs/<tool>/parse reads and yields its metrics under the
+# names LKP reports them by (<tool>.<name>), with the same values.
+
+def _will_it_scale_csv(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> dict[str, float]:
+    """runtest.py's `tasks,processes,processes_idle,threads,threads_idle,linear` rows: per task
+    count N `will-it-scale.N.<column>`, and over the counts run per_process_ops and
+    per_thread_ops (the mean of operations per task, whole), workload (all operations) and
+    scalability (the last count's processes over linear). A count whose processes and threads
+    both did nothing (a test that failed) is left out, as lkp-tests leaves it."""
+    text = _text(stdout)
+    metrics: dict[str, float] = {}
+    names: list[str] = []
+    per_process: list[float] = []
+    per_thread: list[float] = []
+    scalability: list[float] = []
+    workload = 0.0
+    for line in text.splitlines():
+        line = line.strip()
+        if re.fullmatch(r"[a-z_,]+", line):
+            names = line.split(",")[1:]
+        elif re.fullmatch(r"[0-9.,]+", line) and names:
+            tasks, *values = line.split(",")
+            if tasks == "0" or len(values) < 3:
+                continue
+            processes, threads = _whole(values[0]), _whole(values[2])
+            if processes == 0 and threads == 0:
+                continue
+            linear = _whole(values[-1])
+            if linear != 0 and tasks != "1":
+                scalability.append(float(values[0]) / linear)
+            per_process.append(processes / int(tasks))
+            per_thread.append(threads / int(tasks))
+            workload += processes + threads
+            metrics.update({f"will-it-scale.{tasks}.{name}": float(value)
+                            for name, value in zip(names, values, strict=False)})
+    if not per_process:
+        raise OutputError(parser, "no 'tasks,processes,…' row of a task count that ran" + _tail(text))
+    if scalability:
+        metrics["will-it-scale.scalability"] = scalability[-1]
+    metrics["will-it-scale.per_process_ops"] = float(int(_mean(per_process)))
+    metrics["will-it-scale.per_thread_ops"] = float(int(_mean(per_thread)))
+    if workload:
+        metrics["will-it-scale.workload"] = float(int(workload))
+    return metrics
+
+
+def _filebench_text(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> dict[str, float]:
+    """The `IO Summary: N ops N ops/s R/W rd/wr N mb/s N ms/op` line: filebench.sum_operations,
+    sum_operations/s, sum_reads/s, sum_writes/s, sum_bytes_mb/s and sum_time_ms/op (of the last
+    summary, should there be several)."""
+    text = _text(stdout)
+    found = re.findall(r"IO Summary:\s+(\d+)\s+ops\s+([\d.]+)\s+ops/s\s+(\d+)/(\d+)\s+rd/wr\s+([\d.]+)mb/s"
+                       r"\s+([\d.]+)ms/op", text)
+    if not found:
+        raise OutputError(parser, "no 'IO Summary: … ops/s … rd/wr … mb/s … ms/op' line" + _tail(text))
+    names = ("sum_operations", "sum_operations/s", "sum_reads/s", "sum_writes/s", "sum_bytes_mb/s",
+             "sum_time_ms/op")
+    return {f"filebench.{name}": float(value) for name, value in zip(names, found[-1], strict=True)}
+
+
+def _fxmark_text(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> dict[str, float]:
+    """fxmark's `# ncpu secs works works/sec …` header and the row after it: each column as
+    fxmark.<column> (dots in column names written `_`: real_sec), or, under run-fxmark.py's
+    `## media:fs:test:ncpu:directio` line, as fxmark.<media>_<fs>_<test>_<ncpu>_<directio>.<column>
+    (a row whose ncpu is not the line's is skipped), as lkp-tests' parse names them. Columns that
+    are no number (`-nan` of a run that did nothing) are left out."""
+    lines = _text(stdout).splitlines()
+    metrics: dict[str, float] = {}
+    name: str | None = None
+    cpu: str | None = None
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        if re.match(r"## (hdd|ssd|nvme|mem)", line):
+            name, cpu = line[3:].replace(":", "_"), line.split(":")[-2]
+        elif line.startswith("# ncpu"):
+            columns = line[2:].replace(".", "_").split()
+            while index < len(lines) and not lines[index].strip():
+                index += 1
+            if index == len(lines):
+                break
+            row = lines[index].split()
+            index += 1
+            if name is not None and row[:1] != [cpu]:
+                continue
+            prefix = f"fxmark.{name}." if name is not None else "fxmark."
+            metrics.update({prefix + column: float(value) for column, value in zip(columns, row, strict=False)
+                            if re.match(r"\d", value)})
+    if not metrics:
+        raise OutputError(parser, "no '# ncpu secs works works/sec' header with a row of figures"
+                          + _tail(_text(stdout)))
+    return metrics
+
+
+def _unixbench_text(parser: str, stdout: bytes, files: Mapping[str, bytes]) -> dict[str, float]:
+    """UnixBench's report as lkp-tests' parse reads it: unixbench.throughput (the last test's
+    result: its `… N KBps|lps|lpm|score (N s, N samples)` line or its index table's RESULT),
+    unixbench.score (the `Benchmarks Index Score`) and unixbench.workload (throughput × the
+    seconds between the `Benchmark Run:` times, over midnight too)."""
+    lines = _text(stdout).splitlines()
+    throughput: float | None = None
+    score: float | None = None
+    seconds: float | None = None
+    for index, line in enumerate(lines):
+        if run := re.match(r"Benchmark Run: .+ (\d+):(\d+):(\d+) - (\d+):(\d+):(\d+)$", line):
+            start, end = (int(run[at]) * 3600 + int(run[at + 1]) * 60 + int(run[at + 2]) for at in (1, 4))
+            seconds = float(end - start if end > start else end + 86400 - start)
+        elif re.match(r".+ Benchmarks .*Index .* INDEX$", line):
+            following = lines[index + 1].split() if index + 1 < len(lines) else []
+            if following:
+                throughput = float(following[-2])
+        elif result := re.match(r".+? ([\d.]+) (KBps|lps|lpm|score)\s+\([\d.]+ s, \d+ samples?\)", line):
+            throughput = float(result[1])
+        elif index_score := re.match(r".+ Benchmarks Index Score .* ([0-9.]+)$", line):
+            score = float(index_score[1])
+    if throughput is None or seconds is None:
+        raise OutputError(parser, "no 'Benchmark Run:' times or no test result" + _tail(_text(stdout)))
+    metrics = {"unixbench.throughput": throughput, "unixbench.workload": seconds * throughput}
+    if score is not None:
+        metrics["unixbench.score"] = score
+    return metrics
+
+
+def _whole(text: str) -> int:
+    """The leading whole number of a field, as Ruby's String#to_i reads it (`0.04` -> 0)."""
+    match = re.match(r"\s*([-+]?\d+)", text)
+    return int(match.group(1)) if match else 0
+
+
 PARSERS: Mapping[str, Callable[[str, bytes, Mapping[str, bytes]], dict[str, float]]] = MappingProxyType({
     "fio-json": _fio_json,
     "sysbench-text": _sysbench_text,
@@ -429,6 +560,10 @@ PARSERS: Mapping[str, Callable[[str, bytes, Mapping[str, bytes]], dict[str, floa
     "lkp-json": _lkp_json,
     "dbench-text": _dbench_text,
     "postmark-text": _postmark_text,
+    "will-it-scale-csv": _will_it_scale_csv,
+    "filebench-text": _filebench_text,
+    "fxmark-text": _fxmark_text,
+    "unixbench-text": _unixbench_text,
 })
 
 

@@ -210,6 +210,8 @@ def plan_command(command: str, templates: Templates, scratch_dir: str = SCRATCH,
     try:
         parsed = parse_command(command, templates)
         template = parsed.template
+        if template.tool and host.tool(template.tool) is None:
+            return _no_tool(template, "human-command", message_id)
         notes = list(parsed.notes)
         scaled: list[str] = []
         raw: dict[str, tuple[str | None, str]] = {}
@@ -236,6 +238,13 @@ def _from_script(plan: Plan, report: Report, command: str, lkp_refusal: Refusal 
     why = f" (its LKP parameters gave none: {lkp_refusal.reason})" if lkp_refusal else ""
     return replace(plan, source="reproduce-script",
                    notes=(f"planned from the benchmark line of {script}{why}", *plan.notes))
+
+
+def _no_tool(template: Template, source: str, message_id: str | None) -> Refusal:
+    """A template of a benchmark the lab installs itself, on a host that does not list it."""
+    return Refusal(f"the {template.name} template needs {template.tool}, which this host does not list "
+                   f"under tools in hosts.toml", (f"a host with {template.tool} installed "
+                   f'(tools = {{ "{template.tool}" = "/path" }})',), source, message_id)
 
 
 def _commands(report: Report) -> list[str]:
@@ -270,6 +279,8 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
     if template is None:
         return Refusal(f"testcase {testcase} has no template", (f"a template for testcase {testcase}",),
                        source, message_id)
+    if template.tool and host.tool(template.tool) is None:
+        return _no_tool(template, source, message_id)
     notes: list[str] = []
     scaled: list[str] = []
     for item in template.lkp_from_headline:
@@ -331,6 +342,7 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
                 values[spec.name] = count
                 continue
             values[spec.name] = _convert(spec, raw, label, scratch_dir, notes)
+        _from_headline(template, values, labels, report, scratch_dir, notes)
         # Totals divided by other parameters: those are fitted to the host first.
         _defaults(template, values)
         # what the report's machine ran: a share of its threads, within the template's maximum
@@ -417,6 +429,35 @@ def plan_lkp_job(report: Report, templates: Templates, scratch_dir: str, host: H
         runs_on=job.runs_on, storage_differs=job.storage_differs,
         files=((job_path.replace(SCRATCH, scratch_dir), job.text.replace(SCRATCH, scratch_dir)),),
     )
+
+
+def _from_headline(template: Template, values: dict[str, Any], labels: dict[str, str], report: Report,
+                   scratch_dir: str, notes: list[str]) -> None:
+    """Parameters the report names only in its headline metric's name: fxmark's core count in
+    `fxmark.hdd_btrfs_MWCL_9_bufferedio.works/sec`, read where a metric's LKP name holds
+    `{ncore}`. Each value is checked against its parameter like any other."""
+    if report.headline is None:
+        return
+    name = report.headline.metric
+    for spec in template.metrics:
+        for pattern in spec.lkp:
+            wanted = [other for other in placeholders(pattern) if other not in values]
+            if not wanted:
+                continue
+            regex = ""
+            for literal, other in re.findall(r"([^{]*)(?:\{([A-Za-z_][A-Za-z0-9_]*)\})?", pattern):
+                regex += ".*".join(re.escape(part) for part in literal.split("*"))
+                if other:
+                    regex += re.escape(str(values[other])) if other in values else f"(?P<{other}>[A-Za-z0-9-]+)"
+            found = re.fullmatch(regex, name)
+            if found is None:
+                continue
+            for other in wanted:
+                label = f"the headline metric {name}"
+                values[other] = _convert(template.param(other), found.group(other), label, scratch_dir, notes)
+                labels[other] = label
+                notes.append(f"{other} {found.group(other)} is read from {label}")
+            return
 
 
 # --- shared: values, scaling, argv, metric ------------------------------------------------------
@@ -677,7 +718,9 @@ def _finish(template: Template, values: dict[str, Any], order: list[str] | None,
     per_unit = dict(template.lkp_per_unit) if source != "human-command" else None
     options = _option_words(template, values, ordered, per_unit)
     rendered = {name: _render(template.param(name), value) for name, value in values.items()}
-    argv = _expand(template.argv, options, rendered, scratch_dir)
+    # "{tool}": where the host keeps the lab-installed benchmark (checked by the callers)
+    where = {**rendered, "tool": host.tool(template.tool) or ""} if template.tool else rendered
+    argv = _expand(template.argv, options, where, scratch_dir)
     notes.extend(template.caveats)
     metric, report_metric, change, better = _metric(template, rendered, report, notes)
     durations = [values[spec.name] for spec in template.params
@@ -689,8 +732,8 @@ def _finish(template: Template, values: dict[str, Any], order: list[str] | None,
         template=template.name, argv=argv, metric=metric.name, better=better, parser=template.parser,
         timeout_seconds=timeout, source=source, message_id=message_id, report_metric=report_metric,
         reported_change_percent=change, scaled=tuple(scaled), notes=tuple(notes),
-        setup_argv=_expand(template.setup_argv, options, rendered, scratch_dir) if template.setup_argv else (),
-        cleanup_argv=_expand(template.cleanup_argv, options, rendered, scratch_dir) if template.cleanup_argv else (),
+        setup_argv=_expand(template.setup_argv, options, where, scratch_dir) if template.setup_argv else (),
+        cleanup_argv=_expand(template.cleanup_argv, options, where, scratch_dir) if template.cleanup_argv else (),
         parameters=tuple(sorted(rendered.items())),
         output_metric=_fill(metric.output, {**rendered, "report_metric": report_metric or ""}),
         collect=tuple(item.replace(SCRATCH, scratch_dir) for item in template.collect),

@@ -22,18 +22,21 @@ TEMPLATES_DIR = "reproducers"
 
 # Output parsers implemented in triagebot/reproduce/outputs.py.
 PARSERS = ("fio-json", "sysbench-text", "stress-ng-yaml", "fs_mark-text", "hackbench-text",
-           "perf-bench-text", "lkp-json", "dbench-text", "postmark-text")
+           "perf-bench-text", "lkp-json", "dbench-text", "postmark-text",
+           "will-it-scale-csv", "filebench-text", "fxmark-text", "unixbench-text")
 PARAM_TYPES = ("int", "enum", "size", "duration", "path", "bool", "name")
 SCALES = ("threads", "scratch", "memory", "cap")
 BETTER = ("higher", "lower")
 SCRATCH = "{scratch}"
 # Lists of names a host gives (triagebot.rules.self_describe): an enum may take its choices from one.
 HOST_CHOICES = ("stressors",)
+# What a lab tool's setup_argv / cleanup_argv may run besides the tool itself.
+TOOL_SETUP_PROGRAMS = ("sed",)
 
 _TOP_KEYS = ("program", "subcommand", "description", "parser", "timeout_seconds", "value_style",
              "long_only", "argv", "setup_argv", "cleanup_argv", "trailing", "primary_metric",
              "primary_when", "params", "aliases", "drop", "refuse", "metrics", "lkp",
-             "lkp_metrics", "scratch_fraction", "memory_fraction", "collect", "input", "caveats")
+             "lkp_metrics", "scratch_fraction", "memory_fraction", "collect", "input", "caveats", "tool")
 _PARAM_KEYS = ("type", "flag", "min", "max", "choices", "default", "kind", "scale", "per_thread",
                "times", "cap", "format", "reserved", "tasks", "tasks_times", "assume", "relative",
                "host_choices")
@@ -222,6 +225,9 @@ class Template:
     caveats: tuple[str, ...] = ()   # what every plan of this template says of itself (postmark's timer)
     scratch_fraction: float = 0.5   # the share of the host's scratch space a plan may fill
     memory_fraction: float = 0.25   # the share of the host's memory a plan may allocate
+    # A benchmark the lab installed itself (hosts.toml `tools`): the template plans only on a host
+    # that lists it, and "{tool}" in its argv is where that host keeps it.
+    tool: str | None = None
 
     def param(self, name: str) -> ParamSpec:
         return next(spec for spec in self.params if spec.name == name)
@@ -333,6 +339,9 @@ def template_from(name: str, file: RulesFile) -> Template:
         top.fail(f"program must be a program name (no path, no spaces), not {program!r}", "program")
     subcommand = _words(top, "subcommand")
     parser = top.choice("parser", PARSERS, None)
+    tool = top.get("tool")
+    if tool is not None and (not isinstance(tool, str) or not _WORD.match(tool)):
+        top.fail(f"tool must be the name a host lists under tools, not {tool!r}", "tool")
     timeout = top.whole("timeout_seconds", 900, 1, 86400)
     value_style = top.choice("value_style", ("equals", "separate"), "equals")
     long_only = top.boolean("long_only", False)
@@ -349,9 +358,9 @@ def template_from(name: str, file: RulesFile) -> Template:
             if other not in names or params_table[other].get("type") != "enum":
                 where.fail(f"flag {spec.flag!r} must name an enum parameter")
 
-    argv = _argv(top, "argv", program, subcommand, names, required=True)
-    setup_argv = _argv(top, "setup_argv", program, subcommand, names)
-    cleanup_argv = _argv(top, "cleanup_argv", program, subcommand, names)
+    argv = _argv(top, "argv", program, subcommand, names, required=True, tool=tool)
+    setup_argv = _argv(top, "setup_argv", program, subcommand, names, tool=tool)
+    cleanup_argv = _argv(top, "cleanup_argv", program, subcommand, names, tool=tool)
     trailing = _words(top, "trailing")
 
     aliases_table = file.table("aliases")
@@ -437,7 +446,7 @@ def template_from(name: str, file: RulesFile) -> Template:
         input_path=input_path, input_lines=input_lines, caveats=_caveats(top),
         lkp_metrics=bool(top.get("lkp_metrics", False)),
         scratch_fraction=top.number("scratch_fraction", 0.5, 0, 1, above=True),
-        memory_fraction=top.number("memory_fraction", 0.25, 0, 1, above=True),
+        memory_fraction=top.number("memory_fraction", 0.25, 0, 1, above=True), tool=tool,
     )
     # Template literal options may not collide with what a pasted command could set.
     for option in template.allowed_options():
@@ -485,7 +494,7 @@ def _words(section: Section, key: str) -> tuple[str, ...]:
 
 
 def _argv(top: Section, key: str, program: str, subcommand: tuple[str, ...], names: set[str],
-          required: bool = False) -> tuple[str, ...]:
+          required: bool = False, tool: str | None = None) -> tuple[str, ...]:
     value = top.get(key)
     if value is None and not required:
         return ()
@@ -493,10 +502,20 @@ def _argv(top: Section, key: str, program: str, subcommand: tuple[str, ...], nam
         top.fail(f"{key} must be a list of strings, not a shell string", key)
     if not isinstance(value, list) or not value or not all(isinstance(item, str) for item in value):
         top.fail(f"{key} must be a non-empty list of strings, not {value!r}", key)
-    if tuple(value[:1 + len(subcommand)]) != (program, *subcommand):
+    if tool is not None:
+        # a lab tool's program lives where the host keeps the tool: `{tool}/runtest.py`, or run
+        # by an interpreter (`python3 ./runtest.py`) in that directory (`env -C {tool}`); its
+        # set-up may be a copy of the tool's own input made by sed (filebench's workload)
+        if key != "argv" and value[0] in TOOL_SETUP_PROGRAMS:
+            pass
+        elif not any(item == program or item.endswith("/" + program) for item in value):
+            top.fail(f"{key} must run the program {program!r} (as {program} or {{tool}}/{program})", key)
+    elif tuple(value[:1 + len(subcommand)]) != (program, *subcommand):
         top.fail(f"{key} must start with the program and subcommand {[program, *subcommand]!r}", key)
     for item in value:
         for name in placeholders(item):
+            if name == "tool" and tool is not None:
+                continue
             if name not in names and name not in ("scratch", "options"):
                 top.fail(f"{key}: {item!r} names unknown parameter {name!r}", key)
         if "{options}" in item and item != "{options}":
