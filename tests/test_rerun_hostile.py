@@ -124,6 +124,20 @@ def test_benchmarks_run_in_scratch_with_tmpdir_there_and_under_the_hosts_limits(
     assert any(event.startswith("limits: processes ") for event in record.events)
 
 
+@needs
+def test_a_failing_sample_still_gets_the_plans_cleanup(tmp_path: Path) -> None:
+    """The cleanup (here `fio --version`, standing for `lkp rm-path` of lkp's result root) runs
+    after every attempt that started, the failed ones too, and the run still says why it failed."""
+    plan = dataclasses.replace(fio_on_a_directory(), cleanup_argv=("fio", "--version"))
+    host = plain_host(tmp_path)
+    executor = TracingExecutor(LocalExecutor(host.scratch_dir))
+    record = rerun(plan, host, executor, "v6.8", "v6.8", rounds=LookSchedule(rounds=(6,)))
+    assert record.status == "error" and "Is a directory" in (record.error or "")
+    commands = [("cleanup" if argv == ("fio", "--version") else "sample") for argv, _ in executor.calls
+                if argv[0] == "fio"]
+    assert commands == ["sample", "cleanup"] * 3  # three attempts of the first sample, each cleaned up
+
+
 def test_the_issues_hackbench_fits_a_224_thread_host() -> None:
     command = "hackbench -g 1000 -f 1000 -l 10000000 -s 1048576 -P"
     plan = plan_command(command, TEMPLATES, host=HostShape(threads=224, memory_gb=512))

@@ -168,7 +168,7 @@ class Runner:
 
     def _one(self) -> tuple[float, float, str, dict[str, float]]:
         scratch = self.executor.make_scratch()
-        prepared = False
+        prepared = started = False
         try:
             for step in self.plan.prepare_steps:
                 self._host_step(step, scratch, "prepare")
@@ -176,6 +176,7 @@ class Runner:
             prepared = bool(self.plan.prepare_steps)
             for path, text in self.plan.files:  # the program's input (a job file), built from the plan's values
                 self.executor.put_file(path.replace(SCRATCH, scratch), text.replace(SCRATCH, scratch).encode("utf-8"))
+            started = True  # from here the plan's cleanup runs, whatever happens to the sample
             if self.plan.setup_argv:
                 setup = self.executor.run(_fill(self.plan.setup_argv, scratch), timeout=self.plan.timeout_seconds,
                                           cwd=scratch, env=_scratch_env(scratch), limits=self.limits)
@@ -192,17 +193,28 @@ class Runner:
             if self.plan.output_metric not in metrics:
                 raise OutputError(self.plan.parser, f"the output has no {self.plan.output_metric} "
                                                     f"(it has {', '.join(sorted(metrics)) or 'none'})")
-            if self.plan.cleanup_argv:
-                self.executor.run(_fill(self.plan.cleanup_argv, scratch), timeout=self.plan.timeout_seconds,
-                                  cwd=scratch, env=_scratch_env(scratch), limits=self.limits)
             return metrics[self.plan.output_metric], completed.seconds, \
                 completed.stdout[:MAX_KEPT_OUTPUT].decode("utf-8", "replace"), metrics
         finally:
             try:
-                if prepared:
-                    self._release(scratch, self.plan.release_steps)
+                if started and self.plan.cleanup_argv:
+                    self._cleanup(scratch)
             finally:
-                self.executor.remove_scratch(scratch)
+                try:
+                    if prepared:
+                        self._release(scratch, self.plan.release_steps)
+                finally:
+                    self.executor.remove_scratch(scratch)
+
+    def _cleanup(self, scratch: str) -> None:
+        """The plan's cleanup (sysbench's file removal, `lkp rm-path` of lkp's result root), after
+        every sample that started, failed or not: a failed lkp sample would otherwise leave its
+        result root behind. Its own failure does not hide the sample's outcome."""
+        try:
+            self.executor.run(_fill(self.plan.cleanup_argv, scratch), timeout=self.plan.timeout_seconds,
+                              cwd=scratch, env=_scratch_env(scratch), limits=self.limits)
+        except ExecutorError:
+            pass  # the host is gone (the sample reports that) or the cleanup could not start
 
     def sample(self, role: str, commit: str, index: int, record: RunRecord) -> Sample:
         problems = []
