@@ -41,3 +41,27 @@ def test_a_signed_change_takes_the_unit_of_the_rates_above_it() -> None:
             "So, it is -31.8% performance down with the commit.\n")
     assert reported_headline(text) == Headline("MiB/s", -31.8, "regression")
     assert reported_headline("So, it is -31.8% performance down with the commit.\n") is None  # no values
+
+
+def test_a_percentage_with_a_tilde_a_range_or_the_sign_in_a_word_before_it() -> None:
+    assert reported_headline("fs_mark files/sec down ~18% since v6.8-rc1.\n") == \
+        Headline("files/s", -18.0, "regression")
+    assert reported_headline("Writes are 20-25% slower, about 1200 IOPS now.\n") == Headline("IOPS", -22.5,
+                                                                                              "regression")
+    assert reported_headline("IOPS dropped by about 30% on 6.9.\n") == Headline("IOPS", -30.0, "regression")
+
+
+def test_a_quantity_before_and_after() -> None:
+    # a latency maximum, a kernel thread's CPU time, a run time in minutes
+    assert reported_headline("Max latency 4.1 ms before, 126 ms after the change.\n") == \
+        Headline("ms", 2973.2, "regression")
+    assert reported_headline("kworker/u16:2 CPU time before: 2.1 seconds, after: 41.7 seconds.\n") == \
+        Headline("s", 1885.7, "regression")
+    assert reported_headline("An untar went from 3 minutes to 12 minutes (4x).\n") == \
+        Headline("min", 300.0, "regression")
+    assert reported_headline("fio: clat (usec): min=3, max=1053, avg=4.60\n") is None  # fio's min= is no run time
+
+
+def test_before_and_after_reverting_is_read_the_other_way_round() -> None:
+    text = "I see 510 MB/s before and 590 MB/s after reverting it on top of v6.8.\n"
+    assert reported_headline(text) == Headline("MB/s", -13.6, "regression")

@@ -32,13 +32,23 @@ UNITS = {
     "µs": ("us", "lower"), "seconds": ("s", "lower"), "secs": ("s", "lower"), "sec": ("s", "lower"),
     "mb/sec": ("MB/s", "higher"), "gb/sec": ("GB/s", "higher"), "kb/sec": ("KB/s", "higher"),
     "mib/sec": ("MiB/s", "higher"), "gib/sec": ("GiB/s", "higher"), "kib/sec": ("KiB/s", "higher"),
+    "minutes": ("min", "lower"), "mins": ("min", "lower"), "min": ("min", "lower"),
 }
 # Bytes per unit of a rate, to compare "2.9 gb/sec" with "949 mb/sec".
 _RATE_BYTES = {"KB/s": 1e3, "MB/s": 1e6, "GB/s": 1e9, "KiB/s": 1024.0, "MiB/s": 1024.0 ** 2, "GiB/s": 1024.0 ** 3}
 _UNIT = (r"(events/sec|events/s|ops/sec|ops/s|files/sec|files/s|kIOPS|IOPS|iops|MiB/s|MB/s|GiB/s|GB/s|KiB/s|"
-         r"KB/s|kB/s|[KkMmGg]i?[Bb]/sec|msec|ms|usec|us|µs|seconds|secs|sec)(?![\w/])")
+         r"KB/s|kB/s|[KkMmGg]i?[Bb]/sec|msec|ms|usec|us|µs|seconds|secs|sec|minutes|mins|min)(?![\w/=])")
 # "1780 events/s", and the quantity of a change in words: "20% less IOPS".
-_VALUE_UNIT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s*+[kKM]?\s*+" + _UNIT + r"|%\s+(?:less|fewer|more)\s+" + _UNIT)
+_VALUE_UNIT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s*+[kKM]?\s*+" + _UNIT + r"|%\s+(?:less|fewer|more)\s+" + _UNIT
+                         + r"|(?<![\w/])" + _UNIT + r"\s+(?=(?:went\s+)?(?:down|up|dropped|drops|fell|decreased|"
+                         r"increased)\b)")
+# "files/sec down ~18%", "IOPS dropped by about 30%": the word before the change says its sign.
+_PREFIX_WORDED = re.compile(r"\b(down|up|dropped|drops|fell|decreased|increased)\s+(?:by\s+)?"
+                            r"(?:about\s+|around\s+|roughly\s+|~\s*)?(\d+(?:\.\d+)?)\s*%")
+_PREFIX_SIGN = {"down": -1, "dropped": -1, "drops": -1, "fell": -1, "decreased": -1, "up": 1, "increased": 1}
+# "20-25% slower", "a 5-10% drop": a range, read as its middle ("up to 2-3%" is a bound, not a change).
+_RANGE_PERCENT = re.compile(r"(?<![\w.+−-])(?<!up to )(\d+(?:\.\d+)?)\s*(?:-|–|to)\s*(\d+(?:\.\d+)?)\s*%"
+                            r"(?:\s+[\w/-]+){0,2}?\s+(\w+)")
 _SIGNED_PERCENT = re.compile(r"(?<![\w.])([-+−])\s?(\d+(?:\.\d+)?)\s*%")
 # "20% less IOPS", "a 22% slowdown", "about 25% slower": a word at most two words after it.
 _WORDED_PERCENT = re.compile(r"(?<![\w.+−-])(\d+(?:\.\d+)?)\s*%(?:\s+[\w/-]+){0,2}?\s+(\w+)")
@@ -49,6 +59,14 @@ _BETTER_WORDS = {"faster", "speedup", "improvement", "better", "gain"}
 MAX_SENTENCE = 400  # characters; longer runs are logs or tables, not a statement of the result
 
 
+# "max latency 4.1 ms before, 126 ms after", "kworker CPU time before: 2.1 seconds, after: 41.7
+# seconds", "before 3 minutes … after 12 minutes": the same quantity before and after a change.
+_BEFORE_AFTER = re.compile(
+    r"(?<![\w.])(\d+(?:\.\d+)?)\s*" + _UNIT + r"\s+before\b[^.;\n]{0,40}?(?<![\w.])(\d+(?:\.\d+)?)\s*" + _UNIT
+    + r"\s+after\b"
+    r"|\bbefore\b[:,]?\s+(?:[\w-]+\s+){0,4}?(\d+(?:\.\d+)?)\s*" + _UNIT + r"[^.;]{0,80}?\bafter\b[:,]?\s+"
+    r"(?:[\w-]+\s+){0,4}?(\d+(?:\.\d+)?)\s*" + _UNIT)
+REVERT_REACH = 30  # characters after a before/after pair where "reverting" turns it round
 # "has slowed from about 2.9 gb/sec to about 949 mb/sec": a value before and after, in words.
 _FROM_TO = re.compile(r"\bfrom\s+(?:about\s+|around\s+|~\s*)?(\d+(?:\.\d+)?)\s*" + _UNIT +
                       r"\s+to\s+(?:about\s+|around\s+|~\s*)?(\d+(?:\.\d+)?)\s*" + _UNIT)
@@ -66,6 +84,15 @@ def reported_headline(own_text: str) -> Headline | None:
         headline = _unitless_change(own_text)
         if headline is not None:
             return headline
+    if "before" in own_text and "after" in own_text:
+        for match in _BEFORE_AFTER.finditer(own_text):
+            values = [group for group in match.groups() if group is not None]
+            if "revert" in own_text[match.start():match.end() + REVERT_REACH].lower():
+                # "510 MB/s before and 590 MB/s after reverting it": before is the suspect kernel
+                values = values[2:] + values[:2]
+            headline = _before_after(float(values[0]), values[1], float(values[2]), values[3])
+            if headline is not None:
+                return headline
     headline = kernel_results_headline(own_text) or _kernels_in_prose(own_text)
     if headline is not None:
         return headline
@@ -196,8 +223,7 @@ def _version(text: str) -> tuple[int, ...]:
 
 
 def _sentence_headline(sentence: str) -> Headline | None:
-    units = {UNITS[(after_value or after_change).lower()]
-             for after_value, after_change in _VALUE_UNIT.findall(sentence)}
+    units = {UNITS[next(unit for unit in found if unit).lower()] for found in _VALUE_UNIT.findall(sentence)}
     if len(units) != 1:
         return None
     (unit, better), = units
@@ -206,6 +232,12 @@ def _sentence_headline(sentence: str) -> Headline | None:
         change = _worded_change(float(number), word.lower(), better)
         if change is not None:
             changes.add(change)
+    for low, high, word in _RANGE_PERCENT.findall(sentence):
+        change = _worded_change(round((float(low) + float(high)) / 2, 1), word.lower(), better)
+        if change is not None:
+            changes.add(change)
+    for word, number in _PREFIX_WORDED.findall(sentence):
+        changes.add(_PREFIX_SIGN[word.lower()] * float(number))
     if len(changes) != 1:
         return None
     change = changes.pop()
