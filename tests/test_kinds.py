@@ -18,7 +18,7 @@ from triagebot.cli.list import _kinds
 from triagebot.parse.classify import classify
 from triagebot.parse.report import parse_message
 from triagebot.parse.thread import REPORT_KINDS as THREAD_REPORT_KINDS
-from triagebot.records import KINDS, Source, report_from_json, report_to_json
+from triagebot.records import KINDS, Headline, Source, report_from_json, report_to_json
 from triagebot.rules.settings import load_settings
 from triagebot.store.sqlite import SqliteStore
 
@@ -98,3 +98,15 @@ def test_the_daemon_takes_on_performance_reports_but_never_a_bug_report(tmp_path
         assert admitted == [records[0]["message_id"]]
         assert store.get_triage(records[1]["message_id"]) is None  # stored, never taken on
         assert store.get_record(records[1]["message_id"])["kind"] == "human-bug"
+
+
+def test_a_slowdown_in_the_body_with_a_bare_sha_is_a_report_with_its_culprit() -> None:
+    raw = _mail("ext4 buffered writes on 6.9",
+                "Buffered writes are much slower than before: on 6.9 fio gives 410 MB/s, on 6.8 it gave\n"
+                "530 MB/s. A git bisect points at\n\n  3c5d9a7e21b04f6d8e9a0b1c2d3e4f5a6b7c8d9e\n\nThanks.\n",
+                "bare-sha@example.org")
+    report = parse_message(raw, Source("eml"))
+    assert report.kind == "human-report"
+    assert [(commit.sha, commit.role) for commit in report.commits] == \
+        [("3c5d9a7e21b04f6d8e9a0b1c2d3e4f5a6b7c8d9e", "culprit")]
+    assert report.headline == Headline("MB/s", -22.6, "regression")
