@@ -53,6 +53,9 @@ BUGZILLA = "bugzilla-daemon@kernel.org"
     ("[PATCH] fstests: add a regression test for a slowdown", PERSON, "diff --git a/x b/x", "other"),
     ("[GIT PULL] ext4 regression fixes", PERSON, "please pull", "other"),
     ("[nfs-utils 1/2] Fix build failure with old glibc", PERSON, "x\nSigned-off-by: Y <y@z>", "other"),
+    # a discussion that renamed its thread is no new report
+    ("Who owns the bug tracker - account creation broken? Re: Who owns it?", PERSON, "no mail comes", "other"),
+    ("journal_info got nested! (was Re: [syzbot] general protection fault in jbd2)", PERSON, "analysis", "other"),
     ("merge extent blocks when possible", PERSON,
      "From 0dd791c266e2d00c3217d0f1b836abdbfd4f146f Mon Sep 17 00:00:00 2001\n0.6% slower than before 6.8",
      "other"),

@@ -12,11 +12,14 @@ import re
 # `BUILD SUCCESS` (a dozen a year on each list) carry no "we noticed" sentence.
 ROBOT_SENDERS = re.compile(r"kernel test robot|\blkp@intel\.com|bugzilla-daemon@", re.IGNORECASE)
 # Subjects that are never a person's report: a patch or series (also "[PATCH] …: fix regression
-# in …", "[PATCH] fstests: add a regression test"), a pull request, an announcement.
+# in …", "[PATCH] fstests: add a regression test"), a pull request, an announcement, a robot's
+# digest, and a discussion that renamed its thread.
 NOT_A_REPORT_SUBJECT = re.compile(
     r"^\s*(?:\[[^\]]*\]\s*)*?\[(?:[^\]]*\b(?:PATCH|RFC|PULL)\b[^\]]*|ANNOUNCE[^\]]*)\]"
     r"|^\s*(?:\[[^\]]*\]\s*)*(?:GIT PULL|ANNOUNCE)\b"
-    r"|\bBUILD (?:REGRESSION|SUCCESS)\b",
+    r"|\bBUILD (?:REGRESSION|SUCCESS)\b"
+    # a thread renamed mid-way: "Who owns bugzilla…? Re: How owns …", "… (was Re: [syzbot] …)"
+    r"|\S\s+\(?(?:was:?\s+)?(?:Re|Fwd?):\s",
     re.IGNORECASE,
 )
 # bugzilla.kernel.org: `[Bug N] New: <summary>` opens a report; every other `[Bug N] …` mail is
