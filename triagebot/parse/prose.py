@@ -31,6 +31,7 @@ _MEMORY_WORD = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(GiB|GB|G|TiB|TB)\s+(?:o
 _PRODUCT = re.compile(r"\b(?:Dell\s+Power[Ee]dge\s+[A-Z]{0,2}\d+\w*|HPE?\s+ProLiant\s+\w+(?:\s+Gen\d+)?|"
                       r"Lenovo\s+ThinkSystem\s+\w+|Supermicro\s+[\w-]+|Think[Pp]ad\s+\w+|"
                       r"[a-z]\d[a-z]{0,3}\.\d*x?large)\b", re.IGNORECASE)
+_PRODUCT_LITERALS = ("owerEdge", "oweredge", "ProLiant", "hinkSystem", "upermicro", "hinkpad", "hinkPad", "large")
 # What else of a machine a clause may state: its disk, a VM's size.
 _MACHINE_PART = re.compile(r"\b(?:NVMe|SSD|HDD|disk|drive|-smp|-m\s+\d+G|sockets?)\b", re.IGNORECASE)
 _CLAUSE_BREAK = re.compile(r";\s+|,\s+|:\s+(?=[A-Z0-9a-z])")
@@ -98,10 +99,12 @@ def hardware(text: str) -> TestMachine | None:
     best: str | None = None
     memory_only: str | None = None
     candidates = _hardware_candidates(text)
+    products = any(literal in text for literal in _PRODUCT_LITERALS)  # most mail names none
     at = 0
     for number, sentence in enumerate(candidates):
         has_cpu = _CPU_MODEL.search(sentence)
-        if has_cpu or (_thread_count(sentence, None) and _MEMORY_WORD.search(sentence)) or _PRODUCT.search(sentence):
+        if (has_cpu or (_thread_count(sentence, None) and _MEMORY_WORD.search(sentence))
+                or (products and _PRODUCT.search(sentence))):
             best, at = sentence, number
             break
         if memory_only is None and _MEMORY_WORD.search(sentence):
