@@ -107,7 +107,7 @@ def hardware(text: str) -> TestMachine | None:
                 or (products and _PRODUCT.search(sentence))):
             best, at = sentence, number
             break
-        if memory_only is None and _MEMORY_WORD.search(sentence):
+        if memory_only is None and _names_memory(sentence) and _MEMORY_WORD.search(sentence):
             memory_only = sentence  # "This test was done with 4GB of RAM": the memory alone
     chosen = best if best is not None else memory_only
     if chosen is None:
@@ -137,11 +137,19 @@ def _hardware_candidates(text: str) -> list[str]:
         joined = " ".join(part.split())
         if len(joined) <= 400:
             found.append(joined)
-        else:
+        elif any(literal in part for literal in _DUMP_LITERALS):
             found.extend(" ".join(line.split()) for line in part.split("\n") if line.strip() and len(line) <= 400)
         if len(found) >= 200:
             break
     return found[:200]
+
+
+_DUMP_LITERALS = ("CPU", "cpu", "model", "Model", "Xeon", "EPYC", "Ryzen")  # an inxi or lscpu dump names one
+_MEMORY_LITERALS = ("RAM", "ram", "emory", "EMORY", "DDR")
+
+
+def _names_memory(sentence: str) -> bool:
+    return any(literal in sentence for literal in _MEMORY_LITERALS)
 
 
 def _memory_gb(match: re.Match[str]) -> int:
