@@ -103,16 +103,16 @@ def hardware(text: str) -> TestMachine | None:
     at = 0
     for number, sentence in enumerate(candidates):
         has_cpu = _CPU_MODEL.search(sentence)
-        if (has_cpu or (_thread_count(sentence, None) and _MEMORY_WORD.search(sentence))
-                or (products and _PRODUCT.search(sentence))):
+        memory = _names_memory(sentence) and _MEMORY_WORD.search(sentence)  # a literal first: cheap
+        if has_cpu or (memory and _thread_count(sentence, None)) or (products and _PRODUCT.search(sentence)):
             best, at = sentence, number
             break
-        if memory_only is None and _names_memory(sentence) and _MEMORY_WORD.search(sentence):
+        if memory_only is None and memory:
             memory_only = sentence  # "This test was done with 4GB of RAM": the memory alone
     chosen = best if best is not None else memory_only
     if chosen is None:
         return None
-    memory = _MEMORY_WORD.search(chosen)
+    memory = _MEMORY_WORD.search(chosen) or None
     if memory is None and best is not None:
         # "The system has 1.5TiB memory … CPU's are four Intel Xeon Platinum 8268": the next sentence
         # or two about the same machine
