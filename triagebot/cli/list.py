@@ -57,7 +57,7 @@ def _kinds(selected: list[str] | None) -> list[str] | None:
         return None
     kinds: list[str] = []
     for kind in selected:
-        kinds.extend(("lkp-regression", "lkp-improvement", "lkp-functional", "human-report", "syzbot")
+        kinds.extend(("lkp-regression", "lkp-improvement", "lkp-functional", "human-report", "human-bug", "syzbot")
                      if kind == "reports" else (kind,))
     return kinds
 

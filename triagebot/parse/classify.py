@@ -3,6 +3,23 @@ from __future__ import annotations
 
 import re
 
+from triagebot.parse.kind_rules import (
+    BENCHMARK_NAME,
+    BUG_TITLE,
+    BUGZILLA_SUBJECT,
+    MEASURE,
+    NOT_A_REPORT_SUBJECT,
+    PATCH_BODY,
+    PERF_ANCHOR,
+    PERF_BODY,
+    PERF_BODY_GATE,
+    PERF_BODY_WINDOW,
+    PERF_TITLE,
+    REGRESSION_TITLE,
+    ROBOT_SENDERS,
+    TITLE_PREFIX,
+)
+
 _LKP_SENDER = re.compile(r"kernel test robot|lkp@intel\.com|oliver\.sang@intel\.com", re.IGNORECASE)
 # "lkp" then, anywhere after it, "@intel.com": two searches, where `\blkp\b.*@intel\.com` scanned
 # to the end once per "lkp" (quadratic in a From of many).
@@ -29,11 +46,6 @@ _SYZBOT_BODY = re.compile(r"syzbot (?:found|has found) the following")
 _REPLY_SUBJECT = re.compile(r"^\s*(?:re|aw|sv|antw)\s*+(?:\[\d+\])?\s*+:", re.IGNORECASE)
 _REPLY_PREFIXES = re.compile(r"^(?:\s*(?:re|aw|sv|antw)\s*+(?:\[\d+\])?\s*+:)+", re.IGNORECASE)
 _PATCH_SUBJECT = re.compile(r"^\s*\[[^\]]*\bPATCH\b", re.IGNORECASE)
-_REPORT_WORDS = re.compile(
-    r"\bregress(?:ion|ed|ions)?\b|\bperf(?:ormance)? (?:drop|degradation|loss|hit)\b|"
-    r"\bslow(?:er|down)\b|\bdrop in\b|\bbisected\b|\bfirst bad commit\b|\bBug \d+\]",
-    re.IGNORECASE,
-)
 
 
 def classify(subject: str, sender: str, own_text: str) -> str:
@@ -48,6 +60,9 @@ def classify(subject: str, sender: str, own_text: str) -> str:
     # A reply is a reply even when it quotes a whole report: the report is its parent.
     if is_reply:
         return "reply"
+    bugzilla = BUGZILLA_SUBJECT.match(subject) if "[Bug " in subject else None
+    if bugzilla and not bugzilla.group(1):
+        return "reply"  # a bugzilla comment mail: one comment in the thread its "New:" mail opened
     if _SYZBOT_BODY.search(head) or (_SYZBOT_SENDER.search(sender) and subject.startswith("[syzbot]")):
         return "syzbot"
     if _LKP_BODY.search(head) and (_lkp_sender(sender) or "kernel test robot" in head):
@@ -56,14 +71,52 @@ def classify(subject: str, sender: str, own_text: str) -> str:
             # LKP states the sign with the word: "regression" or "improvement" decides.
             return "lkp-regression" if perf.group(1) == "regression" else "lkp-improvement"
         return "lkp-functional"
-    # A patch series is not a report unless its cover letter says it answers a regression.
-    if _PATCH_SUBJECT.match(subject) and not re.search(r"\bregression\b", subject, re.IGNORECASE):
-        return "other"
-    if _REPORT_WORDS.search(subject) or (
-        _REPORT_WORDS.search(head[:1500]) and re.search(r"\b(?:fio|sysbench|fs_mark|bisect)", head)
-    ):
-        return "human-report"
-    return "other"
+    if bugzilla:
+        return human_kind(subject[bugzilla.end():], head, report_form=True)
+    if ROBOT_SENDERS.search(sender) or NOT_A_REPORT_SUBJECT.search(subject):
+        return "other"  # a robot's digest, a patch, a pull request, an announcement
+    return human_kind(subject, head)
+
+
+def human_kind(title: str, head: str, *, report_form: bool = False) -> str:
+    """A person's message: `human-report` (performance), `human-bug` (functional) or `other`.
+
+    `report_form` is a bug tracker's opening mail: a report whatever its title says.
+    """
+    says_regression = REGRESSION_TITLE.search(title)  # before the tags go: "[REGRESSION] ext4: …"
+    title = TITLE_PREFIX.sub("", title, count=1)
+    perf = PERF_TITLE.search(title)
+    bug = BUG_TITLE.search(title)
+    if perf and not bug:
+        return "human-report"  # the title complains of speed: "Massive slowdown …"
+    if not report_form and _has_patch(head):
+        return "other"  # a patch posted without a [PATCH] tag: a sign-off or a diff
+    if bug and not perf:
+        return "human-bug"  # the title names a failure: a hang, a splat, corruption
+    if perf or says_regression or report_form:
+        # Both, "regression" alone or a tracker's summary: the writer's own text decides.
+        return "human-report" if _body_slowdown(head) or _benchmark_measured(head) else "human-bug"
+    # A plain title ("raid1 writes", no subject at all): a slowdown measured against a kernel
+    # or a commit in the body still makes a report.
+    return "human-report" if _body_slowdown(head) else "other"
+
+
+def _has_patch(head: str) -> bool:
+    if "Signed-off-by: " not in head and "diff --git " not in head and " Mon Sep 17 " not in head:
+        return False
+    return bool(PATCH_BODY.search(head))
+
+
+def _benchmark_measured(head: str) -> bool:
+    window = head[:PERF_BODY_WINDOW]
+    return bool(BENCHMARK_NAME.search(window)) and bool(MEASURE.search(window))
+
+
+def _body_slowdown(head: str) -> bool:
+    window = head[:PERF_BODY_WINDOW]
+    if not any(literal in window for literal in PERF_BODY_GATE):
+        return False
+    return bool(PERF_BODY.search(window)) and bool(PERF_ANCHOR.search(window))
 
 
 _REPORT_THREAD = re.compile(
@@ -90,6 +143,6 @@ def is_patch_review(subject: str) -> bool:
 
 
 def is_plain_patch(subject: str) -> bool:
-    """A `[PATCH …]` posting (not a reply, not about a regression): the cheap first decision."""
-    return (bool(_PATCH_SUBJECT.match(subject)) and not _REPLY_SUBJECT.match(subject)
-            and not re.search(r"\bregression\b", subject, re.IGNORECASE))
+    """A `[PATCH …]` posting (not a reply): the cheap first decision. A patch is `other` even when
+    it fixes a regression or adds a regression test: the report, if any, is elsewhere."""
+    return bool(_PATCH_SUBJECT.match(subject)) and not _REPLY_SUBJECT.match(subject)

@@ -11,8 +11,9 @@ _URL = re.compile(r"\b(?:https?|git)://\S+")
 _URL_COMMIT = re.compile(r"(?:[?&;]id=|/commit/|/commits?/)([0-9a-f]{12,40})\b")
 # <sha> ("subject") or commit <sha> ("subject") or <sha> ('subject')
 _SHA_WITH_SUBJECT = re.compile(r"(?<![\w./=@+-])([0-9a-f]{7,40})\s*\((?:\"|“)(.+?)(?:\"|”)\)")
-_COMMIT_WORD = re.compile(r"\bcommit:?\s+([0-9a-f]{7,40})\b(?![\w.-])", re.IGNORECASE)
-_BARE_SHA = re.compile(r"(?<![\w./=@+:-])([0-9a-f]{12,40})(?![\w.@/-])")
+# A hash may end a sentence ("… and 9f8e7d6c5b4a."), not run on into a name ("abc123def456.c").
+_COMMIT_WORD = re.compile(r"\bcommit:?\s+([0-9a-f]{7,40})\b(?![\w-]|\.\w)", re.IGNORECASE)
+_BARE_SHA = re.compile(r"(?<![\w./=@+:-])([0-9a-f]{12,40})(?![\w@/-]|\.\w)")
 _FIXES = re.compile(r"^[ \t]*Fixes:\s*([0-9a-f]{7,40})\b(?:\s*\((?:\"|“)(.+?)(?:\"|”)\))?", re.MULTILINE)
 _FIRST_BAD = re.compile(r"\b([0-9a-f]{12,40}) is the first bad commit")
 _BISECT_FIRST_BAD = re.compile(r"first bad commit:?\s*\[?([0-9a-f]{7,40})\]?\s*(.*)$",
@@ -20,6 +21,7 @@ _BISECT_FIRST_BAD = re.compile(r"first bad commit:?\s*\[?([0-9a-f]{7,40})\]?\s*(
 _REGZBOT_INTRODUCED = re.compile(r"^#regzbot\s+introduced:?\s*([0-9a-f]{7,40})", re.MULTILINE)
 _CULPRIT_CONTEXT = re.compile(
     r"introduc|bisect|first bad|caused by|culprit|regress(?:ed|ion) (?:by|from|due to)|c[oa]mes? from|"
+    r"associated with|offending|\bcauses\b|"
     r"tracked (?:it |this |the \w+ )?down|narrowed (?:it )?down"
     r"|the one that|points? to|blame|root cause",
     re.IGNORECASE,
@@ -130,7 +132,7 @@ def find_commits(text: str, *, subject: str = "") -> list[Commit]:
         for match in _BISECT_FIRST_BAD.finditer(no_urls):
             add(match.group(1), match.group(2).strip() or None, "culprit")
     subject_culprit = re.search(r"\b([0-9a-f]{8,40})\b", subject or "")
-    if subject_culprit and re.search(r"regression|bisected|introduced", subject, re.IGNORECASE):
+    if subject_culprit and _SUBJECT_BLAME.search(subject):
         add(subject_culprit.group(1), None, "culprit")
     # Once the message names its culprit explicitly (subject, bisect, regzbot), other hashes
     # near words like "regression" are context, not further culprits; otherwise only the
@@ -138,27 +140,45 @@ def find_commits(text: str, *, subject: str = "") -> list[Commit]:
     explicit_culprit = any(commit.role == "culprit" for commit in found.values())
     # Where culprit words stand, found once per text (when a hash appears) rather than per hash.
     context_positions: list[int] | None = None
+    culprit_sentence: tuple[int, int] | None = None  # where the context named the culprit
     patterns = [_BARE_SHA]
     if "commit" in lowered:
         patterns.insert(0, _COMMIT_WORD)
     if "(\"" in no_urls or "(“" in no_urls:
         patterns.insert(0, _SHA_WITH_SUBJECT)
+    # In the order written, whatever the form: the first hash the text blames is the culprit. At
+    # one place the most telling form wins (a hash with its subject, then "commit X", then bare).
+    matches: dict[int, re.Match[str]] = {}
     for pattern in patterns:
         for match in pattern.finditer(no_urls):
-            sha = match.group(1)
-            subject_text = match.group(2) if pattern is _SHA_WITH_SUBJECT else None
-            left, right = _sentence_bounds(no_urls, match.start(), match.end())
-            if context_positions is None:
-                context_positions = [found.start() for found in _CULPRIT_CONTEXT.finditer(no_urls)]
-            index = bisect.bisect_left(context_positions, left)
-            # "reverting X fixes it" blames X too, so a revert does not cancel the culprit role
-            culprit = (index < len(context_positions) and context_positions[index] < right
-                       and not explicit_culprit)
-            if culprit:
-                explicit_culprit = True
-            add(sha, subject_text, "culprit" if culprit else "mentioned")
+            matches.setdefault(match.start(1), match)
+    for position in sorted(matches):
+        match = matches[position]
+        sha = match.group(1)
+        subject_text = match.group(2) if match.re is _SHA_WITH_SUBJECT else None
+        left, right = _sentence_bounds(no_urls, match.start(), match.end())
+        if context_positions is None:
+            context_positions = [found.start() for found in _CULPRIT_CONTEXT.finditer(no_urls)]
+        index = bisect.bisect_left(context_positions, left)
+        # "reverting X fixes it" blames X too, so a revert does not cancel the culprit role
+        in_context = index < len(context_positions) and context_positions[index] < right
+        culprit = in_context and not explicit_culprit
+        if culprit:
+            explicit_culprit = True
+            culprit_sentence = (left, right)
+        elif in_context and culprit_sentence == (left, right) and _PLURAL_CULPRIT.search(no_urls, left, right):
+            culprit = True  # "the culprit are commits X (or one of it) and Y": each one named
+        add(sha, subject_text, "culprit" if culprit else "mentioned")
     return [found[sha] for sha in order]
 
 
 _ANY_HEX_RUN = re.compile(r"[0-9a-f]{7}")
+# A subject that blames the commit it names: "6.15-rc1/regression/bisected - commit X introduced …",
+# "Performance degradation due to commit X", "commit X leads to cpu stall", "REGRESSION: X: …".
+_SUBJECT_BLAME = re.compile(r"regression|bisected|introduced|degradation|due to|caused by|leads? to",
+                            re.IGNORECASE)
+# A sentence that blames more than one commit at once.
+_PLURAL_CULPRIT = re.compile(r"\bculprits\b|\bculprit (?:are|were)\b|\bcommits\b.{0,80}"
+                             r"(?:introduc|caus|culprit|bisect)|(?:introduc|caus)\w* by commits\b",
+                             re.IGNORECASE | re.DOTALL)
 _ROLE_RANK = {"mentioned": 0, "base": 1, "fix": 2, "culprit": 3}

@@ -16,20 +16,36 @@ _CONFIG = re.compile(r"^(?![ \t]*-)[^\n]*?(?<![\w-])(CONFIG_[A-Z0-9_]+)=(\"[^\"\
 _CONFIG_UNSET = re.compile(r"^[ \t+]*# (CONFIG_[A-Z0-9_]+) is not set", re.MULTILINE)
 
 # Thread counts, most explicit first: "32 threads" beats "16 cores" in "16 cores / 32 threads".
+# "12 cpu's" is how some write it; "a 12-core model" counts cores.
 _THREAD_COUNTS = (
     re.compile(r"\b(\d+)\s*(?:hardware\s+|logical\s+)?threads\b"),
-    re.compile(r"\b(\d+)\s*(?:virtual\s+|logical\s+)?(?:CPUs|cpus|vCPUs|vcpus)\b"),
-    re.compile(r"\b(\d+)\s*(?:physical\s+)?cores\b"),
+    re.compile(r"\b(\d+)\s*(?:virtual\s+|logical\s+)?(?:CPUs|cpus|CPU's|cpu's|vCPUs|vcpus)(?!\w)"),
+    re.compile(r"\b(\d+)(?:\s*(?:physical\s+)?cores\b|-core\b)"),
 )
-_MEMORY_WORD = re.compile(r"\b(\d+)\s*(?:GiB|GB|G)\s+(?:of\s+)?(?:RAM|memory|DRAM|ram|(?:LP)?DDR\d)\b",
+# "256 GiB of RAM", "128gib of RAM", "1.5TiB memory"; and the other way round, "total dram 192GB".
+_MEMORY_WORD = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(GiB|GB|G|TiB|TB)\s+(?:of\s+)?"
+                          r"(?:RAM|memory|DRAM|ram|(?:LP)?DDR\d)\b"
+                          r"|\b(?:RAM|memory|DRAM)\s+(?:of\s+|is\s+|size\s+)?(\d+(?:\.\d+)?)\s*(GiB|GB|G|TiB|TB)\b",
                           re.IGNORECASE)
+# A server or instance named by product: it says which machine, though no field holds it.
+_PRODUCT = re.compile(r"\b(?:Dell\s+Power[Ee]dge\s+[A-Z]{0,2}\d+\w*|HPE?\s+ProLiant\s+\w+(?:\s+Gen\d+)?|"
+                      r"Lenovo\s+ThinkSystem\s+\w+|Supermicro\s+[\w-]+|Think[Pp]ad\s+\w+|"
+                      r"[a-z]\d[a-z]{0,3}\.\d*x?large)\b", re.IGNORECASE)
+_PRODUCT_LITERALS = ("owerEdge", "oweredge", "ProLiant", "hinkSystem", "upermicro", "hinkpad", "hinkPad", "large")
+# What else of a machine a clause may state: its disk, a VM's size.
+_MACHINE_PART = re.compile(r"\b(?:NVMe|SSD|HDD|disk|drive|-smp|-m\s+\d+G|sockets?)\b", re.IGNORECASE)
+_CLAUSE_BREAK = re.compile(r";\s+|,\s+|:\s+(?=[A-Z0-9a-z])")
 _SOCKET_WORDS = {"single": 1, "one": 1, "dual": 2, "two": 2, "quad": 4, "four": 4}
 _SOCKETS = re.compile(r"\b(single|one|dual|two|quad|four|\d)[- ]sockets?\b|\b(\d) sockets\b|"
                       r"\b(2|4)\s*x\s+(?=Xeon|EPYC|AMD|Intel)|\b(two|four) (?=(?:Intel\s+)?(?:Xeon|EPYC|AMD))",
                       re.IGNORECASE)
 _CPU_MODEL = re.compile(
     r"((?:Intel(?:\(R\))?\s+)?(?:Xeon(?:\(R\))?|Core(?:\(TM\))?)\s*[\w()@.\s-]{0,40}?\d{3,5}\w*"
-    r"|(?:AMD\s+)?(?:EPYC|Ryzen)\s+[\w\s-]{0,30}?\d{3,5}\w*|\bi[3579]-\d{4,5}\w*|Graviton\d?|Ampere\s+\w+)"
+    r"|(?:AMD\s+)?(?:EPYC|Ryzen|Opteron|Threadripper(?:\s+PRO)?)\s+[\w\s-]{0,30}?\d{3,5}\w*"
+    r"|\bi[3579]-\d{4,5}\w*|Graviton\d?|Ampere\s+Altra(?:\s+Max)?|Ampere\s+\w+"
+    # other vendors' server parts: Huawei, Arm, IBM, Cavium/Marvell, Hygon, Apple
+    r"|Kunpeng\s*\d{3,4}\w*|Neoverse[- ][NV]\d\w*|Cortex-A\d{2,3}\w*|\bPOWER(?:8|9|10)\b|ThunderX\d?"
+    r"|Hygon\s+[A-Z]?\d{4}\w*|Apple\s+M\d(?:\s+(?:Pro|Max|Ultra))?)"
 )
 
 _NUMBER_UNIT = re.compile(
@@ -74,27 +90,97 @@ def _socket_count(sentence: str) -> int | None:
     return int(word) if word.isdigit() else _SOCKET_WORDS[word.lower()]
 
 
+NEAR_SENTENCES = 2  # sentences either side of the machine's where its memory may be stated
+
+
 def hardware(text: str) -> TestMachine | None:
-    """A test machine described in prose ("64 virtual CPUs and 256 GiB of RAM")."""
+    """A test machine described in prose ("64 virtual CPUs and 256 GiB of RAM"); the description
+    is the clauses of its sentence that state the machine, not the whole sentence."""
     best: str | None = None
-    for sentence in sentences(text)[:200]:
-        if len(sentence) > 400:
-            continue
+    memory_only: str | None = None
+    candidates = _hardware_candidates(text)
+    products = any(literal in text for literal in _PRODUCT_LITERALS)  # most mail names none
+    at = 0
+    for number, sentence in enumerate(candidates):
         has_cpu = _CPU_MODEL.search(sentence)
-        if has_cpu or (_thread_count(sentence, None) and _MEMORY_WORD.search(sentence)):
-            best = sentence
+        memory = _names_memory(sentence) and _MEMORY_WORD.search(sentence)  # a literal first: cheap
+        if has_cpu or (memory and _thread_count(sentence, None)) or (products and _PRODUCT.search(sentence)):
+            best, at = sentence, number
             break
-    if best is None:
+        if memory_only is None and memory:
+            memory_only = sentence  # "This test was done with 4GB of RAM": the memory alone
+    chosen = best if best is not None else memory_only
+    if chosen is None:
         return None
-    memory = _MEMORY_WORD.search(best)
-    cpu = _CPU_MODEL.search(best)
+    memory = _MEMORY_WORD.search(chosen) or None
+    if memory is None and best is not None:
+        # "The system has 1.5TiB memory … CPU's are four Intel Xeon Platinum 8268": the next sentence
+        # or two about the same machine
+        memory = next((found for near in candidates[max(0, at - NEAR_SENTENCES):at + NEAR_SENTENCES + 1]
+                       if (found := _MEMORY_WORD.search(near))), None)
+    cpu = _CPU_MODEL.search(chosen)
     return TestMachine(
-        description=best,
-        threads=_thread_count(best, cpu.span(1) if cpu else None),
-        sockets=_socket_count(best),
+        description=_machine_clauses(chosen),
+        threads=_thread_count(chosen, cpu.span(1) if cpu else None) if best is not None else None,
+        sockets=_socket_count(chosen),
         cpu_model=" ".join(cpu.group(1).split()) if cpu else None,
-        memory_gb=int(memory.group(1)) if memory else None,
+        memory_gb=_memory_gb(memory) if memory else None,
     )
+
+
+def _hardware_candidates(text: str) -> list[str]:
+    """Sentences, a long one (a pasted `inxi` or `lscpu` dump has no full stops) as its lines."""
+    found: list[str] = []
+    for part in _SENTENCE_END.split(text)[:400]:
+        if not part.strip():
+            continue
+        joined = " ".join(part.split())
+        if len(joined) <= 400:
+            found.append(joined)
+        elif any(literal in part for literal in _DUMP_LITERALS):
+            found.extend(" ".join(line.split()) for line in part.split("\n") if line.strip() and len(line) <= 400)
+        if len(found) >= 200:
+            break
+    return found[:200]
+
+
+_DUMP_LITERALS = ("CPU", "cpu", "model", "Model", "Xeon", "EPYC", "Ryzen")  # an inxi or lscpu dump names one
+_MEMORY_LITERALS = ("RAM", "ram", "emory", "EMORY", "DDR")
+
+
+def _names_memory(sentence: str) -> bool:
+    return any(literal in sentence for literal in _MEMORY_LITERALS)
+
+
+def _memory_gb(match: re.Match[str]) -> int:
+    amount, unit = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+    return int(round(float(amount) * (1024 if unit.lower().startswith("t") else 1)))
+
+
+def _clauses(sentence: str) -> list[str]:
+    """The sentence cut at "; ", ", " and ": ", but not inside parentheses ("(64 GB DDR4, …)")."""
+    clauses: list[str] = []
+    start = 0
+    for brk in _CLAUSE_BREAK.finditer(sentence):
+        inside = sentence.count("(", start, brk.start()) - sentence.count(")", start, brk.start())
+        if inside > 0:
+            continue
+        clauses.append(sentence[start:brk.start()])
+        start = brk.end()
+    clauses.append(sentence[start:])
+    return clauses
+
+
+def _machine_clauses(sentence: str) -> str:
+    """The clauses from the first to the last that states a machine fact."""
+    clauses = _clauses(sentence)
+    facts = [index for index, clause in enumerate(clauses)
+             if _CPU_MODEL.search(clause) or _MEMORY_WORD.search(clause) or _PRODUCT.search(clause)
+             or _thread_count(clause, None) is not None or _MACHINE_PART.search(clause)]
+    if not facts:
+        return sentence
+    kept = [clause.strip() for clause in clauses[facts[0]:facts[-1] + 1]]
+    return ", ".join(kept).rstrip(".,;:")
 
 
 def numbers(text: str, *, quoted: bool = False, limit: int = 50) -> list[ProseNumber]:

@@ -364,13 +364,14 @@ def _prose_fields(own: str, subject: str, kind: str) -> tuple[dict, LanguageRequ
         testcase = named.group(1) if named else None
     # What a reply says of reproducing, objecting and measuring matters in a report's thread.
     in_report_thread = kind == "reply" and is_report_thread(subject)
-    stance_rough = rough_sentences(own, STANCE_GATE) if kind == "human-report" or in_report_thread else ()
+    human = kind in ("human-report", "human-bug")
+    stance_rough = rough_sentences(own, STANCE_GATE) if human or in_report_thread else ()
     objections = objections_without_spacy(own) if in_report_thread else ()
     objection_rough = rough_sentences(own, OBJECTION_GATE) if in_report_thread else ()
     request = None
     if stance_rough or objection_rough:
         request = LanguageRequest(stance_rough, kind == "reply", objection_rough, objections)
-    commits = find_commits(own, subject=subject if kind == "human-report" else "")
+    commits = find_commits(own, subject=subject if human else "")
     return {
         "commits": tuple(commits),
         "testcase": testcase,
@@ -384,6 +385,7 @@ def _prose_fields(own: str, subject: str, kind: str) -> tuple[dict, LanguageRequ
         "trailers": read_trailers(own),
         "measurements": read_measurements(own) if in_report_thread else (),
         "prose_numbers": tuple(prose.numbers(own)),
+        # a performance report states a change; a functional bug report has none to rerun
         "headline": reported_headline(own) if kind == "human-report" else None,
     }, request
 

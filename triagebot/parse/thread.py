@@ -22,7 +22,7 @@ from triagebot.parse.identity import fallback_key
 from triagebot.records import Report
 from triagebot.threads import parent_edges
 
-REPORT_KINDS = ("lkp-regression", "lkp-improvement", "lkp-functional", "human-report", "syzbot")
+REPORT_KINDS = ("lkp-regression", "lkp-improvement", "lkp-functional", "human-report", "human-bug", "syzbot")
 
 
 @dataclass(frozen=True)

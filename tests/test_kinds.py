@@ -1,0 +1,115 @@
+"""What a person's message is: a performance report (taken on), a functional bug report (stored,
+shown, never rerun) or neither; and the daemon admits only LKP regressions and performance reports.
+
+The messages here are written for the test in the shapes seen on the lists (fixtures/labels/
+reports.jsonl labels the real ones; bench/accuracy.py measures the parser on them).
+"""
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, PROJECT
+from triagebot import flow
+from triagebot.cli.list import _kinds
+from triagebot.parse.classify import classify
+from triagebot.parse.report import parse_message
+from triagebot.parse.thread import REPORT_KINDS as THREAD_REPORT_KINDS
+from triagebot.records import KINDS, Headline, Source, report_from_json, report_to_json
+from triagebot.rules.settings import load_settings
+from triagebot.store.sqlite import SqliteStore
+
+PERSON = "Dana Whitfield <dana@example.org>"
+ROBOT = "kernel test robot <lkp@intel.com>"
+BUGZILLA = "bugzilla-daemon@kernel.org"
+
+
+@pytest.mark.parametrize(("subject", "sender", "body", "kind"), [
+    # a performance complaint in the title
+    ("Massive slowdown of rename() since 6.1", PERSON, "rename takes 18 s now.", "human-report"),
+    ("Scrub of my SSD has slowed by about half", PERSON, "from 2.1 GB/s to 1.0 GB/s", "human-report"),
+    ("[NFS] Performance degradation due to commit 0eb43812c027", PERSON, "many ACCESS calls", "human-report"),
+    # a failure in the title
+    ("nfsd threads hang in D state on 6.6", PERSON, "sysrq-w shows them stuck", "human-bug"),
+    ("[bug report] mount fails with a context option on v6.6-rc5", PERSON, "mount: EINVAL", "human-bug"),
+    # "regression" alone: the body decides
+    ("[REGRESSION] dm: use queue_limits_set", PERSON, "generic/347 gives a WARNING since this commit.",
+     "human-bug"),
+    ("Regression in XFS for an fsync heavy workload", PERSON,
+     "dbench times from our performance testing are 13% worse:\n  64.29  73.11 -13.70%", "human-report"),
+    # no telling title: a slowdown measured against a kernel in the body
+    ("", PERSON, "sequential writes to raid1 are slower than\nbefore: kernel 5.15 467MiB/s, 6.0 359MiB/s",
+     "human-report"),
+    ("btrfs replace without size restriction?", PERSON, "is a smaller disk slower?", "other"),
+    # bugzilla: the opening mail is a report, each comment mail a reply in its thread
+    ("[Bug 219595] New: Warning at fs/inode.c:1277", BUGZILLA, "Bug ID: 219595\nSummary: Warning", "human-bug"),
+    ("[Bug 217965] ext4(?) regression since 6.5.0 on sata hdd", BUGZILLA, "--- Comment #9 ---", "reply"),
+    # patches, pulls, robot digests, test additions
+    ("[linux-next:master] BUILD REGRESSION 465461cf4846", ROBOT, "Error/Warning reports:", "other"),
+    ("[PATCH] NFSv4: Fix a state manager thread deadlock regression", PERSON, "Signed-off-by: X", "other"),
+    ("[PATCH] fstests: add a regression test for a slowdown", PERSON, "diff --git a/x b/x", "other"),
+    ("[GIT PULL] ext4 regression fixes", PERSON, "please pull", "other"),
+    ("[nfs-utils 1/2] Fix build failure with old glibc", PERSON, "x\nSigned-off-by: Y <y@z>", "other"),
+    # a discussion that renamed its thread is no new report
+    ("Who owns the bug tracker - account creation broken? Re: Who owns it?", PERSON, "no mail comes", "other"),
+    ("journal_info got nested! (was Re: [syzbot] general protection fault in jbd2)", PERSON, "analysis", "other"),
+    ("merge extent blocks when possible", PERSON,
+     "From 0dd791c266e2d00c3217d0f1b836abdbfd4f146f Mon Sep 17 00:00:00 2001\n0.6% slower than before 6.8",
+     "other"),
+])
+def test_kind(subject: str, sender: str, body: str, kind: str) -> None:
+    assert classify(subject, sender, body) == kind
+
+
+def _mail(subject: str, body: str, message_id: str, date: str = "Tue, 16 Apr 2024 09:12:00 +0000") -> bytes:
+    return (f"From: {PERSON}\nTo: linux-nfs@vger.kernel.org\nSubject: {subject}\nDate: {date}\n"
+            f"Message-ID: <{message_id}>\n\n{body}\n").encode()
+
+
+HANG = _mail("nfsd hangs in nfsd_break_deleg_cb on 6.6.3",
+             "Since 6.6.3 all nfsd threads end up blocked after a few hours; sysrq-w shows them in\n"
+             "nfsd_break_deleg_cb. 6.6.2 was fine. It bisects to commit 2f7d0b4c9a1e (\"nfsd: a change\").\n",
+             "hang-6.6.3@example.org")
+
+
+def test_a_functional_bug_report_is_stored_and_shown_like_a_report() -> None:
+    report = parse_message(HANG, Source("eml"))
+    assert report.kind == "human-bug" and "human-bug" in KINDS
+    assert report.headline is None  # nothing to rerun: no change is read
+    assert [(commit.sha, commit.role) for commit in report.commits] == [("2f7d0b4c9a1e", "culprit")]
+    assert report_from_json(report_to_json(report)) == report
+    assert "human-bug" in THREAD_REPORT_KINDS  # it heads its thread
+    assert "human-bug" in (_kinds(["reports"]) or [])  # `triage list --kind reports` shows it
+
+
+def test_the_daemon_takes_on_performance_reports_but_never_a_bug_report(tmp_path: Path) -> None:
+    assert flow.REPORT_KINDS == ("lkp-regression", "human-report")
+    perf_raw = (FIXTURES / "lab" / "sysbench-cpu-regression.eml").read_bytes()  # dated April 2024
+    records = [report_to_json(parse_message(raw, Source("eml"))) for raw in (perf_raw, HANG)]
+    assert [record["kind"] for record in records] == ["human-report", "human-bug"]
+    settings = load_settings(PROJECT / "rules")
+    lab = flow.DaemonContext(settings=dataclasses.replace(settings), database=tmp_path / "t.db",
+                             deliver=lambda: None)
+    with SqliteStore(tmp_path / "t.db") as store:
+        for record, raw in zip(records, (perf_raw, HANG), strict=True):
+            store.put_message(record["message_id"], raw, "test", None, "2024-04-16T10:00:00+00:00")
+            store.put_record(record["message_id"], record, "test")
+        admitted = flow.admit(store, lab, admit_days=14, now=datetime(2024, 4, 20, tzinfo=UTC))
+        assert admitted == [records[0]["message_id"]]
+        assert store.get_triage(records[1]["message_id"]) is None  # stored, never taken on
+        assert store.get_record(records[1]["message_id"])["kind"] == "human-bug"
+
+
+def test_a_slowdown_in_the_body_with_a_bare_sha_is_a_report_with_its_culprit() -> None:
+    raw = _mail("ext4 buffered writes on 6.9",
+                "Buffered writes are much slower than before: on 6.9 fio gives 410 MB/s, on 6.8 it gave\n"
+                "530 MB/s. A git bisect points at\n\n  3c5d9a7e21b04f6d8e9a0b1c2d3e4f5a6b7c8d9e\n\nThanks.\n",
+                "bare-sha@example.org")
+    report = parse_message(raw, Source("eml"))
+    assert report.kind == "human-report"
+    assert [(commit.sha, commit.role) for commit in report.commits] == \
+        [("3c5d9a7e21b04f6d8e9a0b1c2d3e4f5a6b7c8d9e", "culprit")]
+    assert report.headline == Headline("MB/s", -22.6, "regression")

@@ -1,0 +1,92 @@
+"""Parse stage: the words that tell a person's performance report from a functional bug report.
+
+Data, not code paths: classify.py reads these tables in a fixed order. Each entry was seen in
+several real messages of the linux-ext4 2024, linux-btrfs 2023 and linux-nfs 2023 list-years or
+the corpus (fixtures/labels/reports.jsonl labels them; bench/accuracy.py measures them).
+"""
+from __future__ import annotations
+
+import re
+
+# A robot that mails digests, not reports: LKP's `[linux-next:master] BUILD REGRESSION <sha>` and
+# `BUILD SUCCESS` (a dozen a year on each list) carry no "we noticed" sentence.
+ROBOT_SENDERS = re.compile(r"kernel test robot|\blkp@intel\.com|bugzilla-daemon@", re.IGNORECASE)
+# Subjects that are never a person's report: a patch or series (also "[PATCH] …: fix regression
+# in …", "[PATCH] fstests: add a regression test"), a pull request, an announcement, a robot's
+# digest, and a discussion that renamed its thread.
+NOT_A_REPORT_SUBJECT = re.compile(
+    r"^\s*(?:\[[^\]]*\]\s*)*?\[(?:[^\]]*\b(?:PATCH|RFC|PULL)\b[^\]]*|ANNOUNCE[^\]]*)\]"
+    r"|^\s*(?:\[[^\]]*\]\s*)*(?:GIT PULL|ANNOUNCE)\b"
+    r"|\bBUILD (?:REGRESSION|SUCCESS)\b"
+    # a thread renamed mid-way: "Who owns bugzilla…? Re: How owns …", "… (was Re: [syzbot] …)"
+    r"|\S\s+\(?(?:was:?\s+)?(?:Re|Fwd?):\s",
+    re.IGNORECASE,
+)
+# bugzilla.kernel.org: `[Bug N] New: <summary>` opens a report; every other `[Bug N] …` mail is
+# one comment on it (In-Reply-To the opening mail), a reply in its thread.
+BUGZILLA_SUBJECT = re.compile(r"^\s*\[Bug \d+\]\s*(New:)?\s*", re.IGNORECASE)
+# Tags and regression-tracker prefixes before the title proper: "[REGRESSION]", "[NFS]",
+# "[bug report]", "Fwd:", "[regression] Bug 216908 -".
+TITLE_PREFIX = re.compile(r"^(?:\s*(?:\[[^\]]*\]|fwd?:|Bug \d+\s*-))+\s*", re.IGNORECASE)
+
+# A performance complaint in a title: "Massive slowdown", "has slowed by about 2/3",
+# "twice slower", "Slow speed when …", "slow down another fs", "performance drop",
+# "perf regression", "Performance degradation due to commit …", "write bandwidth regression",
+# "drop fio IOPS performance". A slow *device* is the setting, not the complaint.
+PERF_TITLE = re.compile(
+    r"\bslow(?:s|ed|er|ness|downs?|ing)?\b(?!\s+(?:block\s+)?(?:device|disk|drive|storage|link|network|media)s?\b)"
+    r"|\b(?:perf|performance|throughput|bandwidth|IOPS|latency)\b[^.]{0,40}?"
+    r"\b(?:drop|degrad\w*|regress\w*|loss|hit|decrease\w*|penalty)"
+    r"|\b(?:drop|degrad\w*|regress\w*|loss|decrease\w*)\b[^.]{0,40}?\b(?:perf|performance|throughput|"
+    r"bandwidth|IOPS)\b",
+    re.IGNORECASE,
+)
+# A functional failure in a title: crashes, hangs, splats, corruption, build and test failures.
+BUG_TITLE = re.compile(
+    r"\bcrash\w*|\boops\b|\bBUG\b|BUG_?ON|\bkernel bug\b|\bbug report\b|\bpanic\w*|\bhangs?\b|\bhung\b|"
+    r"\bhanging\b|\bdeadlock\w*|\bNULL pointer|\bnull-ptr|\bcorrupt\w*|\bdata loss|\bsplat|\bWARNING\b|"
+    r"\bwarning at\b|\bKASAN\b|\blockdep\b|circular locking|use-after-free|out-of-bounds|\bsegfault|"
+    r"\bfail(?:s|ed|ure|ures|ing)?\b|\bbroken\b|\bbreaks?\b|\berror\b|not responding|\bfreezes?\b|"
+    r"\bD state\b|soft lockup|protection fault|\bstall(?:s|ed)?\b|\bmismatch\b|\bwrong\b|\bincorrect\b|"
+    r"\bStale\b|\bleak\w*",
+    re.IGNORECASE,
+)
+# A title that says "regression" (or "regressed") without saying of what.
+REGRESSION_TITLE = re.compile(r"\bregress(?:ion|ions|ed)?\b", re.IGNORECASE)
+
+# Cheap literal gate before the body's slowdown scan: most mail holds none of these.
+PERF_BODY_GATE = ("slow", "perform", "throughput", "% ")
+# A slowdown stated in the writer's own text: "sequential writes … are slower than before" (not
+# "slower than usual xfstests", a symptom of a functional bug),
+# "a massive slowdown of IO", "the degradation is introduced by commit …", "a significant drop
+# in IO performance", "25% slower", "throughput dropped".
+PERF_BODY = re.compile(
+    r"\bslower\s+than\s+(?:before|with|on|in|under)\b"
+    r"|\b(?:massive |big |huge |significant |severe |noticeable )slowdown\b"
+    r"|\bslowed (?:down )?(?:from|to|by)\b"
+    r"|\b(?:drop|decrease|loss|degradation|regression) (?:in|of) (?:\w+ )?(?:performance|throughput|IOPS|"
+    r"bandwidth)\b"
+    r"|\bperformance (?:drop|degradation|regression)\b"
+    r"|\b\d+(?:\.\d+)?\s?% (?:slower|slowdown|performance (?:drop|loss|regression))\b"
+    r"|\bthroughput (?:drop(?:s|ped)?|decrease[sd]?|went down)\b",
+    re.IGNORECASE,
+)
+# What a slowdown is measured against: a kernel ("kernel 5.19", "v6.7", "6.0.15", "6.4-rc3") or a
+# commit (a bare 12-40 hex sha). A plain decimal ("3.2 ms") is no kernel.
+PERF_ANCHOR = re.compile(r"\bv[2-6]\.\d{1,2}\b|\b(?:kernels?|linux)\s+v?[2-6]\.(?:\d{1,2}|x)\b|"
+                         r"\b[2-6]\.\d{1,2}(?:\.\d{1,3}|-rc\d+|\.[xy])\b|"
+                         r"(?<![\w./-])[0-9a-f]{12,40}(?![\w./-])", re.IGNORECASE)
+# A patch posted without a `[PATCH]` tag ("merge extent blocks when possible", "[nfs-utils 1/2]
+# Fix build failure …"): a sign-off or a diff in the writer's own text. Only a title that
+# complains of speed keeps such a message a report (a report may carry its proposed fix).
+PATCH_BODY = re.compile(r"^(?:Signed-off-by: |diff --git |From [0-9a-f]{40} Mon Sep 17 )", re.MULTILINE)
+# A benchmark run with its measure: under a title that says "regression" and no more ("Regression
+# in XFS for fsync heavy workload": dbench times; "Random write regression since <sha>": fio
+# IOPS; "[REGRESSION] ext4: …": fs_mark files/sec), the writer measured speed, not a failure.
+# xfstests and fstests are functional tests and are not listed.
+BENCHMARK_NAME = re.compile(r"\b(?:fio|sysbench|fs_mark|fsmark|dbench|stress-ng|hackbench|filebench|fxmark|"
+                            r"aim7|iozone|pgbench|unixbench|will-it-scale|vdbench|bonnie\+\+|perf bench|"
+                            r"mmtests)\b")
+MEASURE = re.compile(r"\b(?:IOPS|iops|throughput|latency|bandwidth|performance|files/s(?:ec)?|[KMG]i?B/s|"
+                     r"ops/s(?:ec)?|events/s(?:ec)?)|-?\d+(?:\.\d+)?\s?%")
+PERF_BODY_WINDOW = 3000  # characters of the writer's own text where a report states its complaint
