@@ -96,11 +96,11 @@ def test_the_daemon_takes_on_performance_reports_but_never_a_bug_report(tmp_path
     with SqliteStore(tmp_path / "t.db") as store:
         for record, raw in zip(records, (perf_raw, HANG), strict=True):
             store.put_message(record["message_id"], raw, "test", None, "2024-04-16T10:00:00+00:00")
-            store.put_record(record["message_id"], record, "test")
+            store.put_record(record["message_id"], report_from_json(record), "test")
         admitted = flow.admit(store, lab, admit_days=14, now=datetime(2024, 4, 20, tzinfo=UTC))
         assert admitted == [records[0]["message_id"]]
         assert store.get_triage(records[1]["message_id"]) is None  # stored, never taken on
-        assert store.get_record(records[1]["message_id"])["kind"] == "human-bug"
+        assert store.get_record(records[1]["message_id"]).kind == "human-bug"
 
 
 def test_a_slowdown_in_the_body_with_a_bare_sha_is_a_report_with_its_culprit() -> None:
