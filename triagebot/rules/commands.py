@@ -3,8 +3,10 @@ that are administration rather than reproduction (read by triagebot/parse/reprod
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
+from fnmatch import fnmatchcase, translate
+from functools import cached_property
 from pathlib import Path
 
 from triagebot.rules.loader import PACKAGED_RULES, RulesFile, Section, parse_text, read_file
@@ -47,10 +49,24 @@ class CommandRules:
     leads: tuple[str, ...] = ()
     source: str = "none"
 
+    # Every line of a text the gate lets through is asked about: one compiled pattern of all the
+    # globs answers "no rule names this program" for most of them before any rule is tried.
+    @cached_property
+    def _program_names(self) -> re.Pattern[str]:
+        return _any_glob(name for rule in self.programs for name in rule.names)
+
+    @cached_property
+    def _admin_names(self) -> re.Pattern[str]:
+        return _any_glob(name for rule in self.admin for name in rule.names)
+
     def program(self, name: str) -> ProgramRule | None:
+        if not self._program_names.match(name):
+            return None
         return next((rule for rule in self.programs if rule.matches(name)), None)
 
     def is_admin(self, name: str, arguments: str) -> bool:
+        if not self._admin_names.match(name):
+            return False
         return any(rule.matches(name, arguments) for rule in self.admin)
 
     def hints(self) -> tuple[str, ...]:
@@ -64,6 +80,12 @@ class CommandRules:
                 if len(literal) >= 3 and literal not in found:
                     found.append(literal)
         return tuple(found) + tuple(lead for lead in self.leads if lead not in found)
+
+
+def _any_glob(names: Iterable[str]) -> re.Pattern[str]:
+    """One pattern matching what any of the globs matches (fnmatchcase's rules); none: nothing."""
+    globs = [translate(name) for name in names]
+    return re.compile("|".join(f"(?:{glob})" for glob in globs) if globs else r"(?!)")
 
 
 def load_commands(path: Path | None = None) -> CommandRules:
