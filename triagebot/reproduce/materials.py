@@ -27,7 +27,7 @@ import re
 import shlex
 import socket
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from urllib.parse import quote, unquote, urlsplit
 
@@ -370,6 +370,22 @@ def _write(value: str, target: str, facts: dict[str, list[str]]) -> None:
         _add(facts, "sysfs", f"{target}={value}")
 
 
+def _script_commands(script: str, variables: dict[str, str], *,
+                     without_redirections: bool = False) -> Iterator[list[str]]:
+    """The words of each command of a `reproduce` script, its variables expanded (read as text,
+    never executed). Leading assignments (`file=…/scaling_governor`) are remembered in
+    `variables` for later words (`> "$file"`) and are not themselves commands; the caller may
+    add to `variables` too (`export NAME=value`)."""
+    for line in _logical_lines(script):
+        for words in _commands(_REDIRECTION.sub("", line) if without_redirections else line):
+            while words and _ASSIGNMENT.match(words[0]) and len(words[0].split("=", 1)[0]) < 64:
+                name, value = words[0].split("=", 1)
+                variables[name] = _expand(value, variables)
+                words = words[1:]
+            if words:
+                yield [_expand(word, variables) for word in words]
+
+
 def reproduce_facts(script: str) -> dict[str, str]:
     """Facts an LKP `reproduce` script states, read from its text (it is never executed).
 
@@ -379,67 +395,58 @@ def reproduce_facts(script: str) -> dict[str, str]:
     """
     facts: dict[str, list[str]] = {}
     variables: dict[str, str] = {}
-    for line in _logical_lines(script):
-        for words in _commands(line):
-            # Leading assignments (`file=…/scaling_governor`) are remembered for `> "$file"`.
-            while words and _ASSIGNMENT.match(words[0]) and len(words[0].split("=", 1)[0]) < 64:
-                name, value = words[0].split("=", 1)
-                variables[name] = _expand(value, variables)
-                words = words[1:]
-            if not words:
+    for words in _script_commands(script, variables):
+        program = words[0].rsplit("/", 1)[-1] if words[0].startswith("/") else words[0]
+        arguments = words[1:]
+        if program in ("mkfs",) or program.startswith("mkfs."):
+            _mkfs(words, facts)
+        elif program == "mount":
+            _mount(words, facts)
+        elif program == "wipefs":
+            for word in arguments:
+                if word.startswith("/dev/"):
+                    _add(facts, "wiped", word)
+        elif program == "dmsetup" and arguments:
+            _add(facts, "dmsetup", " ".join(arguments))
+        elif program == "modprobe" and arguments and arguments[0] != "-r":
+            module = next((word for word in arguments if not word.startswith("-")), None)
+            if module is None:
                 continue
-            words = [_expand(word, variables) for word in words]
-            program = words[0].rsplit("/", 1)[-1] if words[0].startswith("/") else words[0]
-            arguments = words[1:]
-            if program in ("mkfs",) or program.startswith("mkfs."):
-                _mkfs(words, facts)
-            elif program == "mount":
-                _mount(words, facts)
-            elif program == "wipefs":
-                for word in arguments:
-                    if word.startswith("/dev/"):
-                        _add(facts, "wiped", word)
-            elif program == "dmsetup" and arguments:
-                _add(facts, "dmsetup", " ".join(arguments))
-            elif program == "modprobe" and arguments and arguments[0] != "-r":
-                module = next((word for word in arguments if not word.startswith("-")), None)
-                if module is None:
-                    continue
-                settings = [word for word in arguments if "=" in word]
-                if module in ("brd", "null_blk", "scsi_debug"):
-                    _add(facts, "ramdisk", " ".join([module, *settings]))
-                else:
-                    _add(facts, "modules", " ".join([module, *settings]))
-            elif program == "mdadm" and ("--create" in arguments or "-C" in arguments):
-                level = next((word.split("=", 1)[1] for word in arguments if word.startswith("--level=")), None)
-                count = next((word.split("=", 1)[1] for word in arguments if word.startswith("--raid-devices=")),
-                             None)
-                chunk = next((word.split("=", 1)[1] for word in arguments if word.startswith("--chunk=")), None)
-                device = next((word for word in arguments if word.startswith("/dev/md")), "an md device")
-                text = f"{device} {level or 'raid'}"
-                if count:
-                    text += f" of {count} devices"
-                if chunk:
-                    text += f", chunk {chunk}"
-                _add(facts, "md", text)
-            elif program == "echo" and len(words) >= 3:
-                for index, word in enumerate(words):
-                    if word in (">", ">>") and index + 1 < len(words):
-                        _write(" ".join(item for item in words[1:index] if not item.startswith("-")),
-                               words[index + 1], facts)
-                        break
-            elif program == "export":
-                for word in arguments:
-                    if _ASSIGNMENT.match(word):
-                        _add(facts, "environment", word)
-                        name, value = word.split("=", 1)
-                        variables[name] = value
-            elif program == "sysctl":
-                for word in arguments:
-                    if "=" in word and not word.startswith("-"):
-                        _add(facts, "sysctl", word)
-            if program in _BENCHMARKS or words[0] in _BENCHMARKS:
-                _add(facts, "benchmark", program)
+            settings = [word for word in arguments if "=" in word]
+            if module in ("brd", "null_blk", "scsi_debug"):
+                _add(facts, "ramdisk", " ".join([module, *settings]))
+            else:
+                _add(facts, "modules", " ".join([module, *settings]))
+        elif program == "mdadm" and ("--create" in arguments or "-C" in arguments):
+            level = next((word.split("=", 1)[1] for word in arguments if word.startswith("--level=")), None)
+            count = next((word.split("=", 1)[1] for word in arguments if word.startswith("--raid-devices=")),
+                         None)
+            chunk = next((word.split("=", 1)[1] for word in arguments if word.startswith("--chunk=")), None)
+            device = next((word for word in arguments if word.startswith("/dev/md")), "an md device")
+            text = f"{device} {level or 'raid'}"
+            if count:
+                text += f" of {count} devices"
+            if chunk:
+                text += f", chunk {chunk}"
+            _add(facts, "md", text)
+        elif program == "echo" and len(words) >= 3:
+            for index, word in enumerate(words):
+                if word in (">", ">>") and index + 1 < len(words):
+                    _write(" ".join(item for item in words[1:index] if not item.startswith("-")),
+                           words[index + 1], facts)
+                    break
+        elif program == "export":
+            for word in arguments:
+                if _ASSIGNMENT.match(word):
+                    _add(facts, "environment", word)
+                    name, value = word.split("=", 1)
+                    variables[name] = value
+        elif program == "sysctl":
+            for word in arguments:
+                if "=" in word and not word.startswith("-"):
+                    _add(facts, "sysctl", word)
+        if program in _BENCHMARKS or words[0] in _BENCHMARKS:
+            _add(facts, "benchmark", program)
     joined = {"devices": ", ", "wiped": ", ", "mount_points": ", ", "environment": " "}
     return {key: joined.get(key, "; ").join(values) for key, values in facts.items() if values}
 
@@ -459,23 +466,14 @@ def benchmark_commands(script: str) -> list[tuple[str, str]]:
     from its text with its variables expanded (it is never executed); the planner reads each
     through the template allowlist, as a pasted command."""
     found: list[tuple[str, str]] = []
-    variables: dict[str, str] = {}
-    for line in _logical_lines(script):
-        for words in _commands(_REDIRECTION.sub("", line)):
-            while words and _ASSIGNMENT.match(words[0]) and len(words[0].split("=", 1)[0]) < 64:
-                name, value = words[0].split("=", 1)
-                variables[name] = _expand(value, variables)
-                words = words[1:]
-            if not words:
-                continue
-            words = [_expand(word, variables) for word in words]
-            program = words[0].rsplit("/", 1)[-1]
-            kind = SCRIPT_BENCHMARKS.get(program)
-            if kind is None or (kind == "perf-bench" and words[1:2] != ["bench"]):
-                continue
-            command = shlex.join([program, *words[1:]])
-            if len(command) <= MAX_SCRIPT_COMMAND:
-                found.append((kind, command))
+    for words in _script_commands(script, {}, without_redirections=True):
+        program = words[0].rsplit("/", 1)[-1]
+        kind = SCRIPT_BENCHMARKS.get(program)
+        if kind is None or (kind == "perf-bench" and words[1:2] != ["bench"]):
+            continue
+        command = shlex.join([program, *words[1:]])
+        if len(command) <= MAX_SCRIPT_COMMAND:
+            found.append((kind, command))
     return found
 
 
