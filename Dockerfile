@@ -10,9 +10,11 @@
 FROM python:3.11-slim-bookworm
 
 ENV DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONUNBUFFERED=1
-# The benchmarks a local lab host runs, and the SSH client for remote lab hosts.
+# The benchmarks a local lab host runs natively (the templates of rules/reproducers/), and the
+# SSH client for remote lab hosts.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends fio sysbench stress-ng openssh-client \
+ && apt-get install -y --no-install-recommends fio sysbench stress-ng fsmark dbench postmark rt-tests \
+    btrfs-progs openssh-client \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /opt/triagebot
