@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, PROJECT, SHARED
-from tests.support.lab import HOOK
+from tests.support.lab import write_lab_rules
 
 SNAPSHOT = SHARED / "tools" / "lkp-tests.tar.gz"
 REPORT = FIXTURES / "lab" / "lkp-fio-basic-regression.eml"  # our own LKP-shaped report
@@ -63,24 +63,7 @@ def install_lkp_tests(root: Path) -> Path:
 
 
 def write_rules(root: Path, lkp_tests: Path) -> Path:
-    rules, state = root / "rules", root / "lab-state"
-    shutil.copytree(PROJECT / "rules" / "reproducers", rules / "reproducers")
-    state.mkdir()
-    (rules / "hosts.toml").write_text(f"""
-[[host]]
-name = "lab-local"
-reach = "local"
-cpu_model = "test lab"
-threads = 2
-sockets = 1
-memory_gb = 24
-disk = "ssd"
-scratch_dir = "{root / 'scratch'}"
-scratch_gb = 4
-switch_kernel = {json.dumps([*HOOK, "switch", "{commit}", str(state)])}
-running_kernel = {json.dumps([*HOOK, "running", str(state)])}
-tools = {{ "lkp-tests" = "{lkp_tests}" }}
-""")
+    rules, _ = write_lab_rules(root, PROJECT, f'scratch_gb = 4\ntools = {{ "lkp-tests" = "{lkp_tests}" }}\n')
     return rules
 
 

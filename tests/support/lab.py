@@ -64,9 +64,10 @@ def lab_path(root: Path, path: str | None = None) -> str:
     return f"{root / LAB_BIN}:{path if path is not None else os.environ.get('PATH', '/usr/bin:/bin')}"
 
 
-def write_lab_rules(root: Path, project: Path) -> tuple[Path, Path]:
+def write_lab_rules(root: Path, project: Path, host_lines: str = "") -> tuple[Path, Path]:
     """A rules directory (the project's templates, one lab host), the lab's state directory and
-    its sysbench shim (run triagebot with PATH=lab_path(root))."""
+    its sysbench shim (run triagebot with PATH=lab_path(root)); `host_lines` are more TOML lines
+    of the host (`tools = {…}`, `scratch_gb = 4`)."""
     rules, state = root / "rules", root / "lab-state"
     shutil.copytree(project / "rules" / "reproducers", rules / "reproducers")
     state.mkdir(parents=True)
@@ -84,7 +85,7 @@ disk = "ssd"
 scratch_dir = "{root / 'scratch'}"
 switch_kernel = {json.dumps([*HOOK, "switch", "{commit}", str(state)])}
 running_kernel = {json.dumps([*HOOK, "running", str(state)])}
-""")
+{host_lines}""")
     return rules, state
 
 
