@@ -286,6 +286,7 @@ def test_the_hosts_page_shows_each_host_and_its_queue(lab_store) -> None:
     assert status == 200
     assert "<h2>lab-local" in html and '<span class="busy no">idle</span>' in html
     queue = html[html.index("<h2>lab-local"):]
+    assert "Queue (1, next first):" in queue
     assert f'<ol class="queue">\n<li><a href="/r/{SECOND_ID}">[REGRESSION] again: sysbench cpu' in queue
 
 
@@ -404,7 +405,8 @@ def test_chromium_renders_the_index_and_a_report(lab_store, tmp_path: Path) -> N
     if browser is None:
         pytest.skip("no headless Chromium (apt-get install chromium)")
     for name, url in (("index", lab_store["team"] + "/"), ("report", lab_store["team"] + f"/r/{LAB_ID}"),
-                      ("hostile", lab_store["team"] + report_href(HOSTILE_ID))):
+                      ("hostile", lab_store["team"] + report_href(HOSTILE_ID)),
+                      ("public", lab_store["public"] + f"/r/{LAB_ID}"), ("hosts", lab_store["team"] + "/hosts")):
         shot = tmp_path / f"{name}.png"
         done = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                                f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,1800",
@@ -422,8 +424,8 @@ def test_chromium_renders_the_index_and_a_report(lab_store, tmp_path: Path) -> N
         assert "</main>" in dom
         if name == "hostile":  # what the browser built holds the stranger's markup as text, no element
             assert "&lt;script&gt;alert(\"subject\")&lt;/script&gt;" in dom and "<script" not in dom
-        if name == "report":
-            assert "sysbench cpu --threads=2 --time=1 run" in dom
+        if name in ("report", "public"):
+            assert "sysbench cpu --threads=2 --time=1 run" in dom and ("lab-local" in dom) == (name == "report")
     keep = os.environ.get("TRIAGEBOT_SCREENSHOTS")  # a directory to look at them in (never committed)
     if keep:
         for shot in tmp_path.glob("*.png"):

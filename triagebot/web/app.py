@@ -160,7 +160,8 @@ def _page_routes(site: Site, page: Page, problem: Callable[[Request, int, str, s
             try:
                 return page(request, "hosts.html", **views.hosts_view(store, site))
             except TriageError as error:  # no hosts.toml: say so on the page
-                return page(request, "hosts.html", hosts=[], unplaced=[], rules_problem=str(error))
+                return page(request, "hosts.html", hosts=[], unplaced=[], unplaced_more=0,
+                            rules_problem=str(error))
         return with_store(request, show)
 
     def style(request: Request) -> Response:

@@ -211,20 +211,28 @@ def index_view(store: Store, site: Site, filters: Filters) -> list[Section]:
     has not taken on; newest first within each, at most `filters.limit` a section."""
     kinds = _kinds(filters.kinds)
     since = parse_since(filters.since) if filters.since else None
-    sections = {state.value: Section(state.value, STATE_MEANING[state]) for state in TriageState}
-    taken: set[str] = set()
+    rows = store.triage_in(*TriageState)
+    taken = {row.message_id for row in rows}
+    newest = []
+    if filters.state in (None, NOT_TAKEN_ON):
+        # The newest records, enough for the last section: the daemon takes on reports as they
+        # arrive, so most triaged ones are among them and are not read a second time below.
+        newest = store.list_records(kind=kinds, list_name=filters.list_name, since=since,
+                                    testcase=filters.testcase, limit=filters.limit + len(taken) + 1)
+    read = {listed.key: listed.report for listed in newest}
     found: dict[str, list[tuple[datetime | None, Listed]]] = {state.value: [] for state in TriageState}
-    for row in store.triage_in(*TriageState):
-        taken.add(row.message_id)
+    for row in rows:
         if filters.state and filters.state != row.state:
             continue
-        try:
-            report = store.get_record(row.message_id)
-        except UnreadableRecord:
-            report = None
+        report = read.get(row.message_id)
+        if report is None:
+            try:
+                report = store.get_record(row.message_id)
+            except UnreadableRecord:
+                continue
         if report is None or report.kind not in kinds:
             continue
-        if filters.testcase and (report.testcase or "").lower() != filters.testcase.lower():
+        if filters.testcase and report.testcase != filters.testcase:
             continue
         dated = _moment(report.date) or _moment(row.created_at)
         if since is not None and (dated is None or dated < since):
@@ -237,13 +245,10 @@ def index_view(store: Store, site: Site, filters: Filters) -> list[Section]:
     result = []
     for state, items in found.items():
         items.sort(key=lambda item: item[0].timestamp() if item[0] else float("-inf"), reverse=True)
-        section = sections[state]
-        result.append(Section(section.state, section.meaning, [listed for _, listed in items[:filters.limit]],
-                              len(items) > filters.limit))
+        result.append(Section(state, STATE_MEANING[TriageState(state)],
+                              [listed for _, listed in items[:filters.limit]], len(items) > filters.limit))
     if filters.state in (None, NOT_TAKEN_ON):
-        records = store.list_records(kind=kinds, list_name=filters.list_name, since=since,
-                                     testcase=filters.testcase, limit=filters.limit + len(taken) + 1)
-        rest = [listed for listed in records if listed.key not in taken
+        rest = [listed for listed in newest if listed.key not in taken
                 and _may_show(store, site, listed.key, listed.report)]
         result.append(Section(NOT_TAKEN_ON, "stored, not taken on by the daemon (older than --admit-days, "
                               "or a kind it does not rerun)",
@@ -433,9 +438,9 @@ def plot_run(store: Store, site: Site, key: str) -> dict[str, Any] | None:
 
 # --- the lab ------------------------------------------------------------------------------------
 
-def hosts_view(store: Store, site: Site) -> dict[str, Any]:
+def hosts_view(store: Store, site: Site, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
     """Each host with busy or idle and its queue (planned reports waiting for it, oldest first,
-    and the one running on it), then the reports waiting for a host."""
+    and the one running on it), then the reports waiting for a host (the first `limit`)."""
     hosts = site.settings.need_hosts() if site.settings is not None else ()
     waiting = store.triage_in(TriageState.NEW, TriageState.PLANNED, TriageState.RUNNING)
 
@@ -458,6 +463,6 @@ def hosts_view(store: Store, site: Site) -> dict[str, Any]:
                     "busy": busy,
                     "running": [item(row) for row in mine if row.state == TriageState.RUNNING],
                     "queue": [item(row) for row in mine if row.state == TriageState.PLANNED]})
-    unplaced = [item(row) | {"host": row.host or None} for row in waiting
-                if row.state == TriageState.NEW or (row.host or None) not in known]
-    return {"hosts": lab, "unplaced": unplaced}
+    unplaced = [row for row in waiting if row.state == TriageState.NEW or (row.host or None) not in known]
+    return {"hosts": lab, "unplaced": [item(row) | {"host": row.host or None} for row in unplaced[:limit]],
+            "unplaced_more": max(0, len(unplaced) - limit)}
