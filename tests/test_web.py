@@ -33,14 +33,15 @@ from triagebot import flow
 from triagebot.notify import outbox
 from triagebot.notify.plot import png_of, run_figure
 from triagebot.notify.terminal import TerminalNotifier
+from triagebot.parse.report import parse_message
+from triagebot.records import Source
+from triagebot.rules.loader import RulesError
+from triagebot.rules.routing import parse_routing
 from triagebot.rules.settings import load_settings
 from triagebot.store.sqlite import SqliteStore
 from triagebot.web.app import build_app
 from triagebot.web.server import WebServer
 from triagebot.web.views import Site, report_href
-
-pytestmark = pytest.mark.skipif(not (shutil.which("sysbench") and shutil.which("stress-ng")),
-                                reason="the lab needs sysbench and stress-ng (apt-get install sysbench stress-ng)")
 
 LAB_ID = "20240415071244.lab1@tberg-ws"
 SECOND_ID = "20240417080000.lab2@tberg-ws"
@@ -125,6 +126,8 @@ def dump(database: Path) -> str:
 
 @pytest.fixture(scope="module")
 def lab_store(tmp_path_factory) -> Iterator[dict]:
+    if not (shutil.which("sysbench") and shutil.which("stress-ng")):
+        pytest.skip("the lab needs sysbench and stress-ng (apt-get install sysbench stress-ng)")
     root = tmp_path_factory.mktemp("web")
     rules, state = write_lab_rules(root, PROJECT)
     (rules / "routing.toml").write_text(ROUTING)
@@ -343,6 +346,7 @@ def test_the_public_view_leaves_out_hosts_channels_notes_and_private_reports(lab
     assert f'<img src="/r/{LAB_ID}/plot.png"' in html  # the plot
     for text in (index, html, fetch(base + f"/r/{LAB_ID}/plot.svg")[2].decode()):
         assert "lab-local" not in text and "#perf-triage" not in text
+        assert str(lab_store["root"] / "scratch") not in text  # the host's scratch directory neither
     assert "update-final" not in html and "sent" not in html.split("Lifecycle", 1)[1]
     png = fetch(base + f"/r/{LAB_ID}/plot.png")[2]
     assert png.startswith(b"\x89PNG") and png != fetch(lab_store["team"] + f"/r/{LAB_ID}/plot.png")[2]
@@ -430,3 +434,19 @@ def test_chromium_renders_the_index_and_a_report(lab_store, tmp_path: Path) -> N
     if keep:
         for shot in tmp_path.glob("*.png"):
             shutil.copy(shot, Path(keep) / shot.name)
+
+
+def test_routing_says_which_reports_are_public_and_is_checked() -> None:
+    routing = parse_routing(ROUTING, "routing.toml")
+    assert routing.public_default is True and routing.routes[0].public is False
+    private = parse_message((FIXTURES / "mail" / "lkp" / "improvement-2024.eml").read_bytes(), Source("eml"))
+    public = parse_message((FIXTURES / "lab" / "sysbench-cpu-regression.eml").read_bytes(), Source("eml"))
+    assert not routing.is_public(private) and routing.is_public(public)
+    closed = parse_routing('default_channel = "#perf-triage"\npublic_default = false\n', "routing.toml")
+    assert not closed.is_public(public)
+    # a bad value names the file, the line and the key
+    with pytest.raises(RulesError, match=r"routing.toml:3: \[\[route\]\] entry 1: public must be true or false"):
+        parse_routing('default_channel = "#perf-triage"\n\n[[route]]\nchannel = "#x"\npublic = "yes"\n'
+                      'subsystem = "xfs"\n', "routing.toml")
+    with pytest.raises(RulesError, match="public_default must be true or false, not 1"):
+        parse_routing('default_channel = "#perf-triage"\npublic_default = 1\n', "routing.toml")

@@ -38,8 +38,9 @@ class WebServer:
         self.host = host
         self.socket = bind(host, port)
         self.port = self.socket.getsockname()[1]
-        # no access log (the daemon's own log says enough), no lifespan (the app keeps no state)
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+        # no access log (the daemon's own log says enough), uvicorn's warnings through the logging
+        # the process set up (log_config None: the daemon's JSON lines), no lifespan (no app state)
+        config = uvicorn.Config(app, log_level="warning", log_config=None, access_log=False, lifespan="off",
                                 server_header=False, proxy_headers=False)
         self.server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None

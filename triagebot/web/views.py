@@ -259,24 +259,28 @@ def index_view(store: Store, site: Site, filters: Filters) -> list[Section]:
 
 # --- one report ---------------------------------------------------------------------------------
 
-def _scrub(value: Any, names: Sequence[str]) -> Any:
-    """`value` with every host name in `names` replaced by "a lab host" (strings, lists, dicts)."""
+def _scrub(value: Any, replacements: Sequence[tuple[str, str]]) -> Any:
+    """`value` (strings, lists, dicts) with each (internal, public) pair's first replaced."""
     if isinstance(value, str):
-        for name in names:
-            value = value.replace(name, LAB_HOST)
+        for internal, public in replacements:
+            value = value.replace(internal, public)
         return value
     if isinstance(value, list | tuple):
-        return [_scrub(item, names) for item in value]
+        return [_scrub(item, replacements) for item in value]
     if isinstance(value, dict):
-        return {key: _scrub(item, names) for key, item in value.items()}
+        return {key: _scrub(item, replacements) for key, item in value.items()}
     return value
 
 
-def host_names(site: Site, *more: str | None) -> list[str]:
-    """The lab's host names, longest first (so "lab-1" does not cut into "lab-10")."""
-    names = {host.name for host in (site.settings.hosts or ()) } if site.settings else set()
-    names.update(name for name in more if name and name != "?")
-    return sorted(names, key=len, reverse=True)
+def host_names(site: Site, *more: str | None) -> list[tuple[str, str]]:
+    """What the public pages say instead of the lab's internals: each host's scratch directory
+    ("{scratch}", as the templates write it) and its name ("a lab host"), longest first (so
+    "lab-1" does not cut into "lab-10")."""
+    hosts = (site.settings.hosts or ()) if site.settings else ()
+    found = {host.scratch_dir.rstrip("/"): "{scratch}" for host in hosts if len(host.scratch_dir.rstrip("/")) > 1}
+    found |= {host.name: LAB_HOST for host in hosts}
+    found |= {name: LAB_HOST for name in more if name and name != "?"}
+    return sorted(found.items(), key=lambda pair: len(pair[0]), reverse=True)
 
 
 def _plan_view(plan: Mapping[str, Any] | None) -> dict[str, Any] | None:
