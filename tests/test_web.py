@@ -450,3 +450,29 @@ def test_routing_says_which_reports_are_public_and_is_checked() -> None:
                       'subsystem = "xfs"\n', "routing.toml")
     with pytest.raises(RulesError, match="public_default must be true or false, not 1"):
         parse_routing('default_channel = "#perf-triage"\npublic_default = 1\n', "routing.toml")
+
+
+def test_a_record_that_cannot_be_read_is_a_page_saying_so(lab_store, tmp_path: Path) -> None:
+    database = tmp_path / "copy.db"
+    shutil.copy(lab_store["database"], database)
+    with sqlite3.connect(database) as connection:  # another program wrote the reply's record
+        connection.execute("UPDATE records SET record_json = '{\"schema\": 1' WHERE message_id = ?", (REPLY_ID,))
+
+    @contextmanager
+    def open_store() -> Iterator[SqliteStore]:
+        with SqliteStore(database) as store:
+            yield store
+
+    settings = load_settings(lab_store["rules"])
+    team = WebServer(build_app(Site(open_store, settings, database)), "127.0.0.1", 0).start()
+    public = WebServer(build_app(Site(open_store, settings, database, public=True)), "127.0.0.1", 0).start()
+    try:
+        status, html = page(team.url + f"/r/{REPLY_ID}")
+        assert status == 503 and f"the stored record of {REPLY_ID} cannot be read" in html
+        status, html = page(public.url + f"/r/{REPLY_ID}")
+        assert status == 503 and "try again later" in html and str(database) not in html
+        status, html = page(team.url + f"/r/{LAB_ID}")  # its thread goes on without the reply
+        assert status == 200 and "Marek Novak" not in html and "<h2>Rerun</h2>" in html
+    finally:
+        team.stop()
+        public.stop()

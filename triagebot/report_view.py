@@ -8,7 +8,7 @@ from typing import Any
 
 from triagebot.parse.thread import Thread, build_threads, reports_by_key
 from triagebot.records import Report
-from triagebot.store.protocol import OutboxRow, Store, TriageRow
+from triagebot.store.protocol import OutboxRow, Store, TriageRow, UnreadableRecord
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ def gather_report(store: Store, key: str) -> ReportView | None:
     report = store.get_record(key)
     if report is None:
         return None
-    thread_records = [item for item in (store.get_record(other) for other in store.thread_of(key)) if item]
+    thread_records = [item for item in (_readable(store, other) for other in store.thread_of(key)) if item]
     thread, by_key = None, {}
     if len(thread_records) > 1:
         by_key = reports_by_key(thread_records)
@@ -36,3 +36,11 @@ def gather_report(store: Store, key: str) -> ReportView | None:
     return ReportView(key=key, report=report, thread=thread, thread_reports=by_key,
                       latest_run=store.latest_run(key), triage=store.get_triage(key),
                       notifications=store.outbox(message_id=key))
+
+
+def _readable(store: Store, key: str) -> Report | None:
+    """Another message of the thread; one whose record cannot be read is left out of it."""
+    try:
+        return store.get_record(key)
+    except UnreadableRecord:
+        return None

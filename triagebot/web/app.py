@@ -35,7 +35,7 @@ from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
 from triagebot.errors import TriageError
-from triagebot.store.protocol import Store, StoreError
+from triagebot.store.protocol import Store, StoreError, UnreadableRecord
 from triagebot.web import views
 from triagebot.web.views import BadRequest, Site
 
@@ -115,8 +115,9 @@ def _page_routes(site: Site, page: Page, problem: Callable[[Request, int, str, s
                 return action(store)
         except BadRequest as error:
             return problem(request, 400, "Bad request", str(error))
-        except StoreError as error:
-            return problem(request, 503, "The store cannot be read", str(error))
+        except (StoreError, UnreadableRecord) as error:  # their words name the database: the team's only
+            detail = "try again later" if site.public else str(error)
+            return problem(request, 503, "The store cannot be read", detail)
 
     def index(request: Request) -> Response:
         def show(store: Store) -> Response:

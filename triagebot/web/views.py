@@ -203,7 +203,10 @@ def _may_show(store: Store, site: Site, key: str, report: Report) -> bool:
         return True
     if site.settings is None:
         return True
-    return site.settings.routing.is_public(report, _list_name(store, key))
+    routing = site.settings.routing
+    # the list a message came from is read only when some route matches on it
+    list_name = _list_name(store, key) if any(route.lists for route in routing.routes) else None
+    return routing.is_public(report, list_name)
 
 
 def index_view(store: Store, site: Site, filters: Filters) -> list[Section]:
