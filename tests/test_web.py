@@ -262,7 +262,8 @@ def test_a_report_page_shows_what_triage_show_shows(lab_store) -> None:
     assert '<span class="stance stance-reproduced">reproduced</span>' in html
     assert "I can reproduce this on a 4-core laptop as well" in html and f'href="/r/{REPLY_ID}"' in html
     # the lifecycle, from the triage row and the notifications written with each move
-    for move in ("taken on by the daemon: new", "<td>planned</td>", "run started", "verdict told",
+    for move in ("taken on by the daemon: new", "plan told to the team", "<td>planned</td>", "run started",
+                 "verdict told",
                  "final state: confirmed", "update-final to #perf-triage: sent"):
         assert move in html, move
 
@@ -306,6 +307,7 @@ def test_hostile_subject_message_id_and_reply_render_as_text(lab_store) -> None:
     assert "&lt;x&#34;onmouseover=alert(1)&amp;a=b/c?d#e%41@evil.example&gt;" in html  # the id, shown as text
     assert "I can reproduce this &lt;img src=x onerror=alert(2)&gt; on my machine too" in html
     assert "No rerun planned: the report names no culprit commit to rerun" in html
+    assert "refusal told to the team" in html and "<td>refused</td>" in html
 
 
 def test_ids_in_urls_are_checked(lab_store) -> None:

@@ -345,7 +345,7 @@ def _run_view(run: Mapping[str, Any] | None, report: Report, public: bool) -> di
 
 
 # what each notification announces, as a move in the report's life
-_MOVES = {"parent": "taken on: new", "plan": "{planned} told to the team", "update-planned": "{planned}",
+_MOVES = {"parent": "taken on: new", "plan": "{told} told to the team", "update-planned": "{planned}",
           "progress-started": "run started", "update-running": "running", "progress-halfway": "run halfway",
           "verdict": "verdict told to the team", "plot": "samples plot posted", "update-final": "final state: {state}"}
 
@@ -361,7 +361,8 @@ def _lifecycle(view: ReportView, public: bool) -> list[dict[str, Any]]:
     for row in view.notifications:
         if row.kind == "parent":
             continue
-        what = _MOVES.get(row.kind, row.kind).format(planned=planned, state=triage.state)
+        what = _MOVES.get(row.kind, row.kind).format(planned=planned, state=triage.state,
+                                                      told="plan" if planned == "planned" else "refusal")
         detail = None
         if not public:
             detail = f"{row.kind} to {row.channel}: {row.status}" + (f" ({row.last_error})" if row.last_error
