@@ -41,7 +41,7 @@ from triagebot.rules.settings import load_settings
 from triagebot.store.sqlite import SqliteStore
 from triagebot.web.app import build_app
 from triagebot.web.server import WebServer
-from triagebot.web.views import Site, report_href
+from triagebot.web.views import Site, _run_view, report_href
 
 LAB_ID = "20240415071244.lab1@tberg-ws"
 SECOND_ID = "20240417080000.lab2@tberg-ws"
@@ -478,3 +478,16 @@ def test_a_record_that_cannot_be_read_is_a_page_saying_so(lab_store, tmp_path: P
     finally:
         team.stop()
         public.stop()
+
+
+def test_the_rerun_links_its_commits_in_the_culprits_tree() -> None:
+    report = parse_message((FIXTURES / "mail" / "lkp" / "improvement-2024.eml").read_bytes(), Source("eml"))
+    culprit = next(commit for commit in report.commits if commit.role == "culprit")
+    run = {"host": "lab-9", "status": "done", "base_commit": culprit.sha + "^", "suspect_commit": culprit.sha,
+           "samples": [{"role": "base", "value": 1.0}]}
+    view = _run_view(run, report, public=False)
+    tree = "https://git.kernel.org/cgit/linux/kernel/git/kdave/linux.git"
+    assert view["suspect"] == {"text": culprit.sha[:12], "url": f"{tree}/commit/?id={culprit.sha}"}
+    assert view["base"]["url"] == f"{tree}/commit/?id={culprit.sha}^" and view["host"] == "lab-9"
+    assert view["plot"] is False  # no suspect sample: nothing to plot
+    assert _run_view(run, report, public=True)["host"] is None

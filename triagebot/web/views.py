@@ -40,6 +40,7 @@ LAB_HOST = "a lab host"  # what public pages say where a host's name would be
 MAX_ID = 500  # characters of a Message-ID in a URL (RFC 5322 lines are 998; real ids are < 250)
 _ID = re.compile(r"[\x21-\x7e]+")  # printable ASCII, no space: what a Message-ID may hold
 _SHORT_KEY = re.compile(r"sha256-[0-9a-f]{6,64}")  # a message without a Message-ID, as `triage list` shows it
+_PARENT_SUFFIX = re.compile(r"[~^][0-9~^]*$")  # "c0ffee1234ab^": the culprit's parent, in the culprit's tree
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}")  # a list or testcase name in a filter
 INDEX_STATES = (*(state.value for state in TriageState), NOT_TAKEN_ON)  # the sections, in order
 FILTERS = ("kind", "list", "since", "testcase", "state", "limit")
@@ -317,7 +318,7 @@ def _run_view(run: Mapping[str, Any] | None, report: Report, public: bool) -> di
 
     def commit(text: str | None) -> dict[str, str | None]:
         sha = text or "?"
-        known = commits.get(sha.rstrip("^~0123456789")[:12]) if sha != "?" else None
+        known = commits.get(_PARENT_SUFFIX.sub("", sha)[:12]) if sha != "?" else None
         url = commit_url(known.tree, sha) if known is not None else None
         return {"text": short_commit(sha), "url": url}
 
@@ -374,7 +375,7 @@ def _lifecycle(view: ReportView, public: bool) -> list[dict[str, Any]]:
     return moves
 
 
-def _thread(view: ReportView, store: Store, site: Site) -> list[dict[str, Any]]:
+def _thread(view: ReportView) -> list[dict[str, Any]]:
     if view.thread is None:
         return []
     messages = []
@@ -425,7 +426,7 @@ def report_view(store: Store, site: Site, key: str) -> dict[str, Any] | None:
                  "note": None if site.public else triage.note}
     return {"key": key, "href": report_href(key), "report": report, "lore": lore_url(report.message_id),
             "lines": lines, "state": state, "plan": plan, "run": run,
-            "thread": _thread(view, store, site), "moves": _lifecycle(view, site.public)}
+            "thread": _thread(view), "moves": _lifecycle(view, site.public)}
 
 
 def plot_run(store: Store, site: Site, key: str) -> dict[str, Any] | None:
