@@ -29,7 +29,7 @@ SYNTHETIC_ID_DOMAIN = "triagebot.invalid"
 
 
 class StoreError(TriageError):
-    """The store cannot do what was asked; the message names the database file."""
+    """The store cannot do what was asked; the message names the database (file or URL)."""
 
 
 class UnreadableRecord(TriageError):
@@ -426,9 +426,16 @@ class RunStore(Protocol):
 @runtime_checkable
 class Store(MessageStore, RecordStore, ThreadStore, AliasStore, CursorStore, MaterialStore,
             QuarantineStore, TriageStore, OutboxStore, RunStore, Protocol):
-    """The whole store: every part above, plus what spans them (one file, one transaction)."""
+    """The whole store: every part above, plus what spans them (one database, one transaction)."""
 
     path: str
+
+    @property
+    def connection(self) -> Any:
+        """The backend's own connection (sqlite3 or psycopg). Inside `transaction()` it is in
+        that transaction: other work on it (a job engine's job row, on PostgreSQL) commits or
+        rolls back with what the store wrote in the block."""
+        ...
 
     def close(self) -> None: ...
 
