@@ -226,7 +226,8 @@ def test_record_needs_a_stored_message_and_a_readable_row(store: SqlStore, store
     # database and the message, not a half-read record.
     store.put_record("s@example.org", report("s@example.org"), "v1")
     stores.write("UPDATE records SET record_json = ? WHERE message_id = ?", ('{"schema": 9}', "s@example.org"))
-    with pytest.raises(UnreadableRecord, match=re.escape(f"{store.path}: the stored record of s@example.org cannot be read")):
+    unreadable = re.escape(f"{store.path}: the stored record of s@example.org cannot be read")
+    with pytest.raises(UnreadableRecord, match=unreadable):
         store.get_record("s@example.org")
 
 

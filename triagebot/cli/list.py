@@ -10,7 +10,7 @@ import json
 import re
 from datetime import UTC, datetime, timedelta
 
-from triagebot.cli.common import add_db_argument, add_json_argument, database_path, open_store
+from triagebot.cli.common import add_db_argument, add_json_argument, database_location, open_store
 from triagebot.cli.keys import record_key
 from triagebot.errors import TriageError
 from triagebot.records import KINDS, report_to_json
@@ -63,7 +63,7 @@ def _kinds(selected: list[str] | None) -> list[str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    database = database_path(args)
+    database = database_location(args)
     if not database.exists():
         print(f"(no records: {database} does not exist yet)")
         return 0

@@ -27,6 +27,7 @@ COMMANDS = {
                 "without sending"),
     "rules": ("triagebot.cli.rules", "rules init DIR: write the default rules to DIR, to edit"),
     "decide": ("triagebot.cli.decide", "decide confirm / no-repro / inconclusive from numbers given by hand"),
+    "db": ("triagebot.cli.db", "the store itself: db copy FROM TO (SQLite <-> PostgreSQL), db migrate"),
 }
 
 

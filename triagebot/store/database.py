@@ -75,6 +75,8 @@ class Database(Protocol):
 
     def stream(self, sql: str, size: int) -> Iterator[Sequence[Any]]: ...
 
+    def continue_identity(self, table: str, column: str) -> None: ...
+
     def stamp(self, value: str | datetime | None = None) -> str: ...
 
     def close(self) -> None: ...
@@ -103,6 +105,11 @@ class SqlDatabase:
 
     def _in_transaction(self) -> bool:
         raise NotImplementedError
+
+    def continue_identity(self, table: str, column: str) -> None:
+        """After rows were written with their own ids (a copy), let new rows number past them.
+
+        SQLite does by itself (a new rowid is past the largest); PostgreSQL moves the sequence."""
 
     def stamp(self, value: str | datetime | None = None) -> str:
         """`value` (now by the clock when None) in the store's one timestamp form."""

@@ -226,7 +226,10 @@ def refuse_newer(version: int, db_path: str, latest: int = LATEST_VERSION) -> No
 class MigrationSteps(Protocol):
     """What running migrations asks of a backend's connection."""
 
-    errors: tuple[type[BaseException], ...]  # the backend's database errors
+    @property
+    def errors(self) -> tuple[type[BaseException], ...]:
+        """The backend's database errors (a migration failing with one is a StoreError)."""
+        ...
 
     def version(self) -> int: ...
 
@@ -279,7 +282,7 @@ def run_migrations(steps: MigrationSteps, db_path: str, migrations: Sequence[Mig
 
 
 class _SqliteSteps:
-    errors = (sqlite3.Error,)
+    errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
 
     def __init__(self, connection: sqlite3.Connection, db_path: str) -> None:
         self.connection = connection

@@ -27,13 +27,13 @@ from contextlib import contextmanager
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.pq import TransactionStatus
 
 from triagebot.store.database import SqlDatabase, utc_now
+from triagebot.store.location import display_url
 from triagebot.store.migrations import refuse_newer, run_migrations
 from triagebot.store.postgres_migrations import POSTGRES_MIGRATIONS
 from triagebot.store.protocol import StoreBusyError, StoreError
@@ -46,18 +46,6 @@ WRITE_LOCK_KEY = 0x7472696167650001
 SCHEMA_TABLE = "triagebot_schema"
 
 
-def display_url(url: str) -> str:
-    """The URL as errors and `triage status` name it: without a password, in the netloc or the query."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        user, _, host = netloc.rpartition("@")
-        netloc = f"{user.split(':', 1)[0]}@{host}"
-    query = urlencode([(key, value) for key, value in parse_qsl(parts.query, keep_blank_values=True)
-                       if key != "password"])
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
 @lru_cache(maxsize=1024)
 def pg_sql(sql: str) -> str:
     """A part's statement in psycopg's parameter style: `?` -> `%s`, `%` -> `%%`."""
@@ -68,20 +56,32 @@ def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
 
 
+def schema_present(url: str) -> bool:
+    """Whether the database at `url` holds a triagebot schema yet (nothing is created)."""
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
+                             application_name="triagebot") as connection:
+            found = connection.execute("SELECT to_regclass(%s)", (SCHEMA_TABLE,)).fetchone()
+    except psycopg.Error as error:
+        raise StoreError(f"{display_url(url)}: cannot connect: {_one_line(error)}") from None
+    return found is not None and found[0] is not None
+
+
 class _PostgresSteps:
     """migrations.MigrationSteps on one autocommit psycopg connection."""
 
-    errors = (psycopg.Error,)
+    errors: tuple[type[BaseException], ...] = (psycopg.Error,)
 
     def __init__(self, database: PostgresDatabase) -> None:
         self.database = database
 
     def version(self) -> int:
         connection = self.database.connection
-        if connection.execute("SELECT to_regclass(%s)", (SCHEMA_TABLE,)).fetchone()[0] is None:
+        found = connection.execute("SELECT to_regclass(%s)", (SCHEMA_TABLE,)).fetchone()
+        if found is None or found[0] is None:
             return 0
         row = connection.execute(f"SELECT max(version) FROM {SCHEMA_TABLE}").fetchone()
-        return int(row[0] or 0)
+        return int(row[0] or 0) if row else 0
 
     def begin(self) -> None:
         self.database._begin()
@@ -187,6 +187,10 @@ class PostgresDatabase(SqlDatabase):
             if self._in_transaction():
                 self.connection.execute("ROLLBACK")
             raise StoreError(f"{self.path}: cannot start a write: {_one_line(error)}") from None
+
+    def continue_identity(self, table: str, column: str) -> None:
+        self.execute(f"SELECT setval(pg_get_serial_sequence(?, ?), coalesce(max({column}), 0) + 1, false)"
+                     f" FROM {table}", (table, column))
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
