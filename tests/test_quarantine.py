@@ -238,15 +238,15 @@ def test_a_stop_between_messages_drops_the_batch_in_hand_and_loses_nothing(store
 
 # -- the commands ----------------------------------------------------------------------------
 
-def test_ingest_of_an_mbox_with_a_poison_message_stores_the_rest_and_lists_it(tmp_path: Path) -> None:
-    database = tmp_path / "t.db"
+def test_ingest_of_an_mbox_with_a_poison_message_stores_the_rest_and_lists_it(stores, tmp_path: Path) -> None:
+    database = stores.url()  # a file, or a postgresql:// URL: the commands take either
     path = mbox(tmp_path / "three.mbox", [mail("one@example.org", "one"), poison(), mail("two@example.org", "two")])
     result = triage("ingest", "--db", str(database), "--jobs", "1", str(path))
     assert result.returncode == 0, result.stderr
     assert f"{path}: 2 new of 3 messages, 1 quarantined" in result.stdout
     assert "1 message quarantined: see triage list --failed" in result.stderr
     assert "Traceback" not in result.stderr
-    with SqliteStore(database) as store:
+    with stores.open() as store:
         assert store.count_messages() == 2 and store.count_quarantined() == 1
     listed = triage("list", "--db", str(database), "--failed")
     [line] = listed.stdout.splitlines()

@@ -1,8 +1,6 @@
 """Records: the triage states, their allowed moves, and the store refusing any other move."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from triagebot.states import OPEN_STATES, RUN_STATES, TriageState, triage_state
