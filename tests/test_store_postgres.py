@@ -166,7 +166,8 @@ def test_other_work_on_the_connection_commits_and_rolls_back_with_the_state_chan
 
 def fill(store) -> None:
     """Something in every table the schema holds."""
-    mails = [IncomingMessage(f"m{index}@x", f"Message-ID: <m{index}@x>\n\nbody {index} \xe9\n".encode() + bytes([0, 255]),
+    mails = [IncomingMessage(f"m{index}@x",
+                             f"Message-ID: <m{index}@x>\n\nbody {index} \xe9\n".encode() + bytes([0, 255]),
                              "mbox", RECEIVED, list_name="linux-ext4",
                              in_reply_to=f"m{index - 1}@x" if index % 3 else None,
                              record={"schema": 1, "message_id": f"m{index}@x", "in_reply_to": None,

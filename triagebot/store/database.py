@@ -85,12 +85,13 @@ class Database(Protocol):
 class SqlDatabase:
     """What the backends share: the clock, the timestamp form and nested write transactions.
 
-    A subclass sets `connection` and implements `execute`, `executemany`, `_begin` (start a
-    write transaction holding the write lock, or raise StoreBusyError), `_in_transaction`,
-    `snapshot` and `stream`.
+    A subclass sets `connection` and `begin_snapshot`, and implements `execute`, `executemany`,
+    `_begin` (start a write transaction holding the write lock, or raise StoreBusyError),
+    `_in_transaction` and `stream`.
     """
 
     like_ascii_nocase = "LIKE"
+    begin_snapshot = "BEGIN"  # the backend's start of a read transaction that sees one commit
 
     def __init__(self, path: str, clock: Callable[[], datetime]) -> None:
         self.path = path
@@ -119,6 +120,17 @@ class SqlDatabase:
     def in_transaction(self) -> bool:
         """Whether a `transaction()` block is open on this connection."""
         return self._depth > 0
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A read transaction: every read inside sees the database as it was at its first read
+        (a copy reads every table at one moment, while a daemon may go on writing)."""
+        self.execute(self.begin_snapshot)
+        try:
+            yield
+        finally:
+            if self._in_transaction():
+                self.execute("COMMIT")
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

@@ -23,7 +23,6 @@ elsewhere (autocommit, e.g. from a pool), and inside `transaction()` anything el
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -107,6 +106,7 @@ class PostgresDatabase(SqlDatabase):
     """One PostgreSQL connection, its clock and nested write transactions (one per thread)."""
 
     like_ascii_nocase = "ILIKE"
+    begin_snapshot = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
     def __init__(self, url: str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
                  clock: Callable[[], datetime] = utc_now,
@@ -191,16 +191,6 @@ class PostgresDatabase(SqlDatabase):
     def continue_identity(self, table: str, column: str) -> None:
         self.execute(f"SELECT setval(pg_get_serial_sequence(?, ?), coalesce(max({column}), 0) + 1, false)"
                      f" FROM {table}", (table, column))
-
-    @contextmanager
-    def snapshot(self) -> Iterator[None]:
-        """A read-only transaction that sees the database as it was at its first read."""
-        self.connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        try:
-            yield
-        finally:
-            if self._in_transaction():
-                self.connection.execute("COMMIT")
 
     def stream(self, sql: str, size: int) -> Iterator[Sequence[Any]]:
         """The rows of one query through a server-side cursor, `size` at a time (call inside

@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
@@ -72,6 +71,8 @@ class SqliteDatabase(SqlDatabase):
 
     One instance per thread (sqlite3 connections are not shared).
     """
+
+    begin_snapshot = "BEGIN DEFERRED"  # in WAL mode, a read transaction sees one commit
 
     def __init__(self, path: str | os.PathLike[str], *,
                  busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
@@ -133,16 +134,6 @@ class SqliteDatabase(SqlDatabase):
                     f"{self.path}: another process kept the database locked for more than "
                     f"{self.busy_timeout_ms} ms ({error})") from None
             raise StoreError(f"{self.path}: cannot start a write: {error}") from None
-
-    @contextmanager
-    def snapshot(self) -> Iterator[None]:
-        """A read transaction: every read inside sees the file as it was at its first read."""
-        self.connection.execute("BEGIN DEFERRED")
-        try:
-            yield
-        finally:
-            if self.connection.in_transaction:
-                self.connection.execute("COMMIT")
 
     def stream(self, sql: str, size: int) -> Iterator[Sequence[Any]]:
         """The rows of one query, fetched `size` at a time."""
