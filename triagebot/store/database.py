@@ -19,12 +19,26 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from typing import Any, Protocol
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from triagebot.store.protocol import utc_text
 
 # Bound on `?` parameters per statement; SQLite's own limit is 32766 since 3.32, older
 # builds allowed 999 (PostgreSQL takes 65535).
 MAX_PARAMETERS = 900
+
+
+def display_url(url: str) -> str:
+    """A URL as messages name it: without a password, in the netloc or the query."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.split(':', 1)[0]}@{host}"
+    query = urlencode([(key, value) for key, value in parse_qsl(parts.query, keep_blank_values=True)
+                       if key != "password"], safe="/")
+    # by hand: urlunsplit drops the `//` of an empty host (postgresql:///db?host=/socket/dir)
+    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
 
 
 def utc_now() -> datetime:

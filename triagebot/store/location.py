@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
+from urllib.parse import unquote, urlsplit
 
-from triagebot.store.database import utc_now
+from triagebot.store.database import display_url, utc_now
 from triagebot.store.protocol import StoreError
 from triagebot.store.sql import SqlStore
 from triagebot.store.sqlite import DB_ENV_VAR, default_db_path
@@ -37,19 +37,6 @@ FORMS = "a file path, sqlite:///PATH or postgresql://[USER@]HOST[:PORT]/DBNAME"
 
 class LocationError(StoreError):
     """A --db / TRIAGE_DB value that names no store triagebot can open."""
-
-
-def display_url(url: str) -> str:
-    """A URL as messages name it: without a password, in the netloc or the query."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        user, _, host = netloc.rpartition("@")
-        netloc = f"{user.split(':', 1)[0]}@{host}"
-    query = urlencode([(key, value) for key, value in parse_qsl(parts.query, keep_blank_values=True)
-                       if key != "password"], safe="/")
-    # by hand: urlunsplit drops the `//` of an empty host (postgresql:///db?host=/socket/dir)
-    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,7 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg.pq import TransactionStatus
 
-from triagebot.store.database import SqlDatabase, utc_now
-from triagebot.store.location import display_url
+from triagebot.store.database import SqlDatabase, display_url, utc_now
 from triagebot.store.migrations import refuse_newer, run_migrations
 from triagebot.store.postgres_migrations import POSTGRES_MIGRATIONS
 from triagebot.store.protocol import StoreBusyError, StoreError
