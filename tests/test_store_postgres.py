@@ -277,3 +277,18 @@ def test_db_copy_exits_non_zero_when_a_count_differs(tmp_path: Path, postgres_se
     [aliases] = [line.split() for line in result.stdout.splitlines() if line.startswith("aliases ")]
     assert aliases == ["aliases", "1", "0", "MISMATCH"]
     assert "counts differ in aliases" in result.stderr
+
+
+def test_processes_opening_a_fresh_database_at_once_migrate_it_once(postgres_server) -> None:
+    """Each migration runs under the write lock and reads the version again under it."""
+    url = postgres_server.url(postgres_server.new_schema())
+    script = ("import sys; from triagebot.store.location import parse_location\n"
+              "with parse_location(sys.argv[1]).open() as store: store.set_cursor(sys.argv[2], 'x')\n")
+    children = [subprocess.Popen([sys.executable, "-c", script, url, f"c{index}"], cwd=PROJECT,
+                                 env={**os.environ, "PYTHONPATH": str(PROJECT)}, stderr=subprocess.PIPE, text=True)
+                for index in range(4)]
+    errors = [child.communicate(timeout=120)[1] for child in children]
+    assert [child.returncode for child in children] == [0, 0, 0, 0], errors
+    with parse_location(url).open() as store:
+        assert store.database.execute("SELECT version FROM triagebot_schema").fetchall() == [(LATEST_VERSION,)]
+        assert [store.get_cursor(f"c{index}") for index in range(4)] == ["x"] * 4

@@ -44,8 +44,14 @@ def database_location(args: argparse.Namespace) -> StoreLocation:
 
 def database_path(args: argparse.Namespace) -> Path:
     """Where files beside the command's database go (host locks, plots): the SQLite file itself,
-    or a local name standing for a PostgreSQL database (StoreLocation.local_path)."""
-    return database_location(args).local_path
+    or a local name standing for a PostgreSQL database (StoreLocation.local_path), whose
+    directory is made here (0700) since no database file makes it."""
+    location = database_location(args)
+    if location.url is not None:
+        from triagebot.store.sqlite import ensure_private_dir
+
+        ensure_private_dir(location.local_path.parent)
+    return location.local_path
 
 
 @contextmanager

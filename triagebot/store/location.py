@@ -70,9 +70,7 @@ class StoreLocation:
         if self.url is None:
             assert self.path is not None
             return self.path.exists()
-        from triagebot.store.postgres_database import schema_present
-
-        return schema_present(self.url)
+        return _postgres_database(self).schema_present(self.url)
 
     def open(self, *, clock: Callable[[], datetime] = utc_now, **options: Any) -> SqlStore:
         """The store, its schema migrated (created on first use)."""
@@ -81,12 +79,20 @@ class StoreLocation:
 
             assert self.path is not None
             return SqliteStore(self.path, clock=clock, **options)
-        try:
-            from triagebot.store.postgres import PostgresStore
-        except ImportError as error:
-            raise LocationError(f"{self}: PostgreSQL needs psycopg, which is not installed ({error}); "
-                                f"pip install 'triagebot[postgres]'") from None
+        _postgres_database(self)  # psycopg is there
+        from triagebot.store.postgres import PostgresStore
+
         return PostgresStore(self.url, clock=clock, **options)
+
+
+def _postgres_database(location: StoreLocation) -> Any:
+    """postgres_database.py, or LocationError when psycopg is not installed."""
+    try:
+        from triagebot.store import postgres_database
+    except ImportError as error:
+        raise LocationError(f"{location}: PostgreSQL needs psycopg, which is not installed ({error}); "
+                            f"pip install 'triagebot[postgres]'") from None
+    return postgres_database
 
 
 def parse_location(value: str, origin: str = "--db", environ: Mapping[str, str] | None = None) -> StoreLocation:

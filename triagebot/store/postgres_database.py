@@ -75,8 +75,12 @@ class _PostgresSteps:
 
     def version(self) -> int:
         connection = self.database.connection
-        found = connection.execute("SELECT to_regclass(%s)", (SCHEMA_TABLE,)).fetchone()
-        if found is None or found[0] is None:
+        # pg_tables, not to_regclass: a name looked up before this transaction waited for the lock
+        # can stay cached as missing (the catalog cache is refreshed as a transaction begins),
+        # while a query of the catalog's rows sees what committed meanwhile.
+        found = connection.execute("SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = current_schema()"
+                                   " AND tablename = %s", (SCHEMA_TABLE,)).fetchone()
+        if found is None:
             return 0
         row = connection.execute(f"SELECT max(version) FROM {SCHEMA_TABLE}").fetchone()
         return int(row[0] or 0) if row else 0
