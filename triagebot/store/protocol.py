@@ -3,7 +3,8 @@
 `Store` is the whole store as one protocol made of small ones, one per kind of thing kept:
 `MessageStore`, `RecordStore`, `ThreadStore`, `AliasStore`, `CursorStore`, `MaterialStore`,
 `QuarantineStore`, `TriageStore`, `OutboxStore`, `RunStore`. A stage that needs only one part
-may ask for that part; a backend implements them all (`sqlite.py` composes one class per part).
+may ask for that part; a backend implements them all (`sql.py` composes one class per part over a
+SQLite or PostgreSQL connection).
 This module names no implementation.
 
 Message-IDs are kept as record.md writes them: without angle brackets. Every method accepts an
