@@ -109,5 +109,6 @@ def run(args: argparse.Namespace) -> int:
         return 1
     with open_store(args) as store:
         status = gather(store, database, settings_for(args.rules))
+    status["database"] = str(database_location(args))  # the URL, for a PostgreSQL store
     print(json.dumps(status, ensure_ascii=False) if args.json else render(status))
     return 0
