@@ -263,6 +263,20 @@ def test_list_records_filters(store: SqlStore) -> None:
     assert ids(kind="syzbot") == []
 
 
+def test_record_keys_by_prefix_ignore_ascii_case_and_take_wildcards_literally(store: SqlStore) -> None:
+    keys = ["sha256-abc1@triagebot.invalid", "sha256-abc2@triagebot.invalid", "sha256-ab_x@triagebot.invalid",
+            "sha256-ab%y@triagebot.invalid", "other@x"]
+    for key in keys:
+        put(store, key)
+        store.put_record(key, report(key), "v1")
+    assert store.record_keys_starting("sha256-abc", 5) == keys[:2]
+    assert store.record_keys_starting("SHA256-ABC", 5) == keys[:2]  # a short key typed in capitals
+    assert store.record_keys_starting("sha256-abc", 1) == keys[:1]
+    assert store.record_keys_starting("sha256-ab_", 5) == ["sha256-ab_x@triagebot.invalid"]  # `_` is no wildcard
+    assert store.record_keys_starting("sha256-ab%", 5) == ["sha256-ab%y@triagebot.invalid"]  # nor is `%`
+    assert store.record_keys_starting("sha256-z", 5) == []
+
+
 # -- threads ----------------------------------------------------------------------------------
 
 def test_reply_whose_parent_never_arrives_joins_its_siblings(store: SqlStore) -> None:
