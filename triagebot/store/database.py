@@ -56,6 +56,13 @@ def marks(count: int) -> str:
     return ",".join("?" * count)
 
 
+def given(pieces: Iterable[tuple[str, Any]]) -> tuple[list[str], list[Any]]:
+    """The SQL pieces (`"host = ?"`) whose value is not None, and those values, in order: the
+    optional filters of a query, the optional columns of an update."""
+    kept = [(sql, value) for sql, value in pieces if value is not None]
+    return [sql for sql, _ in kept], [value for _, value in kept]
+
+
 class Rows(Protocol):
     """What `execute` gives back: a DB-API cursor (sqlite3's or psycopg's)."""
 

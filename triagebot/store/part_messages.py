@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from triagebot.records import Report, report_from_json, report_to_json
-from triagebot.store.database import Database, chunks, marks
+from triagebot.store.database import Database, chunks, given, marks
 from triagebot.store.protocol import (
     ListedRecord,
     StoredMessage,
@@ -239,15 +239,11 @@ class Records:
             kinds = [kind] if isinstance(kind, str) else list(kind)
             clauses.append(f"r.kind IN ({marks(len(kinds))})" if kinds else "1 = 0")
             parameters.extend(kinds)
-        if list_name is not None:
-            clauses.append("m.list_name = ?")
-            parameters.append(list_name)
-        if testcase is not None:
-            clauses.append("r.testcase = ?")
-            parameters.append(testcase)
-        if since is not None:
-            clauses.append("COALESCE(r.date_utc, m.received_at) >= ?")
-            parameters.append(utc_text(since))
+        filters, values = given([("m.list_name = ?", list_name), ("r.testcase = ?", testcase),
+                                 ("COALESCE(r.date_utc, m.received_at) >= ?",
+                                  None if since is None else utc_text(since))])
+        clauses += filters
+        parameters += values
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         sql = (f"SELECT r.message_id, r.record_json FROM records r JOIN messages m USING (message_id) {where}"
                " ORDER BY COALESCE(r.date_utc, m.received_at) DESC, r.message_id")

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from triagebot.states import TriageState
-from triagebot.store.database import Database, marks
+from triagebot.store.database import Database, given, marks
 from triagebot.store.protocol import OutboxRow, TriageRow, normalize_message_id
 
 _TRIAGE_COLUMNS = "message_id, state, channel, host, plan_json, note, created_at, updated_at"
@@ -61,16 +61,9 @@ class Triage:
         `TriageState.can_move_to` does not allow."""
         message_id = normalize_message_id(message_id)
         target = TriageState.of(state)
-        sets, values = ["state = ?", "updated_at = ?"], [target.value, self._database.stamp()]
-        if host is not None:
-            sets.append("host = ?")
-            values.append(host)
-        if plan is not None:
-            sets.append("plan_json = ?")
-            values.append(_dumps(plan))
-        if note is not None:
-            sets.append("note = ?")
-            values.append(note)
+        sets, values = given([("state = ?", target.value), ("updated_at = ?", self._database.stamp()),
+                              ("host = ?", host), ("plan_json = ?", None if plan is None else _dumps(plan)),
+                              ("note = ?", note)])
         database = self._database
         with self._database.transaction():
             row = database.execute("SELECT state FROM triage WHERE message_id = ?",
