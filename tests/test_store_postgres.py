@@ -91,6 +91,21 @@ def test_an_unreachable_server_is_one_line_naming_it_without_the_password(tmp_pa
     assert result.returncode == 1 and len(result.stderr.splitlines()) == 1 and "hunter2" not in result.stderr
 
 
+def test_a_lost_connection_is_a_store_error_naming_the_database(postgres_server) -> None:
+    url = postgres_server.url(postgres_server.new_schema())
+    with parse_location(url).open() as store:
+        store.put_message("a@x", b"raw", "eml", None, RECEIVED)
+        backend = store.connection.info.backend_pid
+        with parse_location(url).open() as other:  # an operator ends the session, a failover, ...
+            other.database.execute("SELECT pg_terminate_backend(?)", (backend,))
+        with pytest.raises(StoreError, match=re.escape(str(parse_location(url)))):
+            store.has_message("a@x")
+        with pytest.raises(StoreError):
+            store.put_message("b@x", b"raw", "eml", None, RECEIVED)
+    with parse_location(url).open() as reopened:
+        assert reopened.existing_ids(["a@x", "b@x"]) == {"a@x"}
+
+
 # -- PostgreSQL's schema ----------------------------------------------------------------------
 
 def test_the_postgresql_migrations_follow_sqlites_one_for_one() -> None:

@@ -428,6 +428,17 @@ def test_failure_in_a_nested_call_rolls_back_only_that_call(store: SqlStore) -> 
     assert store.has_message("kept@x") and store.get_cursor("k") == "v"
 
 
+def test_a_database_error_in_a_nested_call_rolls_back_only_that_call(store: SqlStore) -> None:
+    """A constraint the database itself refuses (PostgreSQL then refuses every statement of the
+    transaction until a rollback): the caller's transaction goes on past it, on both backends."""
+    with store.transaction():
+        put(store, "kept@x")
+        with pytest.raises(Exception, match="(?i)foreign key"):
+            store.enqueue("missing@x", "parent", "#perf", {"text": "no such report"})
+        store.set_cursor("k", "v")
+    assert store.has_message("kept@x") and store.get_cursor("k") == "v" and store.outbox() == []
+
+
 # -- concurrency ------------------------------------------------------------------------------
 
 def hold_write_lock(stores, seconds: float, locked: threading.Event,
