@@ -6,10 +6,13 @@ any unique prefix of the stored key), as well as by the full one.
 """
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from triagebot.errors import TriageError
 from triagebot.store.protocol import SYNTHETIC_ID_DOMAIN, ListedRecord, RecordStore, normalize_message_id
+
+if TYPE_CHECKING:
+    from triagebot.store.location import StoreLocation
 
 # hex digits of the raw bytes' SHA-256 a short key keeps: 48 bits, unique among millions of
 # messages, short enough to type
@@ -52,7 +55,7 @@ class KeyRefused(Exception):
         self.status = status
 
 
-def asked_key(command: str, text: str, database: Path) -> str:
+def asked_key(command: str, text: str, database: StoreLocation) -> str:
     """The Message-ID or key `triage COMMAND` was given, normalised, in a database that exists
     (KeyRefused: exit 2 for a value that is no Message-ID, 1 for a database not there yet)."""
     try:

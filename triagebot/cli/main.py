@@ -29,6 +29,7 @@ COMMANDS = {
     "web": ("triagebot.cli.web", "serve the read-only pages: reports by state, one report, the lab (--public: "
             "what may leave the team)"),
     "decide": ("triagebot.cli.decide", "decide confirm / no-repro / inconclusive from numbers given by hand"),
+    "db": ("triagebot.cli.db", "the store itself: db copy FROM TO (SQLite <-> PostgreSQL), db migrate"),
 }
 
 

@@ -17,7 +17,7 @@ from triagebot.cli.common import (
     add_db_argument,
     add_json_argument,
     add_rules_argument,
-    database_path,
+    database_location,
     open_store,
 )
 from triagebot.errors import TriageError
@@ -90,7 +90,7 @@ def _host_shape(settings, name: str) -> HostShape:
 
 
 def _stored_report(args: argparse.Namespace):
-    database = database_path(args)
+    database = database_location(args)
     try:
         message_id = normalize_message_id(args.message_id)
     except ValueError:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from triagebot.cli.common import add_db_argument, database_path, open_store
+from triagebot.cli.common import add_db_argument, database_location, open_store
 from triagebot.ingest.protocol import FetchedMessage
 from triagebot.ingest.runner import (
     PARSER_VERSION,
@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    database = database_path(args)
+    database = database_location(args)
     if not database.exists():
         print(f"triage reparse: {database}: no such database", file=sys.stderr)
         return 1

@@ -15,6 +15,7 @@ from triagebot.cli.common import (
     add_db_argument,
     add_json_argument,
     add_rules_argument,
+    database_location,
     database_path,
     open_store,
 )
@@ -102,11 +103,12 @@ def render(status: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     database = database_path(args)
-    if not database.exists():
-        print(f"triage status: {database}: no database yet (start `triage daemon` or `triage ingest`)",
+    if not database_location(args).exists():
+        print(f"triage status: {database_location(args)}: no database yet (start `triage daemon` or `triage ingest`)",
               file=sys.stderr)
         return 1
     with open_store(args) as store:
         status = gather(store, database, settings_for(args.rules))
+    status["database"] = str(database_location(args))  # the URL, for a PostgreSQL store
     print(json.dumps(status, ensure_ascii=False) if args.json else render(status))
     return 0

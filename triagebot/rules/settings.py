@@ -4,7 +4,8 @@ Where things are looked up, in order:
 - rules directory: `--rules`, then `TRIAGE_RULES`, then the `rules/` folder beside the package
   (a source checkout or the Docker image).
 - database: `--db`, then `TRIAGE_DB`, then `$XDG_DATA_HOME/triagebot/triage.db`, then
-  `~/.local/share/triagebot/triage.db` (see `triagebot.store.sqlite.resolve_db_path`).
+  `~/.local/share/triagebot/triage.db`; a `postgresql://` URL opens PostgreSQL (see
+  `triagebot.store.location.resolve_location`).
 
 Each rules file is validated when the settings are built: a bad one is a RulesError naming the
 file, the line and the entry, before any work starts. A file that is absent gets its default:
