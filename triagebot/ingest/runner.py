@@ -3,8 +3,11 @@
 One poll's messages and the cursor that follows them are written in one transaction: an
 import killed midway resumes from the last stored cursor and ends with the same store as one
 clean run. Messages already stored are ignored by Message-ID. A message without one (an
-archive page) is known by its date + subject + sender key: if the lore copy of it is stored
-already the page is dropped, and a lore copy arriving after the page replaces it.
+archive page) is known by its date + subject + sender key, but the key alone never merges two
+messages and nothing is ever deleted: a page whose lore copy is stored already is dropped only
+when their texts agree (parse/twins.py), and a lore copy arriving after its page adds its
+Message-ID to the page's record (an alias) when their texts agree; a different text under the
+same key is a different message, stored beside the first.
 
 Nothing one message holds stops a batch: a message the parser cannot read, whatever it raises,
 or whose record cannot be stored, is quarantined (kept raw with the reason, store/quarantine.py)
@@ -25,6 +28,7 @@ from triagebot.errors import TriageError
 from triagebot.ingest.protocol import Batch, FetchedMessage, Source, SourceError
 from triagebot.parse import report as parse_report
 from triagebot.parse.identity import fallback_key_of_record
+from triagebot.parse.twins import same_text
 from triagebot.records import Source as RecordSource
 from triagebot.records import report_to_json
 from triagebot.store.protocol import IncomingMessage, Store, StoreError, normalize_message_id, synthetic_message_id
@@ -119,8 +123,13 @@ def store_parsed(store: Store, parsed: list[tuple[FetchedMessage, str, dict]], r
         aliases.append(alias)
     kept = []
     for (item, fetched, name), (key, _, has_id) in zip(incoming, aliases, strict=True):
-        if not has_id and store.resolve_alias(key) is not None:
-            continue  # an archive page of a message stored already
+        if has_id and store.resolve_alias(item.message_id) is not None:
+            continue  # the lore copy of a page, taken as another name of the page's record before
+        known = store.resolve_alias(key)
+        if known is not None and known != item.message_id and _twin_of(store, known, fetched.raw, has_id):
+            if has_id:  # the same text under a Message-ID: one more name of the stored record
+                store.add_alias(item.message_id, known)
+            continue  # an archive page of a message stored already, or its lore copy
         kept.append((item, fetched, name))
     try:
         with store.transaction():
@@ -137,18 +146,24 @@ def store_parsed(store: Store, parsed: list[tuple[FetchedMessage, str, dict]], r
                 raise
             except Exception as error:  # noqa: BLE001
                 failures.append((fetched, name, f"it cannot be stored: {describe_error(error)}"))
-    for key, message_id, has_id in aliases:
-        known = store.resolve_alias(key)
-        if known is None:
-            if store.has_message(message_id):
-                store.add_alias(key, message_id)
-        elif has_id and known != message_id and store.has_message(message_id) \
-                and not getattr(store.get_record(known), "message_id", None):
-            # The lore copy of a page stored before: one record, the one with full headers.
-            store.repoint_alias(key, message_id)
-            store.delete_message(known)
+    for key, message_id, _ in aliases:
+        # the first message of a key names it; a later one of another text is stored beside it
+        # and never replaces it (a forged mail can copy a date, a subject and a name)
+        if store.resolve_alias(key) is None and store.has_message(message_id):
+            store.add_alias(key, message_id)
     result.new_ids.extend(new_ids)
     return failures
+
+
+def _twin_of(store: Store, known: str, raw: bytes, has_id: bool) -> bool:
+    """Whether `raw` is another copy of the stored message `known` (the same key): a page and
+    its lore copy, one of them without Message-ID, whose texts agree (parse/twins.py)."""
+    stored = store.get_raw(known)
+    if stored is None:
+        return False
+    if has_id and getattr(store.get_record(known), "message_id", None):
+        return False  # two mails with Message-IDs of their own are two messages
+    return same_text(raw, stored)
 
 
 def quarantine(store: Store, fetched: FetchedMessage, name: str, error: str, received_at: datetime | str,
