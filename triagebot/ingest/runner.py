@@ -18,14 +18,25 @@ it again).
 """
 from __future__ import annotations
 
+import json
 import sqlite3
+import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from triagebot.batch import Outcome, default_jobs, parse_messages
 from triagebot.errors import TriageError
-from triagebot.ingest.protocol import Batch, FetchedMessage, Source, SourceError
+from triagebot.ingest.bounds import PollBounds
+from triagebot.ingest.protocol import (
+    SKIPPED_ENTRY_SOURCE,
+    Batch,
+    FetchedMessage,
+    Sink,
+    SkippedEntry,
+    Source,
+    SourceError,
+)
 from triagebot.parse import report as parse_report
 from triagebot.parse.identity import fallback_key_of_record
 from triagebot.parse.twins import same_text
@@ -36,6 +47,10 @@ from triagebot.store.quarantine import one_line
 
 # + source URL, in the cursors table: the daemon's last poll of each source (`triage status`).
 LAST_POLL_KEY = "daemon:last-poll:"
+# + source key, in the cursors table: {"day": "YYYY-MM-DD", "bytes": N}, what it stored that UTC day
+DAY_BYTES_KEY = "ingest:day-bytes:"
+# how `IngestResult.bounded` ends when the source is over its bytes for the day (polled again tomorrow)
+DAY_BOUND_MARK = "not polled until the next UTC day"
 # Written with every record; `triage reparse` re-parses records written by another version.
 PARSER_VERSION = "parse-2026-12-03"
 
@@ -47,6 +62,9 @@ class IngestResult:
     quarantined: list[str] = field(default_factory=list)  # keys of messages quarantined by this ingest
     events: list[str] = field(default_factory=list)  # one line per problem met (retries, skipped input)
     stopped: bool = False  # a stop was asked for: the batch in hand was left for the next poll
+    bytes: int = 0  # raw bytes of the messages the source gave
+    bounded: str | None = None  # the poll bound that ended the poll (PollBounds), the rest left for later
+    skipped: list[str] = field(default_factory=list)  # keys of list entries skipped (quarantined) this poll
 
 
 class PollFailed(SourceError):
@@ -202,18 +220,70 @@ def store_batch(store: Store, source_key: str, batch: Batch, *, jobs: int, clock
     finally:
         outcomes.close()
     result.seen += len(batch.messages)
+    size = sum(len(fetched.raw) for fetched in batch.messages)
+    result.bytes += size
     with store.transaction():
         failed.extend(store_parsed(store, parsed, received_at, result))
         for fetched, name, error in failed:
             quarantine(store, fetched, name, error, received_at, result)
+        for skipped in batch.skipped:
+            _keep_skipped(store, skipped, source_key, received_at, result)
+        for key in batch.recovered:
+            held = store.get_quarantined(key)
+            if held is not None and held.source_name == SKIPPED_ENTRY_SOURCE:
+                store.release_quarantined(key)
         if batch.cursor:
             store.set_cursor(source_key, batch.cursor)
+        if size:
+            _count_day_bytes(store, source_key, received_at, size)
     return True
 
 
-def poll_source(source: Source, cursor: str | None) -> Batch:
-    """`source.poll`, any exception it raises turned into a one-line SourceError naming the source."""
+def _keep_skipped(store: Store, skipped: SkippedEntry, source_key: str, received_at: datetime | str,
+                  result: IngestResult) -> None:
+    """Keep a list entry the source could not fetch in the quarantine, with its reason (the
+    attempts column counts the polls that tried it); a message stored or quarantined under
+    that key by the parser is left as it is."""
+    held = store.get_quarantined(skipped.key)
+    if store.has_message(skipped.key) or (held is not None and held.source_name != SKIPPED_ENTRY_SOURCE):
+        return
+    if held is None:
+        store.quarantine_message(skipped.entry or (skipped.url or skipped.key).encode(),
+                                 source_name=SKIPPED_ENTRY_SOURCE, error=skipped.reason,
+                                 parser_version=PARSER_VERSION, received_at=received_at,
+                                 source_url=skipped.url, key=skipped.key,
+                                 list_name=source_key)
+    else:
+        store.still_quarantined(skipped.key, skipped.reason, PARSER_VERSION)
+    result.skipped.append(skipped.key)
+
+
+def _day(received_at: datetime | str) -> str:
+    return (received_at if isinstance(received_at, str) else received_at.astimezone(UTC).isoformat())[:10]
+
+
+def bytes_stored_today(store: Store, source_key: str, now: datetime | str) -> int:
+    """Raw bytes `source_key` has given the store this UTC day (PollBounds.bytes_per_day)."""
+    text = store.get_cursor(DAY_BYTES_KEY + source_key)
     try:
+        data = json.loads(text) if text else {}
+        return int(data["bytes"]) if data.get("day") == _day(now) else 0
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return 0
+
+
+def _count_day_bytes(store: Store, source_key: str, now: datetime | str, size: int) -> None:
+    total = bytes_stored_today(store, source_key, now) + size
+    store.set_cursor(DAY_BYTES_KEY + source_key, json.dumps({"day": _day(now), "bytes": total}))
+
+
+def poll_source(source: Source, cursor: str | None, sink: Sink | None = None) -> Batch:
+    """`source.poll`, any exception it raises turned into a one-line SourceError naming the source.
+
+    With `sink`, a source that streams (`streams_parts`) hands its poll over part by part."""
+    try:
+        if sink is not None and getattr(source, "streams_parts", False):
+            return source.poll(cursor, sink=sink)  # type: ignore[call-arg]
         return source.poll(cursor)
     except TriageError:
         raise
@@ -223,18 +293,65 @@ def poll_source(source: Source, cursor: str | None) -> Batch:
 
 def ingest_once(source: Source, store: Store, *, jobs: int | None = None,
                 clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-                progress: Progress | None = None, should_stop: StopAsked | None = None) -> IngestResult:
-    """Poll `source` until it has nothing more right now; store everything it gave.
+                progress: Progress | None = None, should_stop: StopAsked | None = None,
+                bounds: PollBounds | None = None,
+                monotonic: Callable[[], float] = time.monotonic) -> IngestResult:
+    """Poll `source` until it has nothing more right now, or a bound of `bounds` is reached;
+    store everything it gave, each part as it arrives (a source that streams: thread by thread).
 
     `should_stop` is asked between batches and between the messages of a batch; when it says
-    yes the batch in hand is dropped (the cursor stays before it) and `result.stopped` is set."""
+    yes the batch in hand is dropped (the cursor stays before it) and `result.stopped` is set.
+    A bound reached ends the poll after the batch in hand is stored, with `result.bounded` and
+    an event line saying which; a source over its bytes for the day is not polled at all."""
     result = IngestResult()
     jobs = default_jobs() if jobs is None else jobs
+    bounds = bounds or PollBounds()
+    started = monotonic()
+    today = bytes_stored_today(store, source.key, clock())
+
+    def bound_reached() -> str | None:
+        if result.seen >= bounds.messages:
+            return f"{result.seen} messages (bound: {bounds.messages} a poll)"
+        if result.bytes >= bounds.bytes:
+            return f"{result.bytes} bytes (bound: {bounds.bytes} a poll)"
+        if today + result.bytes >= bounds.bytes_per_day:
+            return f"{today + result.bytes} bytes today (bound: {bounds.bytes_per_day} a day)"
+        if monotonic() - started >= bounds.seconds:
+            return f"{monotonic() - started:.0f} s (bound: {bounds.seconds:g} s a poll)"
+        return None
+
+    def end(reason: str) -> IngestResult:
+        result.bounded = reason
+        result.events.append(f"{source.key}: poll ended at {reason}; the rest is read at the next poll")
+        return result
+
+    def end_of_day(reason: str) -> IngestResult:
+        result.bounded = reason
+        result.events.append(f"{source.key}: {reason}")
+        return result
+
+    if today >= bounds.bytes_per_day:
+        return end_of_day(f"{today} bytes stored today (bound: {bounds.bytes_per_day} a day); {DAY_BOUND_MARK}")
+
+    def store_part(part: Batch) -> bool:
+        """A part of a streaming poll, stored as it arrives; False ends the poll there."""
+        if should_stop is not None and should_stop():
+            result.stopped = True
+            return False
+        if not store_batch(store, source.key, part, jobs=jobs, clock=clock, result=result,
+                           should_stop=should_stop):
+            return False
+        if progress is not None:
+            progress(result.seen, part.total)
+        return bound_reached() is None
+
     while True:
         if should_stop is not None and should_stop():
             result.stopped = True
             return result
-        batch = poll_source(source, store.get_cursor(source.key))
+        batch = poll_source(source, store.get_cursor(source.key), sink=store_part)
+        if result.stopped:
+            return result
         if not store_batch(store, source.key, batch, jobs=jobs, clock=clock, result=result,
                            should_stop=should_stop):
             return result
@@ -242,3 +359,5 @@ def ingest_once(source: Source, store: Store, *, jobs: int | None = None,
             progress(result.seen, batch.total)
         if not batch.more:
             return result
+        if (reason := bound_reached()) is not None:
+            return end(reason)
