@@ -228,3 +228,16 @@ def test_a_paced_heal_killed_midway_keeps_what_it_fetched_and_progresses(tmp_pat
         assert counts and counts[0] > 0  # the first run, killed, kept what it fetched
         assert counts == sorted(counts) and len(set(counts)) == len(counts)  # every run progressed
         assert {f"old{index}@heal" for index in range(30)} <= stored_ids(store)
+
+
+def test_reparse_leaves_skipped_entries_to_the_polls(tmp_path: Path) -> None:
+    """A skipped entry's row holds the feed entry's XML, not a message: reparse must not make a
+    record of it."""
+    from triagebot.cli.reparse import retry_quarantined
+
+    with HostileLore(BadEntries()) as server, SqliteStore(tmp_path / "t.db") as store:
+        ingest_once(lore(server), store, jobs=1)
+        before = {row.key: row.error for row in store.quarantined()}
+        assert retry_quarantined(store, every=True) == (0, 0, 0)
+        assert {row.key: row.error for row in store.quarantined()} == before
+        assert stored_ids(store) == {"good-1@ok", "good-2@ok"}

@@ -28,8 +28,12 @@ read: a gap after it heals from `since`):
                                          # n and digest of their Message-IDs spot a change
      "since_refetch": 2,                 # polls since the tracked threads were last refetched
      "polled_at": 1764700000,            # our clock at the last poll that reached what was seen
-     "heal": {"from": 1764600000, "offset": 150, "gap": true},  # a search heal under way
-     "recheck": 1764600000}              # a healed window to read once more next poll
+     "heal": {"from": 1764600000, "offset": 150, "gap": true, "ids": ["<10 hex>", ...]},
+                                         # a search heal under way, the ids of its last results
+     "recheck": 1764600000,              # a healed window to read once more next poll
+     "retry": [{"key": "<16 hex>", "qkey": "<msgid>", "url": "<message URL>", "tries": 1}],
+                                         # skipped entries to try again, and how often tried
+     "left": false}                      # the poll that wrote it left work for the next one
 
 Bounds (each a named constant below): the feed is read up to FEED_MAX_BYTES and its newest
 FEED_MAX_ENTRIES entries; a poll fetches the threads of at most ENTRIES_PER_POLL new entries,
@@ -42,14 +46,26 @@ XML declares) is refused, so no entity is ever declared, let alone expanded. An 
 used only for the one Message-ID segment it names under the list URL: a link with `.`, `..`
 or empty path segments is unusable, and the thread URL is rebuilt from the Message-ID.
 
-Failures: the feed or a new entry's thread unreadable after `policy.attempts` tries raises
-SourceError, and nothing of that poll is returned, so the caller keeps the old cursor and the
-next poll does the same work again (messages stored twice are ignored by Message-ID); a feed
-refused for what it is (over its cap, redirected off the list's scheme, host and port) raises
-at once. An entry whose message is gone (404 for both t.mbox.gz and raw), refused (over
+Failures: the feed unreadable after `policy.attempts` tries, or a server that cannot be reached,
+raises SourceError, and the caller keeps the cursor of the last part stored (messages stored
+twice are ignored by Message-ID); a feed refused for what it is (over its cap, redirected off
+the list's scheme, host and port) raises at once. One entry never stops a poll: an entry whose
+thread the server will not give (AnswerFailed: an error status, a body that never ends within
+the deadline, a damaged gzip) or whose link cannot be read is skipped and handed back in
+`Batch.skipped` (the runner quarantines it with the reason); it is tried again at each of the
+next polls (the `retry` list in the cursor) up to `entry_attempts` polls, then given up. An
+entry whose message is gone (404 for both t.mbox.gz and raw), refused (over
 RAW_MESSAGE_MAX_BYTES, redirected elsewhere) or that has no usable link is skipped with an
-event and not tried again. A refetch of the tracked threads that fails is logged as an
-event and retried on the next poll; what the poll found before it is returned.
+event. A refetch of the tracked threads that fails is logged as an event and retried on the
+next poll (a thread whose own answer fails is no longer tracked); what the poll found before it
+is returned.
+
+With a sink (`poll(cursor, sink)`, what the runner passes), each entry's thread is handed over
+as it is fetched, with the cursor after it (`left`: the next poll goes on), so memory holds one
+thread and a poll, or a heal, killed midway keeps what it stored. The sink may say stop (a poll
+bound reached): the poll then ends after that entry, its cursor saying `more`. Search pages that
+cycle are told by the results' ids: a heal keeps the digests of its last HEAL_CYCLE_WINDOW
+results and gives up on a page holding one of them.
 """
 from __future__ import annotations
 

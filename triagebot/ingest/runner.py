@@ -12,7 +12,11 @@ same key is a different message, stored beside the first.
 Nothing one message holds stops a batch: a message the parser cannot read, whatever it raises,
 or whose record cannot be stored, is quarantined (kept raw with the reason, store/quarantine.py)
 in the same transaction, and the others are stored. A source whose poll raises anything fails
-that poll with one line (SourceError), the cursor where it was. A stop asked for while a batch
+that poll with one line (SourceError), the cursor where it was (after the last part stored, for
+a source that streams). A list entry the source skipped (its server would not give it) is kept
+in the quarantine with its reason (source `lore-entry`), its row updated at each retry, and
+leaves it when fetched. A poll is bounded (ingest/bounds.py): messages, bytes and seconds per
+poll, bytes per source per UTC day. A stop asked for while a batch
 is parsed abandons that batch (nothing of it is stored, so nothing is lost: the next poll reads
 it again).
 """
