@@ -119,7 +119,7 @@ def _poll_one(source_settings, settings: Settings, store, state: DaemonState, me
     try:
         source = build_source(url, settings.http, sleep=_stoppable_sleep(state), bounds=settings.bounds)
         result = ingest_once(source, store, jobs=jobs, should_stop=lambda: state.stop, bounds=settings.bounds,
-                             monotonic=now)
+                             monotonic=now, progress=lambda *_: metrics.beat())  # storing parts: alive
     except Exception as error:  # noqa: BLE001 - one source's failure, of any kind, is that poll's alone
         metrics.polls.labels(url, "error").inc()
         metrics.poll_failed(url)

@@ -142,6 +142,10 @@ GZIP_MAX_MEMBERS = 64  # concatenated gzip members in one t.mbox.gz (public-inbo
 ENTRY_ATTEMPTS = 3
 RETRY_MAX_ENTRIES = 100  # entries waiting for another try; past it the oldest is given up
 ENTRY_KEEP_BYTES = 64 * 1024  # of a skipped entry's Atom XML, kept in the quarantine
+# a skipped entry whose message URL is longer is given up at once (servers answer 414 to such
+# URLs; the retry list lives in the cursor); a longer Message-ID is not a quarantine key
+RETRY_URL_MAX_CHARS = 8192
+MESSAGE_ID_KEY_MAX_CHARS = 998  # the RFC 5322 line limit
 # digests of the results a heal has read, kept to notice pages that cycle (by their ids)
 HEAL_CYCLE_WINDOW = 2000
 
@@ -221,7 +225,9 @@ class _Entry:
 
     @property
     def quarantine_key(self) -> str:
-        return self.message_id or f"entry-{self.key}@triagebot.invalid"
+        if self.message_id and len(self.message_id) <= MESSAGE_ID_KEY_MAX_CHARS:
+            return self.message_id
+        return f"entry-{self.key}@triagebot.invalid"
 
     def xml(self) -> bytes:
         return b"" if self.element is None else ET.tostring(self.element)[:ENTRY_KEEP_BYTES]
@@ -406,7 +412,8 @@ class LoreSource:
     def _skip(self, entry: _Entry, reason: str, work: _Work, events: list[str]) -> None:
         """Record an entry whose message could not be fetched: quarantined with its reason by
         the runner, tried again at the next polls (a link that cannot be read: given up now)."""
-        retry = entry.url is not None and self.entry_attempts > 1
+        reason = _short(reason)
+        retry = entry.url is not None and len(entry.url) <= RETRY_URL_MAX_CHARS and self.entry_attempts > 1
         events.append(f"{self.feed_url}: skipped entry {entry.label}: {reason}"
                       + ("; tried again at the next poll" if retry else ""))
         work.skipped.append(SkippedEntry(entry.quarantine_key, entry.url, reason, 1, not retry,
@@ -432,7 +439,7 @@ class LoreSource:
             except AnswerFailed as error:
                 tries = item.tries + 1
                 given_up = tries >= self.entry_attempts
-                reason = str(error) if not given_up else f"given up after {tries} polls: {error}"
+                reason = _short(str(error) if not given_up else f"given up after {tries} polls: {error}")
                 events.append(f"{self.feed_url}: skipped entry {item.url} again: {reason}")
                 work.skipped.append(SkippedEntry(item.quarantine_key, item.url, reason, tries,
                                                  given_up))
@@ -849,6 +856,11 @@ class LoreSource:
 
 
 # -- pure helpers ------------------------------------------------------------------------------
+
+
+def _short(reason: str, limit: int = 1000) -> str:
+    """A reason as kept and logged: a URL of 100,000 characters is not worth a log line of them."""
+    return reason if len(reason) <= limit else reason[:limit - 1] + "…"
 
 
 def _digest(value: str | bytes) -> str:
