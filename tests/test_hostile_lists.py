@@ -19,7 +19,7 @@ from tests.support.hostile_lore import Behaviour, HostileLore
 from triagebot.ingest.bounds import PollBounds
 from triagebot.ingest.http import RequestsClient
 from triagebot.ingest.lore import LoreSource
-from triagebot.ingest.protocol import SKIPPED_ENTRY_SOURCE, HttpPolicy
+from triagebot.ingest.protocol import SKIPPED_ENTRY_SOURCE, HttpPolicy, SourceError
 from triagebot.ingest.runner import ingest_once
 from triagebot.store.sqlite import SqliteStore
 
@@ -103,6 +103,29 @@ def test_a_skipped_entry_that_comes_back_leaves_the_quarantine(tmp_path: Path) -
         behaviour.broken = False
         ingest_once(source, store, jobs=1)
         assert store.get_quarantined("flaky@x") is None and stored_ids(store) == {"fine@x", "flaky@x"}
+
+
+def test_a_server_failing_every_entry_fails_the_poll_and_charges_no_entry(tmp_path: Path) -> None:
+    """Five entries in a row failing is the server's trouble (lore answering 503 under load), not
+    theirs: nothing is quarantined or given up, and the next poll, the server well, stores all."""
+    class Overloaded(Behaviour):
+        busy = True
+
+        def feed_entries(self, request):
+            return [(f"m{index}@busy", None) for index in range(7)]
+
+        def thread(self, message_id, kind):
+            return (503, b"busy") if self.busy and message_id != "m6@busy" else None
+
+    behaviour = Overloaded()
+    with HostileLore(behaviour) as server, SqliteStore(tmp_path / "t.db") as store:
+        source = lore(server)
+        with pytest.raises(SourceError, match="5 entries in a row failed"):
+            ingest_once(source, store, jobs=1)
+        assert store.count_quarantined() == 0
+        behaviour.busy = False
+        ingest_once(source, store, jobs=1)
+        assert stored_ids(store) == {f"m{index}@busy" for index in range(7)} and store.count_quarantined() == 0
 
 
 # -- finding 3: polls without bounds -------------------------------------------------------------

@@ -53,7 +53,9 @@ the list's scheme, host and port) raises at once. One entry never stops a poll: 
 thread the server will not give (AnswerFailed: an error status, a body that never ends within
 the deadline, a damaged gzip) or whose link cannot be read is skipped and handed back in
 `Batch.skipped` (the runner quarantines it with the reason); it is tried again at each of the
-next polls (the `retry` list in the cursor) up to `entry_attempts` polls, then given up. An
+next polls (the `retry` list in the cursor) up to `entry_attempts` polls, then given up;
+SERVER_FAILURES_IN_A_ROW entries failing in a row fail the poll instead (the server's trouble,
+not theirs; none is charged a try). An
 entry whose message is gone (404 for both t.mbox.gz and raw), refused (over
 RAW_MESSAGE_MAX_BYTES, redirected elsewhere) or that has no usable link is skipped with an
 event. A refetch of the tracked threads that fails is logged as an event and retried on the
@@ -141,6 +143,11 @@ GZIP_MAX_MEMBERS = 64  # concatenated gzip members in one t.mbox.gz (public-inbo
 # quarantined with its reason meanwhile, and the list's other messages go on being stored.
 ENTRY_ATTEMPTS = 3
 RETRY_MAX_ENTRIES = 100  # entries waiting for another try; past it the oldest is given up
+# entries in a row whose answers fail: then it is the server, not the entries (lore answering
+# 503 under load): the poll fails, its cursor at the last entry fetched, and none of them is
+# charged a try (entries that fail are handed over only once an entry after them is fetched, or
+# at the poll's end)
+SERVER_FAILURES_IN_A_ROW = 5
 ENTRY_KEEP_BYTES = 64 * 1024  # of a skipped entry's Atom XML, kept in the quarantine
 # a skipped entry whose message URL is longer is given up at once (servers answer 414 to such
 # URLs; the retry list lives in the cursor); a longer Message-ID is not a quarantine key
@@ -211,6 +218,7 @@ class _Work:
     skipped: list[SkippedEntry] = field(default_factory=list)  # since the last part handed over
     recovered: list[str] = field(default_factory=list)  # quarantine keys of entries fetched now
     stopped: bool = False  # the sink said stop: no more entries this poll
+    failing: int = 0  # entries in a row whose answers failed (SERVER_FAILURES_IN_A_ROW)
     checkpoint: Callable[[], None] = lambda: None  # hands what was fetched to the sink
 
 
@@ -350,8 +358,8 @@ class LoreSource:
 
         def checkpoint() -> None:
             """Hand what was fetched since the last part to the sink, with the cursor after it."""
-            if sink is None or work.stopped:
-                return
+            if sink is None or work.stopped or work.failing:
+                return  # failures are handed over once an entry after them was fetched
             part_state = _State(self._merge_seen(done_entries() + healed, work.fetched, state.seen),
                                 tracked[:self.max_tracked], state.since_refetch, state.polled_at,
                                 state.heal, state.recheck, work.retry, left=True)
@@ -427,16 +435,25 @@ class LoreSource:
                     f"given up: more than {RETRY_MAX_ENTRIES} entries waiting for another try",
                     oldest.tries, True))
 
+    def _failed(self, work: _Work, error: AnswerFailed) -> None:
+        """Count an entry whose answer failed; SERVER_FAILURES_IN_A_ROW of them fail the poll."""
+        work.failing += 1
+        if work.failing >= SERVER_FAILURES_IN_A_ROW:
+            raise SourceError(f"{self.list_url}: {work.failing} entries in a row failed, the server's "
+                              f"trouble rather than theirs (the last: {_short(str(error), 300)}); the "
+                              "next poll tries them again")
+
     def _retry_skipped(self, work: _Work, tracked: list[_Tracked], events: list[str]) -> None:
         """Try the entries earlier polls skipped once more each; give up those out of tries."""
-        waiting, work.retry = work.retry, []
+        waiting: list[_Retry] = list(work.retry)
+        kept: list[_Retry] = []
         for position, item in enumerate(waiting):
             if work.stopped:
-                work.retry.extend(waiting[position:])
-                return
+                break
             try:
                 thread = self._fetch_thread(item.url, item.url, events)
             except AnswerFailed as error:
+                self._failed(work, error)
                 tries = item.tries + 1
                 given_up = tries >= self.entry_attempts
                 reason = _short(str(error) if not given_up else f"given up after {tries} polls: {error}")
@@ -444,8 +461,9 @@ class LoreSource:
                 work.skipped.append(SkippedEntry(item.quarantine_key, item.url, reason, tries,
                                                  given_up))
                 if not given_up:
-                    work.retry.append(_Retry(item.key, item.quarantine_key, item.url, tries))
+                    kept.append(_Retry(item.key, item.quarantine_key, item.url, tries))
             else:
+                work.failing = 0
                 if thread is None:  # gone (404): the reason is final
                     work.skipped.append(SkippedEntry(item.quarantine_key, item.url,
                                                      "given up: the message is gone (HTTP 404)",
@@ -455,6 +473,7 @@ class LoreSource:
                     if self.track_threads:
                         work.touched.add(self._track(tracked, ids, thread))
                     work.recovered.append(item.quarantine_key)
+            work.retry = kept + waiting[position + 1:]  # what a part's cursor says is still to try
             work.checkpoint()
 
     def _start_heal(self, state: _State, gap: bool, events: list[str]) -> Heal:
@@ -581,7 +600,10 @@ class LoreSource:
                     thread = self._fetch_thread(entry.url, entry.label, events)
                 except AnswerFailed as error:
                     self._skip(entry, str(error), work, events)
+                    self._failed(work, error)
                     thread = None
+                else:
+                    work.failing = 0
                 if thread is not None:
                     ids = self._keep(thread, work.messages, work.fetched)
                     if self.track_threads:
