@@ -264,3 +264,14 @@ def test_reparse_leaves_skipped_entries_to_the_polls(tmp_path: Path) -> None:
         assert retry_quarantined(store, every=True) == (0, 0, 0)
         assert {row.key: row.error for row in store.quarantined()} == before
         assert stored_ids(store) == {"good-1@ok", "good-2@ok"}
+
+
+def test_files_the_user_imports_are_not_bounded(tmp_path: Path) -> None:
+    from tests.support.hostile_lore import mboxrd, message
+    from triagebot.ingest.files import FileSource
+
+    mbox = tmp_path / "own.mbox"
+    mbox.write_bytes(mboxrd([message(f"file{index}@x") for index in range(30)]))
+    with SqliteStore(tmp_path / "t.db") as store:
+        result = ingest_once(FileSource(mbox), store, jobs=1, bounds=PollBounds(messages=5, bytes_per_day=100))
+        assert result.bounded is None and store.count_messages() == 30

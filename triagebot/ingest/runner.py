@@ -306,14 +306,19 @@ def ingest_once(source: Source, store: Store, *, jobs: int | None = None,
     `should_stop` is asked between batches and between the messages of a batch; when it says
     yes the batch in hand is dropped (the cursor stays before it) and `result.stopped` is set.
     A bound reached ends the poll after the batch in hand is stored, with `result.bounded` and
-    an event line saying which; a source over its bytes for the day is not polled at all."""
+    an event line saying which; a source over its bytes for the day is not polled at all. A
+    local source (`local`: files the user chose to import) is not bounded."""
     result = IngestResult()
     jobs = default_jobs() if jobs is None else jobs
     bounds = bounds or PollBounds()
     started = monotonic()
     today = bytes_stored_today(store, source.key, clock())
 
+    local = bool(getattr(source, "local", False))
+
     def bound_reached() -> str | None:
+        if local:
+            return None
         if result.seen >= bounds.messages:
             return f"{result.seen} messages (bound: {bounds.messages} a poll)"
         if result.bytes >= bounds.bytes:
@@ -334,7 +339,7 @@ def ingest_once(source: Source, store: Store, *, jobs: int | None = None,
         result.events.append(f"{source.key}: {reason}")
         return result
 
-    if today >= bounds.bytes_per_day:
+    if not local and today >= bounds.bytes_per_day:
         return end_of_day(f"{today} bytes stored today (bound: {bounds.bytes_per_day} a day); {DAY_BOUND_MARK}")
 
     def store_part(part: Batch) -> bool:
