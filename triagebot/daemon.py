@@ -35,7 +35,7 @@ from triagebot import flow
 from triagebot.errors import TriageError
 from triagebot.health import DaemonMetrics, HealthServer
 from triagebot.ingest.protocol import SourceError
-from triagebot.ingest.runner import LAST_POLL_KEY, PollFailed, describe_error, ingest_once
+from triagebot.ingest.runner import DAY_BOUND_MARK, LAST_POLL_KEY, IngestResult, PollFailed, describe_error, ingest_once
 from triagebot.ingest.sources import build_source
 from triagebot.logs import event
 from triagebot.notify import outbox
@@ -57,6 +57,7 @@ class DaemonState:
 
     last_poll: dict[str, float] = field(default_factory=dict)
     stop: bool = False
+    behind: set[str] = field(default_factory=set)  # sources whose last poll ended at a bound: due again
 
 
 # what an http retry's event line says: the retry was logged when it happened (ingest/http.py)
@@ -86,17 +87,25 @@ def poll_due_sources(settings: Settings, store, state: DaemonState, metrics: Dae
     """Poll the sources that are due; returns the new message ids.
 
     A source that fails, whatever it raises, is logged with the reason and recorded for
-    `triage status`; the sources after it are polled all the same."""
+    `triage status`; the sources after it are polled all the same. Each source's share of a pass
+    is one poll under `settings.bounds` (messages, bytes, seconds): a source whose poll ended at
+    a bound goes on at the next pass, after the other due sources had their turn."""
     new_ids: list[str] = []
     for source_settings in settings.sources:
         if state.stop:
             break
         due = state.last_poll.get(source_settings.url, -1e18) + source_settings.poll_minutes * 60
-        if now() < due:
+        if now() < due and source_settings.url not in state.behind:
             continue
-        state.last_poll[source_settings.url] = now()
+        if now() >= due:  # a scheduled poll (not one going on with what a bound left): the interval starts here
+            state.last_poll[source_settings.url] = now()
+        state.behind.discard(source_settings.url)
         try:
-            new_ids.extend(_poll_one(source_settings, settings, store, state, metrics, jobs))
+            result = _poll_one(source_settings, settings, store, state, metrics, jobs, now)
+            if result is not None:
+                new_ids.extend(result.new_ids)
+                if result.bounded and not result.bounded.endswith(DAY_BOUND_MARK):
+                    state.behind.add(source_settings.url)
         except Exception as error:  # noqa: BLE001 - even recording the outcome failed: log it, go on
             metrics.poll_failed(source_settings.url)
             event(log, logging.ERROR, "poll failed", event="poll.failed", source=source_settings.url,
@@ -105,13 +114,14 @@ def poll_due_sources(settings: Settings, store, state: DaemonState, metrics: Dae
 
 
 def _poll_one(source_settings, settings: Settings, store, state: DaemonState, metrics: DaemonMetrics,
-              jobs: int | None) -> list[str]:
+              jobs: int | None, now: Callable[[], float] = time.monotonic) -> IngestResult | None:
     url = source_settings.url
     metrics.last_poll.labels(url).set(time.time())
     outcome: dict = {"at": store.now_text()}
     try:
-        source = build_source(url, settings.http, sleep=_stoppable_sleep(state))
-        result = ingest_once(source, store, jobs=jobs, should_stop=lambda: state.stop)
+        source = build_source(url, settings.http, sleep=_stoppable_sleep(state), bounds=settings.bounds)
+        result = ingest_once(source, store, jobs=jobs, should_stop=lambda: state.stop, bounds=settings.bounds,
+                             monotonic=now, progress=lambda *_: metrics.beat())  # storing parts: alive
     except Exception as error:  # noqa: BLE001 - one source's failure, of any kind, is that poll's alone
         metrics.polls.labels(url, "error").inc()
         metrics.poll_failed(url)
@@ -121,7 +131,8 @@ def _poll_one(source_settings, settings: Settings, store, state: DaemonState, me
               next=next_step(source_settings.poll_minutes, time.time()))
         store.set_cursor(LAST_POLL_KEY + url,
                          json.dumps(outcome | {"outcome": "error", "error": describe_error(error)}))
-        return []
+        metrics.poll_troubled(url, describe_error(error))
+        return None
     for line in result.events:
         if RETRY_MARK in line:
             continue  # logged as it happened (fetch.retry)
@@ -134,17 +145,23 @@ def _poll_one(source_settings, settings: Settings, store, state: DaemonState, me
     if result.stopped:
         event(log, logging.INFO, "poll stopped: the rest is read at the next poll", event="poll.stopped",
               source=url, new=len(result.new_ids))
-        return result.new_ids
+        return result
     metrics.polls.labels(url, "ok").inc()
     metrics.poll_ok(url, result.events)
+    if result.skipped:
+        metrics.poll_troubled(url, f"{len(result.skipped)} entr{'y' if len(result.skipped) == 1 else 'ies'} "
+                                   "the server would not give (quarantined: triage list --failed)")
+    if result.bounded:
+        event(log, logging.WARNING, "poll ended at a bound: the rest is read at the next pass", event="poll.bounded",
+              source=url, bound=result.bounded)
     metrics.saw_dates(url, [report.date if (report := store.get_record(message_id)) else None
                             for message_id in result.new_ids])
     event(log, logging.INFO, "polled", event="poll.done", source=url, new=len(result.new_ids),
           quarantined=len(result.quarantined))
     store.set_cursor(LAST_POLL_KEY + url, json.dumps(outcome | {
         "outcome": "ok", "new": len(result.new_ids), "events": len(result.events),
-        "quarantined": len(result.quarantined)}))
-    return result.new_ids
+        "quarantined": len(result.quarantined), "skipped": len(result.skipped), "bounded": result.bounded}))
+    return result
 
 
 def make_notifier(database: Path, environ=os.environ):

@@ -76,10 +76,11 @@ def run(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         for reference in references:
             try:
-                source = build_source(reference, settings.http, list_name=args.list_name, since=args.since)
+                source = build_source(reference, settings.http, list_name=args.list_name, since=args.since,
+                                      bounds=settings.bounds)
                 progress = _Progress(reference, enabled=not args.quiet and sys.stderr.isatty())
                 try:
-                    result = ingest_once(source, store, jobs=args.jobs, progress=progress)
+                    result = ingest_once(source, store, jobs=args.jobs, progress=progress, bounds=settings.bounds)
                 finally:
                     progress.end()
             except TriageError as error:

@@ -19,12 +19,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from triagebot.ingest.bounds import PollBounds
 from triagebot.ingest.protocol import HttpPolicy
 from triagebot.rules.floors import FLOORS_FILE, MetricFloors, floors_from
 from triagebot.rules.hosts import HOSTS_FILE, Host, hosts_from, missing_hosts
 from triagebot.rules.loader import PACKAGED_RULES, read_file, rules_dir
 from triagebot.rules.routing import ROUTING_FILE, Routing, routing_from
-from triagebot.rules.sources import SOURCES_FILE, SourceSettings, parse_sources
+from triagebot.rules.sources import SOURCES_FILE, SourceSettings, parse_bounds, parse_sources
 from triagebot.rules.templates import TEMPLATES_DIR, Templates, load_templates, missing_templates
 
 __all__ = ["PACKAGED_RULES", "Settings", "SourceSettings", "load_settings", "rules_dir", "settings_for"]
@@ -35,6 +36,7 @@ class Settings:
     rules_dir: Path
     http: HttpPolicy = field(default_factory=HttpPolicy)
     sources: tuple[SourceSettings, ...] = ()
+    bounds: PollBounds = field(default_factory=PollBounds)  # sources.toml [bounds]: one poll, one day
     hosts: tuple[Host, ...] | None = None  # None: no hosts.toml
     templates: Templates | None = None  # None: no reproducers/ directory
     routing: Routing = field(default_factory=Routing)
@@ -64,12 +66,14 @@ def _own_or_packaged(rules: Path, name: str) -> Path | None:
 def load_settings(rules: Path) -> Settings:
     """Every rules file in `rules`, validated; RulesError for the first bad one."""
     sources_path = rules / SOURCES_FILE
-    http, sources = parse_sources(read_file(sources_path)) if sources_path.exists() else (HttpPolicy(), ())
+    sources_file = read_file(sources_path) if sources_path.exists() else None
+    http, sources = parse_sources(sources_file) if sources_file else (HttpPolicy(), ())
+    bounds = parse_bounds(sources_file) if sources_file else PollBounds()
     hosts_path = rules / HOSTS_FILE
     routing_path = _own_or_packaged(rules, ROUTING_FILE)
     floors_path = _own_or_packaged(rules, FLOORS_FILE)
     return Settings(
-        rules_dir=rules, http=http, sources=sources,
+        rules_dir=rules, http=http, sources=sources, bounds=bounds,
         hosts=hosts_from(read_file(hosts_path)) if hosts_path.exists() else None,
         templates=load_templates(rules) if (rules / TEMPLATES_DIR).is_dir() else None,
         routing=routing_from(read_file(routing_path)) if routing_path else Routing(),
