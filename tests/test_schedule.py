@@ -102,11 +102,15 @@ def test_hosts_that_cannot_switch_kernels_run_nothing() -> None:
     assert [(item.message_id, item.host) for item in plan.assignments] == [("a", "small")]
 
 
-def test_the_same_arguments_give_the_same_schedule() -> None:
-    reports = [report(f"r{index}", dated_hours_ago=1) for index in range(4)]  # equal dates: taken-on order, id
+def test_equal_dates_go_in_the_order_taken_on_then_as_given() -> None:
+    reports = [report(f"r{index}", dated_hours_ago=1) for index in range(4)]
     first = schedule(reports, [BIG], frozenset(), NOW)
-    assert first == schedule(list(reversed(reports)), [BIG], frozenset(), NOW)
+    assert first == schedule(reports, [BIG], frozenset(), NOW)  # the same arguments, the same schedule
+    assert [item.message_id for item in first.assignments] == ["r0"]
     assert [item.message_id for item in first.queues["big"]] == ["r1", "r2", "r3"]
+    earlier = report("r3", dated_hours_ago=1, waited_minutes=50)  # taken on before the others
+    assert [item.message_id for item in schedule([*reports[:3], earlier], [BIG], frozenset(), NOW).assignments] \
+        == ["r3"]
 
 
 def test_waits_read_as_a_person_reads_them() -> None:

@@ -7,7 +7,7 @@ compute the same answer and the tests call it with made-up moments:
 - Only hosts that can switch kernels run reports (an A/A run says nothing about a commit).
 - Reports are taken newest first: by the report's date, or the date of the latest reply in its
   thread that brings numbers (a reply with measurements moves its report ahead); ties by the
-  time taken on, then Message-ID.
+  time taken on, then in the order given (the store's: the order reports were taken on).
 - A report runs on the most similar host (`score_host`); hosts of equal score are one choice,
   and the report takes whichever of them is free. When none is free it waits in the queue of
   the one with the fewest reports waiting.
@@ -101,9 +101,8 @@ def describe_wait(wait: timedelta) -> str:
 
 
 def priority_order(waiting: Sequence[Waiting]) -> list[Waiting]:
-    """Newest first (a reply with numbers renews a report); then taken on earlier; then id."""
-    return sorted(waiting, key=lambda item: (-item.newest_at.timestamp(), item.waiting_since.timestamp(),
-                                             item.message_id))
+    """Newest first (a reply with numbers renews a report); then taken on earlier; then as given."""
+    return sorted(waiting, key=lambda item: (-item.newest_at.timestamp(), item.waiting_since.timestamp()))
 
 
 def most_similar(report: Waiting, hosts: Sequence[Host]) -> tuple[list[HostMatch], float]:
