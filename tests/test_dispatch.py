@@ -47,9 +47,11 @@ def three_host_lab(tmp_path: Path) -> flow.DaemonContext:
     return flow.DaemonContext(settings=settings, database=tmp_path / "t.db", deliver=lambda: None, budget=6)
 
 
-def planned(store: SqliteStore, message_id: str, date: str) -> None:
+def planned(store: SqliteStore, message_id: str, date: str, machine: dict | None = None) -> None:
     record = report_to_json(parse_message(LAB_REPORT.read_bytes(), Source("eml"))) | {"message_id": message_id,
                                                                                      "date": date}
+    if machine is not None:
+        record["test_machine"] = machine
     plan = plan_command("sysbench cpu --threads=2 --time=1 run", load_templates(PROJECT / "rules"))
     assert isinstance(plan, Plan)
     store.put_message(message_id, LAB_REPORT.read_bytes(), "test", None, "2026-12-01T00:00:00+00:00")
@@ -145,3 +147,42 @@ def test_the_parent_of_a_waiting_report_says_where_it_queues() -> None:
     assert payload["text"].endswith(" · queued behind 2 on lab-1")
     assert "queued behind 2 on lab-1" in json.dumps(payload["blocks"])
     assert "queued" not in render.parent_message(report, "planned")["text"]
+
+
+def test_past_the_cap_a_report_is_planned_again_for_the_free_host_saying_what_differs(tmp_path: Path) -> None:
+    rules, _ = write_lab_rules(tmp_path, PROJECT)
+    text = (rules / "hosts.toml").read_text()
+    block = text[text.index("[[host]]"):]
+    # lab-local and a much bigger host: a 2-thread report is far less like the big one
+    big = block.replace('name = "lab-local"', 'name = "lab-big"').replace("threads = 2", "threads = 64")
+    (rules / "hosts.toml").write_text("max_wait_minutes = 0\n" + text + big)
+    settings = dataclasses.replace(load_settings(rules),
+                                   routing=parse_routing('default_channel = "#perf-triage"\n', "test"))
+    assert settings.max_wait_minutes == 0
+    lab = flow.DaemonContext(settings=settings, database=tmp_path / "t.db", deliver=lambda: None, budget=6)
+    release = threading.Event()
+
+    def run(store, job: RunJob) -> str:
+        assert release.wait(120)
+        with store.transaction():
+            store.set_triage(job.message_id, "error", note="stand-in run")
+        return "error"
+
+    with SqliteStore(lab.database) as store:
+        machine = {"description": "2 threads 1 sockets test lab with 24G memory", "threads": 2, "sockets": 1,
+                   "memory_gb": 24}
+        planned(store, "newer@lab", "2026-11-02T10:00:00+00:00", machine)
+        planned(store, "older@lab", "2026-11-01T10:00:00+00:00", machine)
+        dispatcher = ThreadDispatcher(lambda: SqliteStore(lab.database), run)
+        jobs = flow.assign(store, lab, dispatcher)
+        assert [(job.message_id, job.host) for job in jobs] == [("newer@lab", "lab-local"), ("older@lab", "lab-big")]
+        moved = store.get_triage("older@lab")
+        assert moved.state == "running" and moved.host == "lab-big"
+        [note] = [note for note in moved.plan["notes"] if note.startswith("waited ")]
+        assert ", past the 0 s cap, for lab-local (match 1.00): runs on lab-big (match " in note
+        assert "threads: host 64, test machine 2" in note
+        [reply] = [row for row in store.outbox(message_id="older@lab") if row.kind == "moved"]
+        assert reply.payload["text"] == f"Moved: {note}"
+        assert not any(note.startswith("waited ") for note in store.get_triage("newer@lab").plan["notes"])
+        release.set()
+        dispatcher.join()
