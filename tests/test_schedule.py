@@ -117,3 +117,19 @@ def test_waits_read_as_a_person_reads_them() -> None:
     for seconds, text in ((0, "0 s"), (59, "59 s"), (60, "1 min"), (3599, "59 min"), (7200, "2 h"),
                           (7500, "2 h 5 min")):
         assert describe_wait(timedelta(seconds=seconds)) == text
+
+
+def test_the_cap_is_read_from_hosts_toml_and_checked() -> None:
+    import pytest
+
+    from triagebot.errors import RulesError
+    from triagebot.rules.hosts import DEFAULT_MAX_WAIT_MINUTES, max_wait_from
+    from triagebot.rules.loader import parse_text
+
+    assert max_wait_from(parse_text("max_wait_minutes = 30\n", "rules/hosts.toml")) == 30
+    assert max_wait_from(parse_text("", "rules/hosts.toml")) == DEFAULT_MAX_WAIT_MINUTES == 120
+    for bad in ("-1", '"2h"', "true"):  # negative, text, a boolean: each named with file and line
+        with pytest.raises(RulesError) as caught:
+            max_wait_from(parse_text(f"max_wait_minutes = {bad}\n", "rules/hosts.toml"))
+        assert str(caught.value).startswith("rules/hosts.toml:1") and "max_wait_minutes must be a number" in \
+            str(caught.value)
