@@ -186,3 +186,34 @@ def test_past_the_cap_a_report_is_planned_again_for_the_free_host_saying_what_di
         assert not any(note.startswith("waited ") for note in store.get_triage("newer@lab").plan["notes"])
         release.set()
         dispatcher.join()
+
+
+def test_a_runs_write_waits_out_another_writer_instead_of_losing_the_run(tmp_path: Path) -> None:
+    import sqlite3
+
+    import pytest
+
+    from triagebot.store.protocol import StoreBusyError
+
+    lab = three_host_lab(tmp_path)
+    with SqliteStore(lab.database) as store:
+        planned(store, "busy@lab", "2026-11-01T10:00:00+00:00")
+    other = sqlite3.connect(lab.database, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # the loop storing a poll's batch holds the write lock
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:  # the other writer commits while the run's write waits
+        waits.append(seconds)
+        if len(waits) == 2:
+            other.execute("COMMIT")
+
+    lab = dataclasses.replace(lab, sleep=sleep)
+    with SqliteStore(lab.database, busy_timeout_ms=20) as store:
+        flow.patiently(lab, lambda: store.set_triage("busy@lab", "running"))
+        assert store.get_triage("busy@lab").state == "running" and len(waits) == 2
+        other.execute("BEGIN IMMEDIATE")
+        with pytest.raises(StoreBusyError):  # past its patience the error stands
+            flow.patiently(dataclasses.replace(lab, busy_patience_s=1, sleep=lambda seconds: None),
+                           lambda: store.set_triage("busy@lab", "planned"))
+        other.execute("ROLLBACK")
+    other.close()

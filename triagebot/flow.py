@@ -24,10 +24,12 @@ import base64
 import contextlib
 import dataclasses
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TypeVar
 
 from triagebot.dispatch.inprocess import InlineDispatcher
 from triagebot.dispatch.protocol import Dispatcher, RunJob
@@ -48,12 +50,13 @@ from triagebot.reproduce.schedule import Assignment
 from triagebot.rules.hosts import HOSTS_FILE, Host
 from triagebot.rules.settings import Settings
 from triagebot.states import TriageState
-from triagebot.store.protocol import Store, StoreError, TriageRow, UnreadableRecord, utc_text
+from triagebot.store.protocol import Store, StoreBusyError, StoreError, TriageRow, UnreadableRecord, utc_text
 
 log = logging.getLogger("triagebot.daemon")
 
 REPORT_KINDS = ("lkp-regression", "human-report")  # what the daemon takes on: claimed slowdowns
 MAX_REASON = 500  # characters of an unexpected error kept as a report's reason
+T = TypeVar("T")
 
 
 class StopRequested(Exception):
@@ -71,6 +74,26 @@ class DaemonContext:
     budget: int = 20  # runs a side at most
     stop_requested: Callable[[], bool] = lambda: False
     heartbeat: Callable[[], None] = lambda: None
+    # A run's writes wait out another writer (the loop storing a poll's batch) this long, a
+    # second at a time, rather than lose the run to the store's busy timeout.
+    busy_patience_s: float = 600.0
+    sleep: Callable[[float], None] = time.sleep
+
+
+def patiently(lab: DaemonContext, write: Callable[[], T]) -> T:
+    """`write()`, tried again while the store stays busy (StoreBusyError), for up to
+    `lab.busy_patience_s`: runs on several hosts write the store beside the loop."""
+    waited = 0.0
+    while True:
+        try:
+            return write()
+        except StoreBusyError:
+            if waited >= lab.busy_patience_s:
+                raise
+            event(log, logging.INFO, "store busy: the run's write waits", event="run.store_busy",
+                  waited_seconds=waited)
+            lab.sleep(1.0)
+            waited += 1.0
 
 
 def admit(store: Store, lab: DaemonContext, admit_days: float, now: datetime | None = None) -> list[str]:
@@ -369,7 +392,7 @@ def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> st
         raise TriageError(f"{row.message_id} names no culprit commit to rerun")
     rounds = rounds_within(lab.budget)
     first_look = 2 * rounds.rounds[0]
-    store.set_triage(row.message_id, "running")
+    patiently(lab, lambda: store.set_triage(row.message_id, "running"))
     event(log, logging.INFO, "run started", event="run.started", message_id=row.message_id, host=host.name,
           base=base, suspect=suspect)
     samples: list[Sample] = []
@@ -381,12 +404,14 @@ def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> st
         if moment is not None:
             partial = {"host": host.name, "base_commit": base, "suspect_commit": suspect,
                        "samples": [{"role": item.role, "value": item.value} for item in samples]}
-            with store.transaction():
-                store.enqueue(row.message_id, f"progress-{moment}", row.channel,
-                              render.run_progress_reply(partial, moment, first_look))
-                if moment == "started":
-                    store.enqueue(row.message_id, "update-running", row.channel,
-                                  render.parent_message(report, "running", plan=row.plan, run=partial))
+            def tell() -> None:
+                with store.transaction():
+                    store.enqueue(row.message_id, f"progress-{moment}", row.channel,
+                                  render.run_progress_reply(partial, moment, first_look))
+                    if moment == "started":
+                        store.enqueue(row.message_id, "update-running", row.channel,
+                                      render.parent_message(report, "running", plan=row.plan, run=partial))
+            patiently(lab, tell)
             lab.deliver()
         if lab.stop_requested():
             raise StopRequested()
@@ -396,23 +421,29 @@ def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> st
             result = rerun(plan, host, executor, base, suspect, on_sample=on_sample, rounds=rounds,
                            floor_percent=lab.settings.floors.floor_for(plan.report_metric or plan.metric))
     except StopRequested:
-        store.set_triage(row.message_id, "planned", note="stopped during a run: it starts over")
+        patiently(lab, lambda: store.set_triage(row.message_id, "planned",
+                                                note="stopped during a run: it starts over"))
         event(log, logging.INFO, "run stopped: starts over next time", event="run.stopped",
               message_id=row.message_id, samples=len(samples))
         return None
     run_json = result.to_json()
     state = (run_json.get("verdict") or {}).get("outcome") or "error"
-    with store.transaction():
-        store.save_run(row.message_id, plan.to_json(), run_json)
-        store.set_triage(row.message_id, state)
-        store.enqueue(row.message_id, "verdict", row.channel, render.verdict_reply(None, run_json))
-        if any(sample["role"] == "base" for sample in run_json["samples"]) and \
-                any(sample["role"] == "suspect" for sample in run_json["samples"]):
-            store.enqueue(row.message_id, "plot", row.channel, {
-                "title": render.plot_title(report, run_json),
-                "png_base64": base64.b64encode(run_plot(run_json)).decode()})
-        store.enqueue(row.message_id, "update-final", row.channel,
-                      render.parent_message(report, state, plan=row.plan, run=run_json))
+    plot = None
+    if any(sample["role"] == "base" for sample in run_json["samples"]) and \
+            any(sample["role"] == "suspect" for sample in run_json["samples"]):
+        plot = {"title": render.plot_title(report, run_json),
+                "png_base64": base64.b64encode(run_plot(run_json)).decode()}
+
+    def decide() -> None:
+        with store.transaction():
+            store.save_run(row.message_id, plan.to_json(), run_json)
+            store.set_triage(row.message_id, state)
+            store.enqueue(row.message_id, "verdict", row.channel, render.verdict_reply(None, run_json))
+            if plot is not None:
+                store.enqueue(row.message_id, "plot", row.channel, plot)
+            store.enqueue(row.message_id, "update-final", row.channel,
+                          render.parent_message(report, state, plan=row.plan, run=run_json))
+    patiently(lab, decide)
     event(log, logging.INFO, "run decided", event="run.decided", message_id=row.message_id, outcome=state,
           reason=(run_json.get("verdict") or {}).get("reason") or run_json.get("error"))
     lab.deliver()
