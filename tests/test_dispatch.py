@@ -217,3 +217,27 @@ def test_a_runs_write_waits_out_another_writer_instead_of_losing_the_run(tmp_pat
                            lambda: store.set_triage("busy@lab", "planned"))
         other.execute("ROLLBACK")
     other.close()
+
+
+def test_a_reply_with_numbers_renews_its_report_and_chatter_does_not(tmp_path: Path) -> None:
+    from triagebot.lab_queue import newest_activity, waiting_report
+    from triagebot.records import Measurement
+
+    lab = three_host_lab(tmp_path)
+    with SqliteStore(lab.database) as store:
+        planned(store, "report@lab", "2026-11-01T10:00:00+00:00")
+        report = store.get_record("report@lab")
+        for message_id, date, measured in (("numbers@lab", "2026-11-20T08:00:00+00:00", True),
+                                           ("chatter@lab", "2026-11-25T08:00:00+00:00", False)):
+            reply = dataclasses.replace(report, message_id=message_id, in_reply_to="report@lab", kind="reply",
+                                        date=date, measurements=(Measurement("IOPS=363k", "fio.read_iops",
+                                                                             363000.0, "IOPS"),) if measured else ())
+            store.put_message(message_id, b"Subject: Re\n\nbody\n", "test", None, date)
+            store.put_record(message_id, reply, "test")
+            store.link_thread(message_id, "report@lab")
+        store.link_thread("report@lab", None)
+        taken_on = datetime(2026, 12, 1, tzinfo=UTC)
+        assert newest_activity(store, "report@lab", report, taken_on) == datetime(2026, 11, 20, 8, tzinfo=UTC)
+        waiting = waiting_report(store, store.get_triage("report@lab"))
+        assert waiting.newest_at == datetime(2026, 11, 20, 8, tzinfo=UTC)
+        assert newest_activity(store, "report@lab", dataclasses.replace(report, date=None), taken_on) == taken_on
