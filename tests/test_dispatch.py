@@ -241,3 +241,29 @@ def test_a_reply_with_numbers_renews_its_report_and_chatter_does_not(tmp_path: P
         waiting = waiting_report(store, store.get_triage("report@lab"))
         assert waiting.newest_at == datetime(2026, 11, 20, 8, tzinfo=UTC)
         assert newest_activity(store, "report@lab", dataclasses.replace(report, date=None), taken_on) == taken_on
+
+
+def test_triage_plan_picks_the_host_the_daemon_runs_the_report_on(tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from triagebot.lab_queue import daemon_host
+    from triagebot.reproduce.host_lock import host_lock
+
+    lab = three_host_lab(tmp_path)
+    hosts = lab.settings.need_hosts()
+    with SqliteStore(lab.database) as store:
+        for number in range(1, 5):
+            planned(store, f"r{number}@lab", f"2026-11-0{number}T10:00:00+00:00")
+        for number, host in ((4, "lab-local"), (3, "lab-2"), (2, "lab-3")):  # three run now
+            store.set_triage(f"r{number}@lab", "running", host=host)
+        now = datetime.now(UTC)
+        choice = {number: daemon_host(store, lab.database, hosts, timedelta(hours=2),
+                                      store.get_record(f"r{number}@lab"), now) for number in range(1, 5)}
+        # without the daemon's threads, a running report's host counts as busy only while locked:
+        # r1 would start at once on the first host nobody holds
+        assert choice[3][0].name == "lab-2" and choice[3][1] == "it runs on lab-2 now"
+        assert choice[1][0].name == "lab-local" and choice[1][1] == "lab-local is free: it runs there next"
+        # with every host's lock held (the daemon's runs), it queues behind the report running there
+        with host_lock(lab.database, "lab-local"), host_lock(lab.database, "lab-2"), host_lock(lab.database, "lab-3"):
+            host, why = daemon_host(store, lab.database, hosts, timedelta(hours=2), store.get_record("r1@lab"), now)
+        assert (host.name, why) == ("lab-local", "queued behind 1 on lab-local")
