@@ -15,7 +15,8 @@ Notifications go to Slack when SLACK_BOT_TOKEN is set (SLACK_API_URL overrides t
 address), else to the terminal. SIGTERM and SIGINT stop the loop after the current step or
 sample, or between the messages of a poll (the batch in hand is left for the next poll); a run
 cut short starts over at the next start. Logs are JSON lines on stderr; /healthz and /metrics
-are served on 127.0.0.1 (`--health-address`, `--health-port`).
+are served on 127.0.0.1 (`--health-address`, `--health-port`), with the team's read-only pages
+(triagebot/web/) beside them.
 
 Nothing one source or one message does stops the loop: a source whose poll fails, with any
 exception, is logged with the reason (and shown by `triage status`) and the other sources are
@@ -52,6 +53,7 @@ from triagebot.notify.terminal import TerminalNotifier
 from triagebot.rules.settings import Settings
 from triagebot.states import TriageState
 from triagebot.store.protocol import OUTBOX_STATUSES, Store
+from triagebot.web.views import Site
 
 log = logging.getLogger("triagebot.daemon")
 
@@ -203,7 +205,9 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
     port = options.health_port
     if port is not None:
         try:
-            health = HealthServer(metrics, host=options.health_address, port=port).start()
+            # the team's pages (reports, one report, the lab) beside /healthz and /metrics
+            site = Site(open_store=open_store, settings=settings, database=database)
+            health = HealthServer(metrics, host=options.health_address, port=port, site=site).start()
         except OSError as error:
             raise TriageError(f"--health-port {port}: cannot listen on {options.health_address}:{port}: "
                               f"{error}") from None

@@ -1,4 +1,4 @@
-"""The daemon's /healthz and Prometheus /metrics on a local port (prometheus-client).
+"""The daemon's /healthz and Prometheus /metrics (prometheus-client): what they say, computed here.
 
 /healthz answers 200 with a JSON body while the loop is alive (it beat within
 `stale_seconds`: each tick and each sample beats), 503 `stuck` when it is not, and 503
@@ -7,19 +7,23 @@ row or the outbox holds rows for an operator. /metrics is the registry in Promet
 format, with each source's poll lag (seconds since its last successful poll) computed when read,
 and the lab as the daemon last saw it (`set_lab`): each host busy or idle with the report it
 runs, each host's queue and how long each waiting report has waited, computed when read.
-The server runs on a thread of its own and reads only these objects, never the database.
+Both read only these objects, never the database. They are served by the web app
+(triagebot/web/app.py, uvicorn on a thread of its own), beside the read-only pages when the
+daemon hands it a store.
 """
 from __future__ import annotations
 
 import json
-import threading
 import time
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from triagebot.web.app import Health, build_app
+from triagebot.web.server import WebServer
+from triagebot.web.views import Site
 
 # consecutive failed polls of every source after which /healthz says `degraded`: one failure is
 # a blip (a retry already happened inside the poll), three in a row is an outage
@@ -172,36 +176,19 @@ class DaemonMetrics:
 
 
 class HealthServer:
-    """/healthz and /metrics on `host:port` (port 0: any free port; see `.port`)."""
+    """/healthz and /metrics on `host:port` (port 0: any free port; see `.port`), and the pages
+    of `site` beside them when given (the daemon's store)."""
 
     def __init__(self, metrics: DaemonMetrics, host: str = "127.0.0.1", port: int = 0,
-                 stale_seconds: float = 900.0, failing_polls: int = FAILING_POLLS) -> None:
+                 stale_seconds: float = 900.0, failing_polls: int = FAILING_POLLS, site: Site | None = None) -> None:
         self.metrics = metrics
         self.stale_seconds = stale_seconds
         self.failing_polls = failing_polls
-        outer = self
+        self.server = WebServer(build_app(site, Health(healthz=self.health, metrics=self.scrape)), host, port)
+        self.port = self.server.port
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args) -> None:  # the daemon's own log says enough
-                pass
-
-            def do_GET(self) -> None:
-                if self.path.split("?")[0] == "/healthz":
-                    status, body, kind = outer.health()
-                elif self.path.split("?")[0] == "/metrics":
-                    status, body, kind = 200, generate_latest(outer.metrics.registry), CONTENT_TYPE_LATEST
-                else:
-                    status, body, kind = 404, b"not found: try /healthz or /metrics\n", "text/plain"
-                self.send_response(status)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.server = ThreadingHTTPServer((host, port), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self._thread = threading.Thread(target=self.server.serve_forever, name="triage-health", daemon=True)
+    def scrape(self) -> tuple[int, bytes, str]:
+        return 200, generate_latest(self.metrics.registry), CONTENT_TYPE_LATEST
 
     def health(self) -> tuple[int, bytes, str]:
         age = time.monotonic() - self.metrics.heartbeat_at
@@ -220,9 +207,8 @@ class HealthServer:
         return (200 if status == "ok" else 503), (json.dumps(body) + "\n").encode(), "application/json"
 
     def start(self) -> HealthServer:
-        self._thread.start()
+        self.server.start()
         return self
 
     def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.stop()

@@ -26,6 +26,8 @@ COMMANDS = {
     "preview": ("triagebot.cli.preview", "the Slack messages (Block Kit JSON, and as text) for a stored report, "
                 "without sending"),
     "rules": ("triagebot.cli.rules", "rules init DIR: write the default rules to DIR, to edit"),
+    "web": ("triagebot.cli.web", "serve the read-only pages: reports by state, one report, the lab (--public: "
+            "what may leave the team)"),
     "decide": ("triagebot.cli.decide", "decide confirm / no-repro / inconclusive from numbers given by hand"),
 }
 
