@@ -448,7 +448,8 @@ def test_triage_plan_fetches_the_materials_of_a_stored_lkp_report(tmp_path):
         offline_plan = json.loads(offline.stdout)
         assert offline_plan.get("source") != "job.yaml", offline_plan
         # fetched: the same plan as from the attached job.yaml
-        done = _triage("plan", message_id, "--db", str(database), "--json")
+        # the default shape, as `expected` was planned (without it: this machine, the daemon's host)
+        done = _triage("plan", message_id, "--db", str(database), "--json", "--threads", "2")
         assert done.returncode == 0, done.stderr
         plan = json.loads(done.stdout)
         assert plan["kind"] == "plan" and plan["source"] == "job.yaml", plan

@@ -2,8 +2,14 @@
 
 Each pass: deliver what the outbox holds (after a crash: the posts in doubt are looked up on
 Slack first), poll the sources that are due (rules/sources.toml), take on new reports, plan
-them, rerun the planned ones on free lab hosts, deliver again. Every stage is a step over
-stored state (flow.py), so a restart resumes where the last process stopped.
+them, hand the planned ones the schedule picks to free lab hosts, deliver again. Every stage is
+a step over stored state (flow.py), so a restart resumes where the last process stopped.
+
+Runs go through a dispatcher (dispatch/protocol.py). On the embedded default it is a
+ThreadDispatcher: one thread per busy host, each with its own store connection, so every lab
+host runs at once. Workers write their notifications to the outbox and wake the loop, which
+alone delivers them (one sender keeps the outbox's order and its exactly-once look-ups); when a
+run ends the loop gives the freed host its next report at once, not at the next tick.
 
 Notifications go to Slack when SLACK_BOT_TOKEN is set (SLACK_API_URL overrides the API's
 address), else to the terminal. SIGTERM and SIGINT stop the loop after the current step or
@@ -20,6 +26,7 @@ next tick, so a bad input cannot make the process exit and restart for ever.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -32,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from triagebot import flow
+from triagebot.dispatch.inprocess import ThreadDispatcher
+from triagebot.dispatch.protocol import Dispatcher
 from triagebot.errors import TriageError
 from triagebot.health import DaemonMetrics, HealthServer
 from triagebot.ingest.protocol import SourceError
@@ -236,17 +245,27 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
 
             lab = flow.DaemonContext(settings=settings, database=database, deliver=deliver,
                            budget=options.budget, stop_requested=lambda: state.stop, heartbeat=metrics.beat)
+            dispatcher = ThreadDispatcher(open_store, lambda own, job: flow.run_job(own, worker_lab, job))
+            # a worker's notifications are delivered by this loop, woken for them
+            worker_lab = dataclasses.replace(lab, deliver=dispatcher.wake)
             event(log, logging.INFO, "daemon started", event="daemon.started", db=str(database),
                   rules=str(settings.rules_dir), sources=[source.url for source in settings.sources])
-            while not state.stop:
-                metrics.beat()
-                run_pass(settings, store, state, lab, metrics, admit_days=options.admit_days)
-                if options.once:
-                    break
-                deadline = time.monotonic() + options.tick
-                while not state.stop and time.monotonic() < deadline:
-                    time.sleep(min(1.0, options.tick))
+            try:
+                while not state.stop:
                     metrics.beat()
+                    run_pass(settings, store, state, lab, metrics, admit_days=options.admit_days,
+                             dispatcher=dispatcher)
+                    if options.once:
+                        drain(store, lab, dispatcher, metrics, state)
+                        break
+                    deadline = time.monotonic() + options.tick
+                    while not state.stop and time.monotonic() < deadline:
+                        if dispatcher.wait(min(1.0, options.tick)):
+                            after_runs(store, lab, dispatcher, metrics, state)
+                        metrics.beat()
+            finally:
+                dispatcher.join()  # a stop reaches each run after its sample in progress
+                after_runs(store, lab, dispatcher, metrics, state)
     finally:
         if health is not None:
             health.stop()
@@ -254,18 +273,67 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
     return 0
 
 
+def _step(metrics: DaemonMetrics, name: str, action: Callable[[], object]) -> None:
+    """Run one step; one that raises is logged and counted, and the loop goes on."""
+    try:
+        action()
+    except Exception as error:  # noqa: BLE001 - the loop outlives any one step's failure
+        metrics.step_failures.labels(name).inc()
+        event(log, logging.ERROR, "step failed: the daemon goes on at the next tick", event="pass.failed",
+              step=name, error=describe_error(error), exc_info=True)
+
+
+def dispatch(store, lab: flow.DaemonContext, dispatcher: Dispatcher, metrics: DaemonMetrics) -> None:
+    """Give free hosts their next reports, then show the lab in /metrics."""
+    flow.assign(store, lab, dispatcher)
+    view = flow.lab_now(store, lab, dispatcher)
+    metrics.set_lab(lab_snapshot(view))
+
+
+def lab_snapshot(view) -> dict:
+    """The lab view as /metrics shows it (health.py reads plain data, never the store)."""
+    return {"hosts": {host.name: view.busy.get(host.name) for host in view.hosts if host.can_switch_kernel},
+            "queues": {name: [(item.message_id, view.waiting_since[item.message_id].timestamp())
+                              for item in queue] for name, queue in view.schedule.queues.items()}}
+
+
+def after_runs(store, lab: flow.DaemonContext, dispatcher: Dispatcher, metrics: DaemonMetrics,
+               state: DaemonState) -> None:
+    """A worker woke the loop: deliver its notifications, count the runs that ended, and give
+    the freed hosts their next reports."""
+    _step(metrics, "deliver", lab.deliver)
+    for done in dispatcher.finished():
+        if done.outcome is not None:
+            metrics.runs.labels(done.outcome).inc()
+    if not state.stop:
+        _step(metrics, "run", lambda: dispatch(store, lab, dispatcher, metrics))
+        _step(metrics, "deliver", lab.deliver)
+
+
+def drain(store, lab: flow.DaemonContext, dispatcher: Dispatcher, metrics: DaemonMetrics,
+          state: DaemonState) -> None:
+    """`--once`: wait for every run the pass started, and the runs freed hosts take after them."""
+    while not state.stop:
+        after_runs(store, lab, dispatcher, metrics, state)
+        if not dispatcher.running():
+            break
+        dispatcher.wait(1.0)
+        metrics.beat()
+
+
 def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonContext, metrics: DaemonMetrics, *,
-             admit_days: float) -> None:
-    """One pass: deliver, poll, admit, plan, run, deliver. A step that raises is logged and skipped."""
+             admit_days: float, dispatcher: Dispatcher | None = None) -> None:
+    """One pass: deliver, poll, admit, plan, run, deliver. A step that raises is logged and skipped.
+
+    Runs are handed to `dispatcher` (they go on after the pass); without one they are run here,
+    one at a time (flow.run_planned)."""
     def step(name: str, action: Callable[[], object]) -> None:
-        try:
-            action()
-        except Exception as error:  # noqa: BLE001 - the loop outlives any one step's failure
-            metrics.step_failures.labels(name).inc()
-            event(log, logging.ERROR, "step failed: the daemon goes on at the next tick", event="pass.failed",
-                  step=name, error=describe_error(error), exc_info=True)
+        _step(metrics, name, action)
 
     def run_planned() -> None:
+        if dispatcher is not None:
+            dispatch(store, lab, dispatcher, metrics)
+            return
         for message_id in flow.run_planned(store, lab):
             metrics.runs.labels(store.get_triage(message_id).state).inc()
 

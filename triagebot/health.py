@@ -7,7 +7,9 @@ skipped entries the server would not give (`degraded_sources` names each, with i
 reason, while the other sources work), or the outbox holds rows for an operator: what it says
 is computed by `health_answer` from these objects, whatever serves it. /metrics is the registry
 in Prometheus' text format, with each source's poll lag (seconds since its last successful
-poll) computed when read.
+poll) computed when read, and the lab as the daemon last saw it (`set_lab`): each host busy or
+idle with the report it runs, each host's queue and how long each waiting report has waited,
+computed when read.
 Both read only these objects, never the database. They are served by the web app
 (triagebot/web/app.py, uvicorn on a thread of its own), beside the read-only pages when the
 daemon hands it a store.
@@ -57,6 +59,39 @@ class _PollLag:
         yield newest
 
 
+class _Lab:
+    """The lab's gauges from the last snapshot the daemon set (`DaemonMetrics.set_lab`)."""
+
+    def __init__(self, metrics: DaemonMetrics) -> None:
+        self.metrics = metrics
+
+    def collect(self):
+        lab = self.metrics.lab
+        now = time.time()
+        busy = GaugeMetricFamily("triage_host_busy", "1 while a lab host runs a report, else 0", labels=["host"])
+        running = GaugeMetricFamily("triage_host_running", "The report each busy lab host runs (value 1)",
+                                    labels=["host", "message_id"])
+        length = GaugeMetricFamily("triage_host_queue_length", "Reports waiting for each lab host", labels=["host"])
+        longest = GaugeMetricFamily("triage_host_queue_longest_wait_seconds",
+                                    "Seconds the longest-waiting report in each host's queue has waited "
+                                    "since it was taken on (0: none waits)", labels=["host"])
+        waiting = GaugeMetricFamily("triage_report_waiting_seconds",
+                                    "Seconds each waiting report has waited since it was taken on, by the host "
+                                    "it is queued for and its place (1: next)",
+                                    labels=["host", "message_id", "place"])
+        for host, report in sorted(lab.get("hosts", {}).items()):
+            busy.add_metric([host], 0 if report is None else 1)
+            if report:
+                running.add_metric([host, report], 1)
+        for host, queue in sorted(lab.get("queues", {}).items()):
+            length.add_metric([host], len(queue))
+            waits = [round(now - since, 3) for _message_id, since in queue]
+            longest.add_metric([host], max(waits, default=0))
+            for place, ((message_id, _since), wait) in enumerate(zip(queue, waits, strict=True), start=1):
+                waiting.add_metric([host, message_id, str(place)], wait)
+        yield from (busy, running, length, longest, waiting)
+
+
 class DaemonMetrics:
     """The counters and gauges the daemon keeps, in a registry of their own."""
 
@@ -90,7 +125,11 @@ class DaemonMetrics:
         self.trouble_reason: dict[str, str] = {}  # source -> what the last such poll said
         self.last_ok: dict[str, float] = {}  # source -> time.time() of its last successful poll
         self.newest: dict[str, float] = {}  # source -> Unix time of the newest message Date it gave
+        # {"hosts": {host: report it runs, "" when another process holds it, None when idle},
+        #  "queues": {host: [(message_id, Unix time taken on), …] in the order they will run]}
+        self.lab: dict = {}
         self.registry.register(_PollLag(self))
+        self.registry.register(_Lab(self))
 
     def poll_ok(self, source: str, events: tuple[str, ...] | list[str] = ()) -> None:
         self.failures[source] = 0
@@ -111,6 +150,10 @@ class DaemonMetrics:
                 continue
         if stamps:
             self.newest[source] = max(stamps)
+
+    def set_lab(self, lab: dict) -> None:
+        """The lab as the daemon sees it now (see `lab` above)."""
+        self.lab = lab
 
     def poll_failed(self, source: str) -> None:
         self.failures[source] = self.failures.get(source, 0) + 1

@@ -22,7 +22,7 @@ from pathlib import Path
 from triagebot.ingest.bounds import PollBounds
 from triagebot.ingest.protocol import HttpPolicy
 from triagebot.rules.floors import FLOORS_FILE, MetricFloors, floors_from
-from triagebot.rules.hosts import HOSTS_FILE, Host, hosts_from, missing_hosts
+from triagebot.rules.hosts import DEFAULT_MAX_WAIT_MINUTES, HOSTS_FILE, Host, hosts_from, max_wait_from, missing_hosts
 from triagebot.rules.loader import PACKAGED_RULES, read_file, rules_dir
 from triagebot.rules.routing import ROUTING_FILE, Routing, routing_from
 from triagebot.rules.sources import SOURCES_FILE, SourceSettings, parse_bounds, parse_sources
@@ -41,6 +41,7 @@ class Settings:
     templates: Templates | None = None  # None: no reproducers/ directory
     routing: Routing = field(default_factory=Routing)
     floors: MetricFloors = field(default_factory=MetricFloors)
+    max_wait_minutes: float = DEFAULT_MAX_WAIT_MINUTES  # hosts.toml: a report's wait for its host, at most
 
     def need_hosts(self) -> tuple[Host, ...]:
         """The lab hosts; RulesError when the rules directory has no hosts.toml."""
@@ -70,11 +71,13 @@ def load_settings(rules: Path) -> Settings:
     http, sources = parse_sources(sources_file) if sources_file else (HttpPolicy(), ())
     bounds = parse_bounds(sources_file) if sources_file else PollBounds()
     hosts_path = rules / HOSTS_FILE
+    hosts_file = read_file(hosts_path) if hosts_path.exists() else None
     routing_path = _own_or_packaged(rules, ROUTING_FILE)
     floors_path = _own_or_packaged(rules, FLOORS_FILE)
     return Settings(
         rules_dir=rules, http=http, sources=sources, bounds=bounds,
-        hosts=hosts_from(read_file(hosts_path)) if hosts_path.exists() else None,
+        hosts=hosts_from(hosts_file) if hosts_file is not None else None,
+        max_wait_minutes=max_wait_from(hosts_file) if hosts_file is not None else DEFAULT_MAX_WAIT_MINUTES,
         templates=load_templates(rules) if (rules / TEMPLATES_DIR).is_dir() else None,
         routing=routing_from(read_file(routing_path)) if routing_path else Routing(),
         floors=floors_from(read_file(floors_path)) if floors_path else MetricFloors(),
