@@ -236,3 +236,5 @@ class SqliteStore:
     # -- finished reruns --------------------------------------------------------------------
     save_run = _Exposed("_runs", SqliteRuns.save_run)
     latest_run = _Exposed("_runs", SqliteRuns.latest_run)
+    save_bisect = _Exposed("_runs", SqliteRuns.save_bisect)
+    bisects = _Exposed("_runs", SqliteRuns.bisects)

@@ -1,10 +1,10 @@
-"""Store stage: the SQLite part for finished reruns — plans, runs with their samples, verdicts."""
+"""Store stage: the SQLite part for finished reruns — plans, runs with their samples, verdicts — and bisections."""
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from triagebot.store.protocol import normalize_message_id
+from triagebot.store.protocol import StoreError, normalize_message_id
 from triagebot.store.sqlite_database import SqliteDatabase
 
 
@@ -48,3 +48,28 @@ class SqliteRuns:
             " WHERE p.message_id = ? ORDER BY r.run_id DESC LIMIT 1",
             (normalize_message_id(message_id),)).fetchone()
         return json.loads(row[0]) if row else None
+
+    def save_bisect(self, message_id: str, bisect_json: dict[str, Any], bisect_id: int | None = None) -> int:
+        """Store a bisection as it stands (a new one, or `bisect_id` replaced); its id."""
+        connection = self._database.connection
+        with self._database.transaction():
+            now = self._database.stamp()
+            status = str(bisect_json.get("status", "running"))
+            if bisect_id is None:
+                bisect_id = connection.execute(
+                    "INSERT INTO bisects (message_id, status, started_at, updated_at, bisect_json)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (normalize_message_id(message_id), status, now, now, _dumps(bisect_json))).lastrowid
+            elif connection.execute("UPDATE bisects SET status = ?, updated_at = ?, bisect_json = ?"
+                                    " WHERE bisect_id = ?", (status, now, _dumps(bisect_json), bisect_id)
+                                    ).rowcount != 1:
+                raise StoreError(f"no bisection {bisect_id} to update")
+        assert bisect_id is not None
+        return bisect_id
+
+    def bisects(self, message_id: str) -> list[dict[str, Any]]:
+        """A report's bisections, oldest first, each its JSON with `bisect_id`."""
+        rows = self._database.connection.execute(
+            "SELECT bisect_id, bisect_json FROM bisects WHERE message_id = ? ORDER BY bisect_id",
+            (normalize_message_id(message_id),)).fetchall()
+        return [json.loads(text) | {"bisect_id": bisect_id} for bisect_id, text in rows]
