@@ -90,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
             return 0
         thread_records = [item for item in (store.get_record(key) for key in store.thread_of(message_id)) if item]
         latest_run = store.latest_run(message_id)
+        bisects = store.bisects(message_id)
         triage = store.get_triage(message_id)
         notifications = store.outbox(message_id=message_id)
     text = render_report(report, all_rows=args.all)
@@ -98,6 +99,11 @@ def run(args: argparse.Namespace) -> int:
     print(text)
     if latest_run is not None:
         print(render_run(latest_run))
+    if bisects:  # the bisection's text module brings the verdict's (numpy) only when there is one
+        from triagebot.reproduce.bisect import bisect_log, bisect_summary
+    for bisection in bisects:
+        print(f"  bisect {bisection['bisect_id']} on {bisection.get('host', '?')}: {bisect_summary(bisection)}")
+        print("\n".join(f"    {line}" for line in bisect_log(bisection).splitlines()))
     if triage is not None:
         print(render_triage(triage, notifications))
     if len(thread_records) > 1:
