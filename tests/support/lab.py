@@ -104,6 +104,7 @@ scratch_dir = "{root / 'scratch'}"
 switch_kernel = {json.dumps([*HOOK, "switch", "{commit}", str(state), *([str(repo)] if repo else [])])}
 running_kernel = {json.dumps([*HOOK, "running", str(state)])}
 {f"list_commits = {json.dumps(list_commits_hook(repo))}" if repo else ""}
+{f"build_patched = {json.dumps([*HOOK, 'build-patched', '{commit}', '{mbox}', str(state), str(repo)])}" if repo else ""}
 {host_lines}""")
     return rules, state
 
@@ -146,6 +147,19 @@ def main(argv: list[str]) -> int:
     if command == "noise":  # noise STATE SIGMA SEED
         state, sigma, seed = Path(rest[0]), rest[1], rest[2]
         (state / "noise").write_text(f"{float(sigma)} {int(seed)}\n")
+        return 0
+    if command == "build-patched":  # build-patched COMMIT MBOX STATE REPO: git am on COMMIT, print the result
+        commit, mbox, repo = rest[0], Path(rest[1]), Path(rest[3])
+        try:
+            git(repo, "checkout", "-q", "--detach", commit)
+            git(repo, "am", "-q", str(mbox))
+            print(git(repo, "rev-parse", "HEAD").strip())
+        except subprocess.CalledProcessError as error:
+            print(f"lab: git am of {mbox} on {commit} failed: {error.stderr}", file=sys.stderr)
+            subprocess.run(["git", "-C", str(repo), "am", "--abort"], capture_output=True)
+            return 1
+        finally:
+            subprocess.run(["git", "-C", str(repo), "checkout", "-q", "main"], capture_output=True)
         return 0
     state = Path(rest[1] if command == "switch" else rest[-1])
     state.mkdir(parents=True, exist_ok=True)

@@ -60,6 +60,8 @@ class PreparedFix:
     subjects: tuple[str, ...]  # of the patches in it, in order
     trailers: tuple[str, ...]  # every trailer line in it, in order
     b4_output: str
+    message_id: str = ""  # the series message b4 was given (a reply to the series answers it)
+    subject: str = ""  # its subject
 
 
 def _headers(raw: bytes) -> Message:
@@ -151,8 +153,10 @@ def prepare_fix(thread: list[bytes], workdir: Path, archive_url: str, patch_mess
     """The newest version of the thread's fix series, am-ready, by b4 (see the module text)."""
     patches = check_thread(thread, archive_url)
     newest = max(item.version for item in patches)
-    chosen = patch_message_id or next(item.message_id for item in sorted(
-        patches, key=lambda item: (-item.version, item.part)) if item.version == newest)
+    first = next(item for item in sorted(patches, key=lambda item: (-item.version, item.part))
+                 if item.version == newest)
+    chosen = patch_message_id or first.message_id
+    subject = next((item.subject for item in patches if item.message_id == chosen), first.subject)
     workdir.mkdir(parents=True, exist_ok=True)
     local = write_mbox(thread, workdir / "thread.mbox")
     out = workdir / "am"
@@ -175,4 +179,4 @@ def prepare_fix(thread: list[bytes], workdir: Path, archive_url: str, patch_mess
     finally:
         box.close()
     trailers = tuple(f"{name}: {value.strip()}" for name, value in TRAILER.findall(text))
-    return PreparedFix(made, newest, subjects, trailers, output)
+    return PreparedFix(made, newest, subjects, trailers, output, chosen, subject)
