@@ -93,7 +93,7 @@ def list_commits(host: Host, executor: Executor, good: str, bad: str) -> list[st
         raise TriageError(str(error)) from None
     completed = executor.run(argv, timeout=HOOK_TIMEOUT_SECONDS)
     if not completed.ok:
-        detail = completed.stderr.decode("utf-8", "replace").strip()[-300:]
+        detail = " ".join(completed.stderr.decode("utf-8", "replace").split())[-300:]  # one line
         raise TriageError(f"host {host.name}: list_commits hook {list(argv)} failed (exit {completed.returncode}): "
                           f"{detail}")
     lines = completed.stdout.decode("utf-8", "replace").split()

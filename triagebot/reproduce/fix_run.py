@@ -39,7 +39,7 @@ def build_patched(host: Host, executor: Executor, suspect: str, mbox: bytes) -> 
         raise TriageError(str(error)) from None
     completed = executor.run(argv, timeout=BUILD_TIMEOUT_SECONDS)
     if not completed.ok:
-        detail = completed.stderr.decode("utf-8", "replace").strip()[-300:]
+        detail = " ".join(completed.stderr.decode("utf-8", "replace").split())[-300:]  # one line
         raise TriageError(f"host {host.name}: build_patched hook failed (exit {completed.returncode}): {detail}")
     lines = completed.stdout.decode("utf-8", "replace").split()
     if not lines:
