@@ -20,6 +20,7 @@ from tests.conftest import FIXTURES, PROJECT
 from tests.support.fake_slack import FakeSlack
 from tests.support.fix_thread import REVIEWER, fix_thread
 from tests.support.lab import FACTOR_FILE, HOOK, git, lab_path, make_bisect_repo, write_lab_rules
+from tests.support.public_inbox import public_inbox  # noqa: F401 - the factory fixture
 from triagebot.notify import outbox
 from triagebot.notify.slack import SlackNotifier
 from triagebot.store.sqlite import SqliteStore
@@ -39,7 +40,7 @@ def triage(*args: str) -> subprocess.CompletedProcess:
                           stdin=subprocess.DEVNULL, timeout=1200)
 
 
-def lab_with_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, v2_factor: str):
+def lab_with_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, v2_factor: str, ingest_thread: bool = True):
     repo = tmp_path / "linux"
     shas = make_bisect_repo(repo, 40, SLOW)
     v1, v2 = fix_thread(repo, shas[SLOW], MESSAGE_ID, v2_factor=v2_factor)
@@ -47,7 +48,8 @@ def lab_with_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, v2_factor: str
     monkeypatch.setenv("PATH", lab_path(tmp_path))
     mails = tmp_path / "mails"
     mails.mkdir()
-    for number, raw in enumerate([LAB_REPORT.read_bytes(), *v1, *v2]):
+    thread = [LAB_REPORT.read_bytes(), *v1, *v2]
+    for number, raw in enumerate(thread if ingest_thread else thread[:1]):
         (mails / f"{number:02}.eml").write_bytes(raw)
     database = tmp_path / "lab.db"
     assert triage("ingest", "--db", str(database), str(mails)).returncode == 0
@@ -57,7 +59,7 @@ def lab_with_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, v2_factor: str
     with SqliteStore(database) as store:  # the daemon took the report on: its Slack thread
         store.start_triage(MESSAGE_ID, "#perf-triage")
         store.enqueue(MESSAGE_ID, "parent", "#perf-triage", {"text": "parent", "blocks": []})
-    return rules, state, database, repo, shas
+    return rules, state, database, repo, shas, thread
 
 
 def posted_replies(database: Path) -> list[str]:
@@ -67,14 +69,19 @@ def posted_replies(database: Path) -> list[str]:
                 if message.get("thread_ts") not in (None, message["ts"])]
 
 
-def test_v2_that_removes_the_slowdown_recovers_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    rules, state, database, repo, shas = lab_with_fix(tmp_path, monkeypatch, "1.0")
+def test_v2_that_removes_the_slowdown_recovers_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  public_inbox) -> None:
+    # only the report is stored; the fix series is fetched from a real public-inbox server
+    rules, state, database, repo, shas, thread = lab_with_fix(tmp_path, monkeypatch, "1.0", ingest_thread=False)
+    server = public_inbox("linux-kernel", thread)
     try:
-        result = triage("test-fix", MESSAGE_ID, "--db", str(database), "--rules", str(rules), "--json")
+        result = triage("test-fix", MESSAGE_ID, "--db", str(database), "--rules", str(rules), "--json",
+                        "--fetch", server.message_url(MESSAGE_ID))
     finally:
         subprocess.run([*HOOK, "stop", str(state)], check=False)
     assert result.returncode == 0, result.stderr
     fix = json.loads(result.stdout)
+    assert "fetched 7 new messages of the thread" in result.stderr  # through the bounded lore client
     assert fix["version"] == 2 and f"Reviewed-by: {REVIEWER}" in fix["trailers"]
     # the kernel measured is the suspect with b4's v2 applied by the host's hook
     assert git(repo, "show", f"{fix['patched']}:{FACTOR_FILE}").strip() == "1.0"
@@ -88,7 +95,7 @@ def test_v2_that_removes_the_slowdown_recovers_it(tmp_path: Path, monkeypatch: p
 
 
 def test_v2_that_leaves_the_slowdown_does_not_recover(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    rules, state, database, _, _ = lab_with_fix(tmp_path, monkeypatch, "0.60")  # the same factor, written anew
+    rules, state, database, _, _, _ = lab_with_fix(tmp_path, monkeypatch, "0.60")  # the same factor, written anew
     try:
         result = triage("test-fix", MESSAGE_ID, "--db", str(database), "--rules", str(rules), "--json")
     finally:

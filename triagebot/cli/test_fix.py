@@ -44,6 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_db_argument(parser)
     add_rules_argument(parser, "rules directory with hosts.toml and reproducers/")
     parser.add_argument("--budget", type=int, default=20, metavar="N", help="at most N runs a side (default 20)")
+    parser.add_argument("--fetch", nargs="?", const="", metavar="URL",
+                        help="fetch the thread first through the bounded lore client: from URL (a message "
+                             "URL on a public-inbox archive), else the report's own lore URL or Message-ID")
     parser.add_argument("--tester", default=DEFAULT_TESTER, help=f"the drafted Tested-by: (default {DEFAULT_TESTER!r})")
     add_json_argument(parser, "print the result as JSON")
 
@@ -53,6 +56,25 @@ def _archive(source_url: str | None) -> str:
     if source_url and urlsplit(source_url).hostname:
         return f"{urlsplit(source_url).scheme}://{urlsplit(source_url).hostname}/"
     return DEFAULT_ARCHIVE
+
+
+def _lore_reference(source_url: str | None, message_id: str) -> str:
+    """The report's own message URL when it came from lore, else its Message-ID (lore's /all/)."""
+    return source_url if source_url and source_url.startswith(("http://", "https://")) else message_id
+
+
+def _fetch(store, settings, reference: str) -> str:
+    """The thread at `reference` into the store, through the bounded lore client; its archive."""
+    from triagebot.ingest.lore_thread import message_base_url
+    from triagebot.ingest.runner import ingest_once
+    from triagebot.ingest.sources import build_source
+
+    url = message_base_url(reference)
+    if url is None:
+        raise TriageError(f"--fetch {reference!r}: not a message URL or Message-ID")
+    result = ingest_once(build_source(url, settings.http), store)
+    print(f"triage test-fix: fetched {len(result.new_ids)} new messages of the thread from {url}", file=sys.stderr)
+    return _archive(url)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -77,11 +99,14 @@ def run(args: argparse.Namespace) -> int:
         plan = plan_from_json(latest["plan"])
         if not isinstance(plan, Plan):
             raise TriageError(f"{message_id}: the confirmed rerun's plan cannot be read")
+        archive = _archive(report.source.url)
+        if args.fetch is not None:
+            archive = _fetch(store, settings, args.fetch or _lore_reference(report.source.url, message_id))
         thread = [raw for raw in (store.get_raw(key) for key in store.thread_of(message_id)) if raw is not None]
         suspect, regression = latest["suspect_commit"], float(verdict["measured_change_percent"])
         with tempfile.TemporaryDirectory(prefix="triage-fix-") as work:
             try:
-                fix = prepare_fix(thread, Path(work), _archive(report.source.url), args.patch_message_id)
+                fix = prepare_fix(thread, Path(work), archive, args.patch_message_id)
             except FixRefused as refused:
                 print(f"triage test-fix: {message_id}: refused: {refused}", file=sys.stderr)
                 return 1
