@@ -86,6 +86,9 @@ def test_v2_that_removes_the_slowdown_recovers_it(tmp_path: Path, monkeypatch: p
     # the kernel measured is the suspect with b4's v2 applied by the host's hook
     assert git(repo, "show", f"{fix['patched']}:{FACTOR_FILE}").strip() == "1.0"
     assert git(repo, "rev-parse", f"{fix['patched']}~2").strip() == shas[SLOW]
+    # what the hook applied is b4's mbox: the trailers given in replies are in the commits
+    applied = git(repo, "log", "--format=%B", f"{shas[SLOW]}..{fix['patched']}")
+    assert f"Reviewed-by: {REVIEWER}" in applied and "Tested-by: Ben Tester <ben@example.org>" in applied
     recovery = fix["recovery"]
     assert recovery["call"] == "recovers" and 70 < recovery["recovered_percent"] < 130
     assert recovery["sentence"].startswith("the fix recovers ") and "of the regression (" in recovery["sentence"]

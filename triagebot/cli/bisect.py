@@ -13,30 +13,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
-from dataclasses import replace
 
+from triagebot.after_verdict import bisect_on_lab
 from triagebot.cli.common import add_db_argument, add_json_argument, add_rules_argument, database_path, open_store
 from triagebot.errors import TriageError
-from triagebot.notify import render
-from triagebot.reproduce.bisect import FOUND, BisectBudget, bisect, bisect_log, bisect_summary
-from triagebot.reproduce.executors.choose import executor_for
-from triagebot.reproduce.executors.protocol import Executor
-from triagebot.reproduce.host_lock import host_lock
+from triagebot.reproduce.bisect import FOUND, BisectBudget, bisect_log, bisect_summary
 from triagebot.reproduce.hosts import choose_host, score_host
 from triagebot.reproduce.limits import host_shape
 from triagebot.reproduce.materials import with_materials_over_http
 from triagebot.reproduce.plan import Plan, plan_report
 from triagebot.reproduce.rounds import commits_of
-from triagebot.reproduce.runner import HOOK_TIMEOUT_SECONDS, rerun
 from triagebot.rules.hosts import Host
 from triagebot.rules.settings import settings_for
 from triagebot.store.protocol import normalize_message_id
-from triagebot.verdict.sequential import LookSchedule
-
-_SHA = re.compile(r"[0-9a-f]{7,64}")
-MAX_COMMITS = 1 << 20  # more lines than any kernel range: the hook's output is not a commit list
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,33 +75,6 @@ def _host(hosts: tuple[Host, ...], args: argparse.Namespace, report):
     return match
 
 
-def list_commits(host: Host, executor: Executor, good: str, bad: str) -> list[str]:
-    """The commits after good up to bad, oldest first, as the host's hook lists them."""
-    try:
-        argv = host.list_commits_argv(good, bad)
-    except ValueError as error:
-        raise TriageError(str(error)) from None
-    completed = executor.run(argv, timeout=HOOK_TIMEOUT_SECONDS)
-    if not completed.ok:
-        detail = " ".join(completed.stderr.decode("utf-8", "replace").split())[-300:]  # one line
-        raise TriageError(f"host {host.name}: list_commits hook {list(argv)} failed (exit {completed.returncode}): "
-                          f"{detail}")
-    lines = completed.stdout.decode("utf-8", "replace").split()
-    if len(lines) > MAX_COMMITS or not all(_SHA.fullmatch(line) for line in lines):
-        bad_line = next((line for line in lines if not _SHA.fullmatch(line)), lines[0] if lines else "")
-        raise TriageError(f"host {host.name}: list_commits printed {bad_line[:60]!r}, not one commit sha a line")
-    if not lines:
-        raise TriageError(f"host {host.name}: no commits between {good} and {bad} (is {good} an ancestor of {bad}?)")
-    return lines
-
-
-def bisect_reply(result: dict) -> dict:
-    """The Slack reply: the summary, then the log with every step's numbers."""
-    payload = render.with_section({"text": f"Bisect: {bisect_summary(result)}", "blocks": []},
-                                  f"*Bisect*: {render.escape(bisect_summary(result))}")
-    return render.with_section(payload, f"```{render.escape(bisect_log(result))}```")
-
-
 def run(args: argparse.Namespace) -> int:
     settings = settings_for(args.rules)
     message_id = normalize_message_id(args.message_id)
@@ -140,34 +103,9 @@ def run(args: argparse.Namespace) -> int:
         floor = settings.floors.floor_for(plan.report_metric or plan.metric)
         print(f"bisect of {message_id} on {host.name}: {good}..{bad}", file=sys.stderr)
         print(f"  plan: {' '.join(plan.argv)}  -> {plan.output_metric}, {plan.better} is better", file=sys.stderr)
-        bisect_id: int | None = None
-
-        def save(result: dict) -> None:
-            nonlocal bisect_id
-            stored = result | {"host": host.name, "plan": plan.to_json(), "message_id": message_id}
-            bisect_id = store.save_bisect(message_id, stored, bisect_id)
-            latest = result["steps"][-1] if result["steps"] else None
-            if latest and latest["attempts"] and result["status"] == "running":
-                verdict = latest["attempts"][-1].get("verdict") or {}
-                print(f"  step {latest['step']} attempt {len(latest['attempts'])}: {latest['suspect'][:12]} "
-                      f"{verdict.get('outcome', '?')}", file=sys.stderr)
-
-        with host_lock(database_path(args), host.name), executor_for(host) as executor:
-            commits = list_commits(host, executor, good, bad)
-            print(f"  {len(commits)} commits after {good} up to {bad}", file=sys.stderr)
-
-            def measure(base: str, suspect: str, schedule: LookSchedule, reported: float | None) -> dict:
-                measured = replace(plan, reported_change_percent=reported)
-                return rerun(measured, host, executor, base, suspect, rounds=schedule, floor_percent=floor).to_json()
-
-            result = bisect(commits, good, measure, budget, reported_change_percent=plan.reported_change_percent,
-                            on_progress=save)
-        stored = result | {"host": host.name, "plan": plan.to_json(), "message_id": message_id}
-        triage = store.get_triage(message_id)
-        with store.transaction():
-            bisect_id = store.save_bisect(message_id, stored, bisect_id)
-            posted = triage is not None and store.enqueue(message_id, f"bisect-{bisect_id}", triage.channel,
-                                                          bisect_reply(stored))
+        stored, bisect_id, posted = bisect_on_lab(
+            store, database_path(args), message_id, host, plan, floor, good, bad, budget,
+            announce=lambda line: print(f"  {line}", file=sys.stderr))
     if args.json:
         print(json.dumps(stored | {"bisect_id": bisect_id}, ensure_ascii=False))
     else:
@@ -176,4 +114,4 @@ def run(args: argparse.Namespace) -> int:
     if not posted:
         print(f"triage bisect: {message_id}: not posted: the daemon has not taken this report on (no Slack thread)",
               file=sys.stderr)
-    return 0 if result["status"] == FOUND else 1
+    return 0 if stored["status"] == FOUND else 1

@@ -16,21 +16,16 @@ import argparse
 import json
 import sys
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from triagebot.after_verdict import measure_fix_on_lab
 from triagebot.cli.common import add_db_argument, add_json_argument, add_rules_argument, database_path, open_store
 from triagebot.errors import TriageError
 from triagebot.ingest.lore_thread import DEFAULT_ARCHIVE
-from triagebot.notify import render
-from triagebot.reproduce.executors.choose import executor_for
 from triagebot.reproduce.fix import FixRefused, prepare_fix
-from triagebot.reproduce.fix_run import build_patched, fix_result, full_recovery_percent, tested_by_draft
-from triagebot.reproduce.host_lock import host_lock
 from triagebot.reproduce.plan import Plan, plan_from_json
 from triagebot.reproduce.rounds import rounds_within
-from triagebot.reproduce.runner import rerun
 from triagebot.rules.settings import settings_for
 from triagebot.store.protocol import normalize_message_id
 
@@ -116,25 +111,9 @@ def run(args: argparse.Namespace) -> int:
         for subject in fix.subjects:
             print(f"  {subject}", file=sys.stderr)
         floor = settings.floors.floor_for(plan.report_metric or plan.metric)
-        with host_lock(database_path(args), host.name), executor_for(host) as executor:
-            patched = build_patched(host, executor, suspect, mbox)
-            measured = replace(plan, reported_change_percent=full_recovery_percent(regression))
-            record = rerun(measured, host, executor, suspect, patched, rounds=rounds_within(args.budget),
-                           floor_percent=floor)
-        run_json = record.to_json()
-        if record.status != "done" or not run_json.get("verdict"):
-            print(f"triage test-fix: {message_id}: run ended in error: {record.error}", file=sys.stderr)
-            return 1
-        result = {"kind": "test-fix", "host": host.name, "suspect": suspect, "patched": patched,
-                  "version": fix.version, "subjects": list(fix.subjects), "trailers": list(fix.trailers),
-                  "verdict": run_json["verdict"], "recovery": fix_result(regression, run_json["verdict"])}
-        draft = tested_by_draft(result, subject=fix.subject, in_reply_to=fix.message_id, tester=args.tester,
-                                host=host.name, metric=plan.output_metric)
-        triage = store.get_triage(message_id)
-        if triage is not None:
-            text = f"Fix test (v{fix.version}): {result['recovery']['sentence']}"
-            store.enqueue(message_id, f"test-fix-v{fix.version}-{patched[:12]}", triage.channel,
-                          render.with_section({"text": text, "blocks": []}, render.escape(text)))
+        result, draft = measure_fix_on_lab(store, database_path(args), message_id, host, plan, floor, suspect,
+                                           regression, fix, mbox, rounds=rounds_within(args.budget),
+                                           tester=args.tester)
     if args.json:
         print(json.dumps(result | {"draft": draft}, ensure_ascii=False))
     else:
