@@ -109,10 +109,10 @@ def bisect(commits: list[str], good: str, measure: Measure, budget: BisectBudget
             run = measure(base, suspect, schedule, reported)
             record["attempts"].append(_attempt_json(attempt, schedule, run))
             result["runs_used"] += len(run.get("samples", []))
-            verdict = run.get("verdict")
+            verdict = run.get("verdict") or {}
             if run.get("status") != "done" or not verdict or verdict.get("outcome") == ERROR:
                 end(ERROR, f"step {record['step']} ({suspect}) failed: "
-                           f"{run.get('error') or (verdict or {}).get('reason') or 'no verdict'}")
+                           f"{run.get('error') or verdict.get('reason') or 'no verdict'}")
                 return ERROR
             if verdict["outcome"] != INCONCLUSIVE:
                 record["call"] = "bad" if verdict["outcome"] == "confirmed" else "good"

@@ -76,7 +76,8 @@ def patch_mail(raw: bytes) -> PatchMail | None:
     if match is None or re.match(r"\s*re:", subject, re.IGNORECASE):
         return None
     tags = match.group("tags")
-    version = int(_VERSION.search(tags).group(1)) if _VERSION.search(tags) else 1
+    version_match = _VERSION.search(tags)
+    version = int(version_match.group(1)) if version_match else 1
     part = _PART.search(tags)
     return PatchMail(str(message.get("Message-ID", "")).strip().strip("<>"), subject, version,
                      int(part.group(1)) if part else 1, int(part.group(2)) if part else 1)
