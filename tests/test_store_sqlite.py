@@ -653,3 +653,16 @@ def test_the_rerun_host_lock_is_created_0600(tmp_path: Path, permissive_umask: N
     with host_lock(tmp_path / "t.db", "lab-local"):
         pass
     assert _mode(tmp_path / "t.db.host-lab-local.lock") == 0o600
+
+
+def test_a_bisection_is_saved_as_it_stands_and_read_back_in_order(store: SqliteStore) -> None:
+    first = store.save_bisect("<bisect@lab>", {"status": "running", "steps": [{"commit": "abc"}]})
+    # each step replaces the stored state; a second bisection of the same report is its own row
+    assert store.save_bisect("bisect@lab", {"status": "found", "steps": [1, 2]}, first) == first
+    second = store.save_bisect("bisect@lab", {"status": "running", "steps": []})
+    stored = store.bisects("bisect@lab")
+    assert [item["bisect_id"] for item in stored] == [first, second]
+    assert stored[0]["status"] == "found" and stored[0]["steps"] == [1, 2]
+    assert store.bisects("other@lab") == []
+    with pytest.raises(TriageError, match="no bisection 999"):
+        store.save_bisect("bisect@lab", {"status": "found"}, 999)

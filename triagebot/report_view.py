@@ -20,6 +20,7 @@ class ReportView:
     latest_run: dict[str, Any] | None
     triage: TriageRow | None
     notifications: list[OutboxRow]
+    bisects: list[dict[str, Any]]  # its bisections on the lab, oldest first
 
 
 def gather_report(store: Store, key: str) -> ReportView | None:
@@ -35,7 +36,7 @@ def gather_report(store: Store, key: str) -> ReportView | None:
                        if key in {member for member, _ in found.order}), None)
     return ReportView(key=key, report=report, thread=thread, thread_reports=by_key,
                       latest_run=store.latest_run(key), triage=store.get_triage(key),
-                      notifications=store.outbox(message_id=key))
+                      notifications=store.outbox(message_id=key), bisects=store.bisects(key))
 
 
 def _readable(store: Store, key: str) -> Report | None:

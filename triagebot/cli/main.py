@@ -20,6 +20,10 @@ COMMANDS = {
     "list": ("triagebot.cli.list", "list stored records, filtered"),
     "reparse": ("triagebot.cli.reparse", "parse the kept raw messages again with this parser"),
     "rerun": ("triagebot.cli.rerun", "rerun a stored report on the lab, base against suspect, and decide"),
+    "bisect": ("triagebot.cli.bisect", "bisect a report's good..bad range on the lab, each step decided by the "
+               "verdict's statistics"),
+    "test-fix": ("triagebot.cli.test_fix", "test the fix posted in a report's thread: suspect against "
+                 "suspect+fix on the lab; a drafted Tested-by: reply"),
     "hosts": ("triagebot.cli.hosts", "list the lab's hosts; --match scores them against a report"),
     "plan": ("triagebot.cli.plan", "plan a rerun of a stored report or a pasted command, or say why not"),
     "verdict": ("triagebot.cli.verdict", "recompute a report's verdict from its stored samples"),

@@ -54,6 +54,11 @@ def run(args: argparse.Namespace) -> int:
     print(text)
     if view.latest_run is not None:
         print(render_run(view.latest_run))
+    if view.bisects:  # the bisection's text module brings the verdict's (numpy) only when there is one
+        from triagebot.reproduce.bisect import bisect_log, bisect_summary
+    for bisection in view.bisects:
+        print(f"  bisect {bisection['bisect_id']} on {bisection.get('host', '?')}: {bisect_summary(bisection)}")
+        print("\n".join(f"    {line}" for line in bisect_log(bisection).splitlines()))
     if view.triage is not None:
         print(render_triage(view.triage, view.notifications))
     if view.thread is not None:

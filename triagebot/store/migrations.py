@@ -191,6 +191,21 @@ _QUARANTINE = (
     "CREATE INDEX quarantine_failed_at ON quarantine (failed_at)",
 )
 
+_BISECTS = (
+    # Bisections of a report on the lab: every step's evidence (its runs' samples and verdicts)
+    # in bisect_json, saved after each step so a crash keeps what was measured; `status` is
+    # running until the result (first bad commit, inconclusive with the range left, or error).
+    """CREATE TABLE bisects (
+        bisect_id    INTEGER PRIMARY KEY,
+        message_id   TEXT NOT NULL,
+        status       TEXT NOT NULL,
+        started_at   TEXT NOT NULL,
+        updated_at   TEXT NOT NULL,
+        bisect_json  TEXT NOT NULL
+    )""",
+    "CREATE INDEX bisects_message_id ON bisects (message_id)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "messages, records, threads, cursors; reserved plans/runs/verdicts/notifications",
               _INITIAL),
@@ -198,6 +213,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "materials: cached files of LKP materials directories", _MATERIALS),
     Migration(4, "triage and outbox: the daemon's state per report and its notifications", _TRIAGE_AND_OUTBOX),
     Migration(5, "quarantine: raw messages the parser could not read, with the reason", _QUARANTINE),
+    Migration(6, "bisects: bisections on the lab with every step's evidence", _BISECTS),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -1,11 +1,11 @@
-"""Store stage: the part for finished reruns — plans, runs with their samples, verdicts."""
+"""Store stage: the part for finished reruns — plans, runs with their samples, verdicts — and bisections."""
 from __future__ import annotations
 
 import json
 from typing import Any
 
 from triagebot.store.database import Database
-from triagebot.store.protocol import normalize_message_id
+from triagebot.store.protocol import StoreError, normalize_message_id
 
 
 def _dumps(value: Any) -> str:
@@ -47,3 +47,27 @@ class Runs:
             " WHERE p.message_id = ? ORDER BY r.run_id DESC LIMIT 1",
             (normalize_message_id(message_id),)).fetchone()
         return json.loads(row[0]) if row else None
+
+    def save_bisect(self, message_id: str, bisect_json: dict[str, Any], bisect_id: int | None = None) -> int:
+        """Store a bisection as it stands (a new one, or `bisect_id` replaced); its id."""
+        database = self._database
+        with database.transaction():
+            now = database.stamp()
+            status = str(bisect_json.get("status", "running"))
+            if bisect_id is None:
+                bisect_id = int(database.execute(
+                    "INSERT INTO bisects (message_id, status, started_at, updated_at, bisect_json)"
+                    " VALUES (?, ?, ?, ?, ?) RETURNING bisect_id",
+                    (normalize_message_id(message_id), status, now, now, _dumps(bisect_json))).fetchone()[0])
+            elif database.execute("UPDATE bisects SET status = ?, updated_at = ?, bisect_json = ?"
+                                  " WHERE bisect_id = ?", (status, now, _dumps(bisect_json), bisect_id)
+                                  ).rowcount != 1:
+                raise StoreError(f"no bisection {bisect_id} to update")
+        return bisect_id
+
+    def bisects(self, message_id: str) -> list[dict[str, Any]]:
+        """A report's bisections, oldest first, each its JSON with `bisect_id`."""
+        rows = self._database.execute(
+            "SELECT bisect_id, bisect_json FROM bisects WHERE message_id = ? ORDER BY bisect_id",
+            (normalize_message_id(message_id),)).fetchall()
+        return [json.loads(text) | {"bisect_id": bisect_id} for bisect_id, text in rows]

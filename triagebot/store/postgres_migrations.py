@@ -161,6 +161,18 @@ _QUARANTINE = (
     "CREATE INDEX quarantine_failed_at ON quarantine (failed_at)",
 )
 
+_BISECTS = (
+    f"""CREATE TABLE bisects (
+        bisect_id    {ID},
+        message_id   {TEXT} NOT NULL,
+        status       {TEXT} NOT NULL,
+        started_at   {TEXT} NOT NULL,
+        updated_at   {TEXT} NOT NULL,
+        bisect_json  {TEXT} NOT NULL
+    )""",
+    "CREATE INDEX bisects_message_id ON bisects (message_id)",
+)
+
 # Same numbers and names as SQLite's (migrations.py); only the statements differ.
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, MIGRATIONS[0].name, _INITIAL),
@@ -168,4 +180,5 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, MIGRATIONS[2].name, _MATERIALS),
     Migration(4, MIGRATIONS[3].name, _TRIAGE_AND_OUTBOX),
     Migration(5, MIGRATIONS[4].name, _QUARANTINE),
+    Migration(6, MIGRATIONS[5].name, _BISECTS),
 )

@@ -423,6 +423,14 @@ class RunStore(Protocol):
         """The last stored rerun of a report (run JSON with its samples and verdict), or None."""
         ...
 
+    def save_bisect(self, message_id: str, bisect_json: dict[str, Any], bisect_id: int | None = None) -> int:
+        """Store a bisection as it stands (a new one, or `bisect_id` replaced); its id."""
+        ...
+
+    def bisects(self, message_id: str) -> list[dict[str, Any]]:
+        """A report's bisections, oldest first, each its JSON with `bisect_id`."""
+        ...
+
 
 @runtime_checkable
 class Store(MessageStore, RecordStore, ThreadStore, AliasStore, CursorStore, MaterialStore,

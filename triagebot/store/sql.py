@@ -191,3 +191,5 @@ class SqlStore:
     # -- finished reruns --------------------------------------------------------------------
     save_run = _Exposed("_runs", Runs.save_run)
     latest_run = _Exposed("_runs", Runs.latest_run)
+    save_bisect = _Exposed("_runs", Runs.save_bisect)
+    bisects = _Exposed("_runs", Runs.bisects)
