@@ -4,8 +4,9 @@
 transactions: sqlite_database.py) shared by one small part per `Store` part —
 `SqliteMessages`, `SqliteAliases`, `SqliteRecords` (sqlite_messages.py), `SqliteThreads`
 (sqlite_threads.py), `SqliteCursors`, `SqliteMaterials` (sqlite_sources.py), `SqliteQuarantine`
-(sqlite_quarantine.py), `SqliteTriage`, `SqliteOutbox` (sqlite_triage.py) and `SqliteRuns`
-(sqlite_runs.py). Each part's methods are exposed on the store under their own names; only
+(sqlite_quarantine.py), `SqliteTriage`, `SqliteOutbox` (sqlite_triage.py), `SqliteRuns`
+(sqlite_runs.py), `SqliteLifecycle` and `SqliteMailOutbox` (sqlite_lifecycle.py). Each part's
+methods are exposed on the store under their own names; only
 `ingest_batch`, which spans parts in one transaction, is written here. A second backend is the
 same set of parts over its own connection.
 """
@@ -29,6 +30,7 @@ from triagebot.store.sqlite_database import (
     open_private,
     utc_now,
 )
+from triagebot.store.sqlite_lifecycle import SqliteLifecycle, SqliteMailOutbox
 from triagebot.store.sqlite_messages import (
     SqliteAliases,
     SqliteMessages,
@@ -128,6 +130,8 @@ class SqliteStore:
         self._triage = SqliteTriage(self._database)
         self._outbox = SqliteOutbox(self._database)
         self._runs = SqliteRuns(self._database)
+        self._lifecycle = SqliteLifecycle(self._database)
+        self._mail = SqliteMailOutbox(self._database)
 
     @property
     def _connection(self) -> Any:
@@ -236,3 +240,14 @@ class SqliteStore:
     # -- finished reruns --------------------------------------------------------------------
     save_run = _Exposed("_runs", SqliteRuns.save_run)
     latest_run = _Exposed("_runs", SqliteRuns.latest_run)
+    # -- after the verdict: moves, links, replies upstream -----------------------------------
+    add_move = _Exposed("_lifecycle", SqliteLifecycle.add_move)
+    moves_of = _Exposed("_lifecycle", SqliteLifecycle.moves_of)
+    link_report = _Exposed("_lifecycle", SqliteLifecycle.link_report)
+    links_of = _Exposed("_lifecycle", SqliteLifecycle.links_of)
+    joined_to = _Exposed("_lifecycle", SqliteLifecycle.joined_to)
+    enqueue_mail = _Exposed("_mail", SqliteMailOutbox.enqueue_mail)
+    mail_of = _Exposed("_mail", SqliteMailOutbox.mail_of)
+    mark_mail_sending = _Exposed("_mail", SqliteMailOutbox.mark_mail_sending)
+    mark_mail_sent = _Exposed("_mail", SqliteMailOutbox.mark_mail_sent)
+    mark_mail_failed = _Exposed("_mail", SqliteMailOutbox.mark_mail_failed)
