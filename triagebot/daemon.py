@@ -37,6 +37,7 @@ from triagebot.health import DaemonMetrics, HealthServer
 from triagebot.ingest.protocol import SourceError
 from triagebot.ingest.runner import LAST_POLL_KEY, PollFailed, describe_error, ingest_once
 from triagebot.ingest.sources import build_source
+from triagebot.lifecycle import follow
 from triagebot.logs import event
 from triagebot.notify import outbox
 from triagebot.notify.slack import NotifyError, SlackNotifier
@@ -177,6 +178,7 @@ class DaemonOptions:
     health_port: int | None = None  # /healthz and /metrics (0: any free port; None: not served)
     health_address: str = "127.0.0.1"
     notify_retry_seconds: float = outbox.DEFAULT_RETRY_SECONDS
+    stale_days: float = follow.DEFAULT_STALE_DAYS  # a decided report without mail this long is stale
 
 
 def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractContextManager[Store]],
@@ -223,7 +225,8 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
                   rules=str(settings.rules_dir), sources=[source.url for source in settings.sources])
             while not state.stop:
                 metrics.beat()
-                run_pass(settings, store, state, lab, metrics, admit_days=options.admit_days)
+                run_pass(settings, store, state, lab, metrics, admit_days=options.admit_days,
+                         stale_days=options.stale_days)
                 if options.once:
                     break
                 deadline = time.monotonic() + options.tick
@@ -238,7 +241,7 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
 
 
 def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonContext, metrics: DaemonMetrics, *,
-             admit_days: float) -> None:
+             admit_days: float, stale_days: float = follow.DEFAULT_STALE_DAYS) -> None:
     """One pass: deliver, poll, admit, plan, run, deliver. A step that raises is logged and skipped."""
     def step(name: str, action: Callable[[], object]) -> None:
         try:
@@ -257,7 +260,10 @@ def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonCont
             lab.deliver()
 
     step("deliver", lab.deliver)
-    step("poll", lambda: poll_due_sources(settings, store, state, metrics))
+    new_ids: list[str] = []
+    step("poll", lambda: new_ids.extend(poll_due_sources(settings, store, state, metrics)))
+    # after the verdict: what the new mail says of the reports taken on (fixed, reverted, ...)
+    step("follow", lambda: (follow.observe(store, new_ids), follow.mark_stale(store, days=stale_days)))
     if not state.stop:
         step("admit", admit)
         step("plan", lambda: flow.plan_new(store, lab))

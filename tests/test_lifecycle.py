@@ -1,0 +1,175 @@
+"""Lifecycle: later mail moves a report taken on (fixed, reverted, fix proposed, invalid, stale),
+each move stored with its message, shown by `triage show`, and the Slack parent edited in place."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, PROJECT
+from tests.support.fake_slack import FakeSlack
+from triagebot.lifecycle import follow
+from triagebot.lifecycle.detect import same_commit
+from triagebot.notify import outbox, render
+from triagebot.notify.slack import SlackNotifier
+from triagebot.parse.report import parse_message
+from triagebot.records import Source, report_to_json
+from triagebot.store.protocol import IncomingMessage
+from triagebot.store.sqlite import SqliteStore
+
+MAIL = FIXTURES / "mail" / "lifecycle"
+TOKEN = "xoxb-life"
+CHANNEL = "C0PERF0001"
+REPORT = "202501061203.4d2a9c1e-lkp@intel.com"
+
+
+def store_mail(store: SqliteStore, *names: str, received_at: str = "2025-02-01T00:00:00+00:00") -> list[str]:
+    """Parse and store fixture messages as ingest does; returns the ids that were new."""
+    incoming = []
+    for name in names:
+        raw = (MAIL / f"{name}.eml").read_bytes()
+        record = report_to_json(parse_message(raw, Source("eml")))
+        incoming.append(IncomingMessage(record["message_id"], raw, "eml", received_at, "linux-kernel",
+                                        in_reply_to=record.get("in_reply_to"),
+                                        references=tuple(record.get("references") or ()), record=record,
+                                        parser_version="test"))
+    return store.ingest_batch(incoming)
+
+
+def confirm(store: SqliteStore, message_id: str = REPORT) -> None:
+    """Take a report on as the daemon does and decide it confirmed."""
+    report = store.get_record(message_id)
+    assert report is not None
+    with store.transaction():
+        store.start_triage(message_id, CHANNEL)
+        store.enqueue(message_id, "parent", CHANNEL, render.parent_message(report, "new"))
+    for state in ("planned", "running", "confirmed"):
+        store.set_triage(message_id, state)
+
+
+@pytest.fixture
+def slack() -> Iterator[FakeSlack]:
+    with FakeSlack(token=TOKEN, channels={CHANNEL: "perf-triage"}) as server:
+        yield server
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    with SqliteStore(tmp_path / "t.db") as opened:
+        store_mail(opened, "lkp-first-linux-next")
+        confirm(opened)
+        yield opened
+
+
+def deliver(store: SqliteStore, slack: FakeSlack) -> outbox.Delivery:
+    return outbox.deliver(store, SlackNotifier(TOKEN, base_url=slack.base_url, timeout_seconds=5))
+
+
+def test_a_later_mail_with_fixes_culprit_moves_the_report_to_fixed_and_edits_the_parent(
+        store: SqliteStore, slack: FakeSlack) -> None:
+    deliver(store, slack)
+    [parent] = slack.messages(CHANNEL)
+    new = store_mail(store, "fix-patch")
+    moves = follow.observe(store, new)
+    assert [(move.state, move.cause_id) for move in moves] == [
+        ("fixed", "20250121081455.31337-1-mara.quist@example.org")]
+    assert moves[0].note == ("Fixes: 5c3f9e2a71d0 in sched/fair: stop the LLC scan at the first idle group again")
+    assert deliver(store, slack).sent == 1
+    # one parent, edited: no new post, no thread reply
+    [edited] = slack.messages(CHANNEL)
+    assert edited["ts"] == parent["ts"] and "thread_ts" not in edited
+    updates = slack.calls_to("chat.update")
+    assert len(updates) == 1 and updates[0].params["ts"] == parent["ts"]
+    assert "*fixed*" in str(updates[0].params["blocks"]) and "20250121081455.31337" in str(updates[0].params["blocks"])
+    # seen again (a second poll, the daemon restarted): nothing moves twice
+    assert follow.observe(store, new) == []
+
+
+def test_a_revert_of_the_culprit_moves_it_to_reverted(store: SqliteStore, slack: FakeSlack) -> None:
+    deliver(store, slack)
+    moves = follow.observe(store, store_mail(store, "revert-patch"))
+    assert [move.state for move in moves] == ["reverted"]
+    assert moves[0].cause_id == "20250123164002.GA4471@noisy.programming.kicks-ass.net"
+    deliver(store, slack)
+    assert "*reverted*" in str(slack.calls_to("chat.update")[-1].params["blocks"])
+    # reverted is final: a fix arriving later changes nothing
+    assert follow.observe(store, store_mail(store, "fix-patch")) == []
+
+
+def test_a_patch_in_the_thread_is_a_fix_proposed_then_the_fix_lands(store: SqliteStore) -> None:
+    assert [move.state for move in follow.observe(store, store_mail(store, "patch-in-thread"))] == ["fix-proposed"]
+    assert [move.state for move in follow.observe(store, store_mail(store, "fix-patch"))] == ["fixed"]
+    assert [move.state for move in store.moves_of(REPORT)] == ["fix-proposed", "fixed"]
+
+
+def test_a_person_saying_invalid_in_the_thread(store: SqliteStore) -> None:
+    [move] = follow.observe(store, store_mail(store, "invalid-reply"))
+    assert move.state == "invalid" and move.note == "#regzbot invalid: the bisect ran on a debug kernel"
+
+
+def test_a_fix_for_another_commit_moves_nothing(tmp_path: Path) -> None:
+    with SqliteStore(tmp_path / "t.db") as store:
+        store_mail(store, "lkp-first-linux-next")
+        # the fix's Fixes: names 5c3f9e2a71d0; a report whose culprit differs is not moved
+        raw = (MAIL / "lkp-first-linux-next.eml").read_bytes().replace(b"5c3f9e2a71", b"77aa0b12c9")
+        raw = raw.replace(b"202501061203.4d2a9c1e", b"202501071203.000000aa")
+        other = report_to_json(parse_message(raw, Source("eml")))
+        store.ingest_batch([IncomingMessage(other["message_id"], raw, "eml", "2025-01-07T00:00:00+00:00",
+                                            record=other, parser_version="test")])
+        confirm(store, other["message_id"])
+        assert follow.observe(store, store_mail(store, "fix-patch")) == []
+
+
+def test_no_activity_for_n_days_is_stale_and_a_fix_still_moves_it(store: SqliteStore) -> None:
+    assert follow.mark_stale(store, now=datetime(2025, 2, 10, tzinfo=UTC), days=30) == []  # stored 2025-02-01
+    # the triage row was written now (the store's clock): look from far enough ahead
+    later = datetime.now(UTC).replace(year=datetime.now(UTC).year + 1)
+    [stale] = follow.mark_stale(store, now=later, days=30)
+    assert stale.state == "stale" and stale.cause_id == ""
+    assert follow.mark_stale(store, now=later, days=30) == []  # stale once
+    assert [move.state for move in follow.observe(store, store_mail(store, "fix-patch"))] == ["fixed"]
+
+
+@pytest.mark.parametrize(("one", "other", "same"), [
+    ("5c3f9e2a71d0", "5c3f9e2a71d04b8e6a9f0c13d2b7e4a58f61c902", True),  # short and full
+    ("5C3F9E2A71", "5c3f9e2a71d0", True),  # case
+    ("5c3f9e", "5c3f9e2a71d0", False),  # six digits name nothing
+    ("5c3f9e2a72", "5c3f9e2a71d0", False),
+])
+def test_same_commit(one: str, other: str, same: bool) -> None:
+    assert same_commit(one, other) is same
+
+
+def test_triage_show_lists_each_move_with_its_message(store: SqliteStore, tmp_path: Path) -> None:
+    follow.observe(store, store_mail(store, "patch-in-thread"))
+    follow.observe(store, store_mail(store, "fix-patch"))
+    shown = subprocess.run([sys.executable, "-m", "triagebot.cli", "show", REPORT, "--db", str(store.path)],
+                           capture_output=True, text=True, cwd=PROJECT, check=True).stdout
+    lines = [line for line in shown.splitlines() if line.startswith(("  after:", "    20"))]
+    assert lines[0] == "  after:    fixed"
+    assert "fix-proposed  patch: sched/fair: try one more group before giving up " \
+           "<20250108090217.8812-1-mara.quist@example.org>" in lines[1]
+    assert "fixed         Fixes: 5c3f9e2a71d0 in sched/fair: stop the LLC scan at the first idle group again " \
+           "<20250121081455.31337-1-mara.quist@example.org>" in lines[2]
+
+
+def test_the_web_page_lists_the_moves(store: SqliteStore) -> None:
+    import urllib.request
+
+    from triagebot.web.app import build_app
+    from triagebot.web.server import WebServer
+    from triagebot.web.views import Site, report_href
+
+    follow.observe(store, store_mail(store, "fix-patch"))
+    server = WebServer(build_app(Site(lambda: SqliteStore(store.path))), "127.0.0.1", 0).start()
+    try:
+        with urllib.request.urlopen(server.url.rstrip("/") + report_href(REPORT), timeout=30) as answer:
+            html = answer.read().decode()
+    finally:
+        server.stop()
+    assert "fixed: Fixes: 5c3f9e2a71d0 in sched/fair: stop the LLC scan at the first idle group again" in html
+    assert "&lt;20250121081455.31337-1-mara.quist@example.org&gt;" in html
