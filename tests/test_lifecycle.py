@@ -10,45 +10,23 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, PROJECT
+from tests.conftest import PROJECT
 from tests.support.fake_slack import FakeSlack
+from tests.support.report_mail import CHANNEL, MAIL, REPORT, store_mail, take_on
 from triagebot.lifecycle import follow
 from triagebot.lifecycle.detect import same_commit
-from triagebot.notify import outbox, render
+from triagebot.notify import outbox
 from triagebot.notify.slack import SlackNotifier
 from triagebot.parse.report import parse_message
 from triagebot.records import Source, report_to_json
 from triagebot.store.protocol import IncomingMessage
 from triagebot.store.sqlite import SqliteStore
 
-MAIL = FIXTURES / "mail" / "lifecycle"
 TOKEN = "xoxb-life"
-CHANNEL = "C0PERF0001"
-REPORT = "202501061203.4d2a9c1e-lkp@intel.com"
-
-
-def store_mail(store: SqliteStore, *names: str, received_at: str = "2025-02-01T00:00:00+00:00") -> list[str]:
-    """Parse and store fixture messages as ingest does; returns the ids that were new."""
-    incoming = []
-    for name in names:
-        raw = (MAIL / f"{name}.eml").read_bytes()
-        record = report_to_json(parse_message(raw, Source("eml")))
-        incoming.append(IncomingMessage(record["message_id"], raw, "eml", received_at, "linux-kernel",
-                                        in_reply_to=record.get("in_reply_to"),
-                                        references=tuple(record.get("references") or ()), record=record,
-                                        parser_version="test"))
-    return store.ingest_batch(incoming)
 
 
 def confirm(store: SqliteStore, message_id: str = REPORT) -> None:
-    """Take a report on as the daemon does and decide it confirmed."""
-    report = store.get_record(message_id)
-    assert report is not None
-    with store.transaction():
-        store.start_triage(message_id, CHANNEL)
-        store.enqueue(message_id, "parent", CHANNEL, render.parent_message(report, "new"))
-    for state in ("planned", "running", "confirmed"):
-        store.set_triage(message_id, state)
+    take_on(store, message_id)
 
 
 @pytest.fixture
