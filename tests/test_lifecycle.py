@@ -151,3 +151,44 @@ def test_the_web_page_lists_the_moves(store: SqliteStore) -> None:
         server.stop()
     assert "fixed: Fixes: 5c3f9e2a71d0 in sched/fair: stop the LLC scan at the first idle group again" in html
     assert "&lt;20250121081455.31337-1-mara.quist@example.org&gt;" in html
+
+
+def test_an_lkp_re_report_of_the_same_culprit_joins_the_first(store: SqliteStore, slack: FakeSlack) -> None:
+    deliver(store, slack)
+    [parent] = slack.messages(CHANNEL)
+    new = store_mail(store, "lkp-rereport-mainline")
+    assert follow.join_reports(store, new) == [("202502031517.9b7e05fa-lkp@intel.com", REPORT, "also-seen")]
+    link = store.joined_to("202502031517.9b7e05fa-lkp@intel.com")
+    assert link is not None and link.rule == "same culprit (sha)"
+    # the first report's parent names it; no new thread is opened for it
+    deliver(store, slack)
+    assert [message["ts"] for message in slack.messages(CHANNEL)] == [parent["ts"]]
+    update = slack.calls_to("chat.update")[-1]
+    blocks = str(update.params["blocks"])
+    assert "*also-seen*" in blocks and "will-it-scale.per_thread_ops" in blocks
+    # and the daemon does not take it on
+    from triagebot import flow
+    from triagebot.rules.settings import Settings
+
+    context = flow.DaemonContext(settings=Settings(rules_dir=PROJECT / "rules"), database=store.path,
+                                 deliver=lambda: None)
+    assert flow.admit(store, context, admit_days=100000) == []
+    assert follow.join_reports(store, new) == []  # joined once
+
+
+def test_an_improvement_of_the_same_commit_is_linked_not_merged(store: SqliteStore) -> None:
+    new = store_mail(store, "lkp-improvement-same-commit")
+    assert follow.join_reports(store, new) == [("202502051122.e41b7d30-lkp@intel.com", REPORT, "linked")]
+    link = store.joined_to("202502051122.e41b7d30-lkp@intel.com")
+    assert link is not None and link.relation == "linked" and link.rule == "same culprit (sha), other direction"
+
+
+def test_show_lists_the_joined_reports(store: SqliteStore) -> None:
+    follow.join_reports(store, store_mail(store, "lkp-rereport-mainline", "lkp-improvement-same-commit"))
+    shown = subprocess.run([sys.executable, "-m", "triagebot.cli", "show", REPORT, "--db", str(store.path)],
+                           capture_output=True, text=True, cwd=PROJECT, check=True).stdout
+    assert "  also-seen: <202502031517.9b7e05fa-lkp@intel.com> (same culprit (sha))" in shown
+    assert "  linked:   <202502051122.e41b7d30-lkp@intel.com> (same culprit (sha), other direction)" in shown
+    later = subprocess.run([sys.executable, "-m", "triagebot.cli", "show", "202502031517.9b7e05fa-lkp@intel.com",
+                            "--db", str(store.path)], capture_output=True, text=True, cwd=PROJECT, check=True).stdout
+    assert f"  joined:   also-seen of <{REPORT}> (same culprit (sha))" in later

@@ -263,7 +263,8 @@ def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonCont
     new_ids: list[str] = []
     step("poll", lambda: new_ids.extend(poll_due_sources(settings, store, state, metrics)))
     # after the verdict: what the new mail says of the reports taken on (fixed, reverted, ...)
-    step("follow", lambda: (follow.observe(store, new_ids), follow.mark_stale(store, days=stale_days)))
+    step("follow", lambda: (follow.observe(store, new_ids), follow.join_reports(store, new_ids),
+                            follow.mark_stale(store, days=stale_days)))
     if not state.stop:
         step("admit", admit)
         step("plan", lambda: flow.plan_new(store, lab))

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
 from triagebot.lifecycle.detect import Move, Target, move_for, own_text
+from triagebot.lifecycle.same import REPORT_KINDS, culprit, relation
 from triagebot.lifecycle.states import EMOJI, LifecycleState, current
 from triagebot.logs import event
 from triagebot.notify import render
@@ -46,15 +47,20 @@ def _targets(store: Store) -> list[tuple[TriageRow, Target]]:
     return targets
 
 
-def parent_payload(store: Store, row: TriageRow, moves: list[LifecycleMove]) -> dict:
-    """The report's Slack parent as the daemon renders it, with its lifecycle moves at the end."""
+def parent_payload(store: Store, row: TriageRow) -> dict:
+    """The report's Slack parent as the daemon renders it, with its lifecycle moves and the
+    reports joined to it at the end (read from the store, so call it after writing them)."""
     report = store.get_record(row.message_id)
     assert report is not None
     payload = render.parent_message(report, row.state, plan=row.plan, run=store.latest_run(row.message_id))
     lines = [f"{EMOJI.get(LifecycleState(move.state), '')} *{move.state}* {move.moved_at[:10]}: "
              f"{render.escape(move.note)}" + (f" ({render.link(render.lore_url(move.cause_id), 'mail')})"
-                                              if move.cause_id else "") for move in moves]
-    return render.with_section(payload, "\n".join(lines))
+                                              if move.cause_id else "") for move in store.moves_of(row.message_id)]
+    for link in store.links_of(row.message_id):
+        joined = store.get_record(link.joined_id)
+        label = joined.subject if joined is not None else link.joined_id
+        lines.append(f":link: *{link.relation}*: {render.link(render.lore_url(link.joined_id), label)}")
+    return render.with_section(payload, "\n".join(lines)) if lines else payload
 
 
 def record_move(store: Store, row: TriageRow, move: Move, cause_id: str) -> LifecycleMove | None:
@@ -68,7 +74,7 @@ def record_move(store: Store, row: TriageRow, move: Move, cause_id: str) -> Life
             return None
         if store.outbox(message_id=row.message_id):  # it has a Slack parent (sent or on its way)
             store.enqueue(row.message_id, f"update-{move.state}-{stored.move_id}", row.channel,
-                          parent_payload(store, row, [*moves, stored]))
+                          parent_payload(store, row))
     event(log, logging.INFO, "report moved", event="lifecycle.moved", message_id=row.message_id,
           state=str(move.state), cause=cause_id)
     return stored
@@ -134,3 +140,60 @@ def render_moves(moves: list[LifecycleMove]) -> str:
         cause = f" <{move.cause_id}>" if move.cause_id else ""
         lines.append(f"    {move.moved_at}  {move.state:13} {move.note}{cause}")
     return "\n".join(lines)
+
+
+def join_reports(store: Store, message_ids: Iterable[str]) -> list[tuple[str, str, str]]:
+    """Join each new report to the first stored report of its regression (same.py's rule): also
+    seen, or linked for the other direction. The first report's Slack parent, when it has one,
+    is edited to name it; an also-seen report is not taken on (no thread of its own). Returns
+    (joined, first, relation) for each join made."""
+    new = []
+    for message_id in message_ids:
+        try:
+            report = store.get_record(message_id)
+        except UnreadableRecord:
+            continue
+        if report is not None and culprit(report) is not None and store.joined_to(message_id) is None:
+            new.append((message_id, report))
+    if not new:
+        return []
+    earlier = [(item.key, item.report) for item in reversed(store.list_records(kind=REPORT_KINDS))]  # oldest first
+    made = []
+    for message_id, report in new:
+        first = first_report(message_id, report, earlier, store)
+        if first is None:
+            continue
+        relation_name, rule = relation(first[1], report) or ("", "")
+        with store.transaction():
+            if not store.link_report(message_id, first[0], relation_name, rule):
+                continue
+            row = store.get_triage(first[0])
+            if row is not None and store.outbox(message_id=first[0]):
+                store.enqueue(first[0], f"update-{relation_name}-{message_id}", row.channel,
+                              parent_payload(store, row))
+        event(log, logging.INFO, "report joined", event="lifecycle.joined", message_id=message_id,
+              first=first[0], relation=relation_name, rule=rule)
+        made.append((message_id, first[0], relation_name))
+    return made
+
+
+def first_report(message_id: str, report: Report, earlier: list[tuple[str, Report]],
+                 store: Store) -> tuple[str, Report] | None:
+    """The oldest stored report, dated before this one, of the same regression and not itself joined."""
+    for key, candidate in earlier:
+        if key == message_id or not dated_before(candidate, report):
+            continue
+        if relation(candidate, report) is not None and store.joined_to(key) is None:
+            return key, candidate
+    return None
+
+
+def dated_before(one: Report, other: Report) -> bool:
+    """Whether `one` was written before `other` (an undated report is not "before" anything)."""
+    try:
+        first, second = datetime.fromisoformat(one.date or ""), datetime.fromisoformat(other.date or "")
+    except ValueError:
+        return False
+    if first.tzinfo is None or second.tzinfo is None:
+        return False
+    return first < second
