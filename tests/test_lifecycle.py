@@ -15,10 +15,11 @@ from tests.support.fake_slack import FakeSlack
 from tests.support.report_mail import CHANNEL, MAIL, REPORT, store_mail, take_on
 from triagebot.lifecycle import follow
 from triagebot.lifecycle.detect import same_commit
+from triagebot.lifecycle.same import relation
 from triagebot.notify import outbox
 from triagebot.notify.slack import SlackNotifier
 from triagebot.parse.report import parse_message
-from triagebot.records import Source, report_to_json
+from triagebot.records import Commit, Headline, Report, Source, report_to_json
 from triagebot.store.protocol import IncomingMessage
 from triagebot.store.sqlite import SqliteStore
 
@@ -192,3 +193,42 @@ def test_show_lists_the_joined_reports(store: SqliteStore) -> None:
     later = subprocess.run([sys.executable, "-m", "triagebot.cli", "show", "202502031517.9b7e05fa-lkp@intel.com",
                             "--db", str(store.path)], capture_output=True, text=True, cwd=PROJECT, check=True).stdout
     assert f"  joined:   also-seen of <{REPORT}> (same culprit (sha))" in later
+
+
+def _report(kind: str, sha: str, subject: str | None, direction: str | None = None,
+            date: str = "2025-01-01T00:00:00+00:00") -> Report:
+    headline = Headline("m", -5.0 if direction == "regression" else 5.0, direction) if direction else None
+    return Report(message_id=None, in_reply_to=None, subject="s", from_="f", date=date, source=Source("eml"),
+                  kind=kind, commits=(Commit(sha, subject, "culprit"),), headline=headline)
+
+
+@pytest.mark.parametrize(("first", "later", "expected"), [
+    # the same sha, short and long
+    (_report("lkp-regression", "38f83090f5", "cpuidle: menu: Remove iowait influence", "regression"),
+     _report("lkp-regression", "38f83090f515aa", None, "regression"), ("also-seen", "same culprit (sha)")),
+    # the same subject, another sha (linux-next, then mainline); case and spacing do not matter
+    (_report("lkp-regression", "40b77b3e82", "btrfs: switch to the new mount API", "regression"),
+     _report("lkp-regression", "ad21f15b0f", "btrfs:  Switch to the new mount API", "regression"),
+     ("also-seen", "same culprit (subject)")),
+    # an improvement of that commit: linked
+    (_report("lkp-regression", "40b77b3e82", "btrfs: switch to the new mount API", "regression"),
+     _report("lkp-improvement", "40b77b3e82", None, "improvement"),
+     ("linked", "same culprit (sha), other direction")),
+    # a human report of the same culprit, no headline: a claimed slowdown
+    (_report("lkp-regression", "40b77b3e82", None, "regression"), _report("human-report", "40b77b3e82", None),
+     ("also-seen", "same culprit (sha)")),
+    # subjects too short, merges and reverts stand for no one commit
+    (_report("lkp-regression", "1111111111", "Merge branch 'for-next' of git.kernel.org", "regression"),
+     _report("lkp-regression", "2222222222", "Merge branch 'for-next' of git.kernel.org", "regression"), None),
+    (_report("lkp-regression", "1111111111", "Revert \"mm: one\"", "regression"),
+     _report("lkp-regression", "2222222222", "Revert \"mm: one\"", "regression"), None),
+    (_report("lkp-regression", "1111111111", "fix it", "regression"),
+     _report("lkp-regression", "2222222222", "fix it", "regression"), None),
+    # another commit, the same testcase: another regression
+    (_report("lkp-regression", "1111111111", "mm: one thing", "regression"),
+     _report("lkp-regression", "2222222222", "mm: another thing", "regression"), None),
+    # a reply quoting the report is no report
+    (_report("lkp-regression", "1111111111", None, "regression"), _report("reply", "1111111111", None), None),
+])
+def test_the_rule_for_same(first: Report, later: Report, expected: tuple[str, str] | None) -> None:
+    assert relation(first, later) == expected

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
 from triagebot.lifecycle.detect import Move, Target, move_for, own_text
-from triagebot.lifecycle.same import REPORT_KINDS, culprit, relation
+from triagebot.lifecycle.same import REPORT_KINDS, culprit, first_of, relation
 from triagebot.lifecycle.states import EMOJI, LifecycleState, current
 from triagebot.logs import event
 from triagebot.notify import render
@@ -160,7 +160,7 @@ def join_reports(store: Store, message_ids: Iterable[str]) -> list[tuple[str, st
     earlier = [(item.key, item.report) for item in reversed(store.list_records(kind=REPORT_KINDS))]  # oldest first
     made = []
     for message_id, report in new:
-        first = first_report(message_id, report, earlier, store)
+        first = first_of(message_id, report, earlier, lambda key: store.joined_to(key) is not None)
         if first is None:
             continue
         relation_name, rule = relation(first[1], report) or ("", "")
@@ -176,24 +176,3 @@ def join_reports(store: Store, message_ids: Iterable[str]) -> list[tuple[str, st
         made.append((message_id, first[0], relation_name))
     return made
 
-
-def first_report(message_id: str, report: Report, earlier: list[tuple[str, Report]],
-                 store: Store) -> tuple[str, Report] | None:
-    """The oldest stored report, dated before this one, of the same regression and not itself joined."""
-    for key, candidate in earlier:
-        if key == message_id or not dated_before(candidate, report):
-            continue
-        if relation(candidate, report) is not None and store.joined_to(key) is None:
-            return key, candidate
-    return None
-
-
-def dated_before(one: Report, other: Report) -> bool:
-    """Whether `one` was written before `other` (an undated report is not "before" anything)."""
-    try:
-        first, second = datetime.fromisoformat(one.date or ""), datetime.fromisoformat(other.date or "")
-    except ValueError:
-        return False
-    if first.tzinfo is None or second.tzinfo is None:
-        return False
-    return first < second

@@ -15,6 +15,9 @@ Nothing else counts: the same testcase on another culprit is another regression.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
 from triagebot.lifecycle.detect import same_commit
 from triagebot.records import Report
 
@@ -71,3 +74,26 @@ def relation(first: Report, later: Report) -> tuple[str, str] | None:
         return ALSO_SEEN, f"same culprit ({rule})"
     return LINKED, f"same culprit ({rule}), other direction"
 
+
+
+def dated_before(one: Report, other: Report) -> bool:
+    """Whether `one` was written before `other` (an undated report is not "before" anything)."""
+    try:
+        first, second = datetime.fromisoformat(one.date or ""), datetime.fromisoformat(other.date or "")
+    except ValueError:
+        return False
+    if first.tzinfo is None or second.tzinfo is None:
+        return False
+    return first < second
+
+
+def first_of(key: str, report: Report, earlier: Sequence[tuple[str, Report]],
+             is_joined: Callable[[str], bool]) -> tuple[str, Report] | None:
+    """The first report of `report`'s regression among `earlier` (oldest first): the oldest dated
+    before it, of the same culprit, and not itself joined to another."""
+    for candidate_key, candidate in earlier:
+        if candidate_key == key or not dated_before(candidate, report):
+            continue
+        if relation(candidate, report) is not None and not is_joined(candidate_key):
+            return candidate_key, candidate
+    return None
