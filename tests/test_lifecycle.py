@@ -232,3 +232,21 @@ def _report(kind: str, sha: str, subject: str | None, direction: str | None = No
 ])
 def test_the_rule_for_same(first: Report, later: Report, expected: tuple[str, str] | None) -> None:
     assert relation(first, later) == expected
+
+
+def test_a_linked_regression_is_still_taken_on(tmp_path: Path) -> None:
+    from triagebot import flow
+    from triagebot.rules.settings import Settings
+
+    with SqliteStore(tmp_path / "t.db") as store:
+        # the improvement first, then the regression of the same commit: linked, and triaged
+        store_mail(store, "lkp-improvement-same-commit")
+        raw = (MAIL / "lkp-rereport-mainline.eml").read_bytes().replace(b"Mon, 3 Feb 2025", b"Mon, 10 Feb 2025")
+        record = report_to_json(parse_message(raw, Source("eml")))
+        new = store.ingest_batch([IncomingMessage(record["message_id"], raw, "eml", "2025-02-10T00:00:00+00:00",
+                                                  record=record, parser_version="test")])
+        assert follow.join_reports(store, new) == [(record["message_id"], "202502051122.e41b7d30-lkp@intel.com",
+                                                    "linked")]
+        context = flow.DaemonContext(settings=Settings(rules_dir=PROJECT / "rules"), database=store.path,
+                                     deliver=lambda: None)
+        assert flow.admit(store, context, admit_days=100000) == [record["message_id"]]
