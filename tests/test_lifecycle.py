@@ -250,3 +250,19 @@ def test_a_linked_regression_is_still_taken_on(tmp_path: Path) -> None:
         context = flow.DaemonContext(settings=Settings(rules_dir=PROJECT / "rules"), database=store.path,
                                      deliver=lambda: None)
         assert flow.admit(store, context, admit_days=100000) == [record["message_id"]]
+
+
+def test_closes_the_report_in_a_patch_fixes_it_a_link_in_a_reply_does_not(store: SqliteStore) -> None:
+    def message(name: str, subject: str, body: str) -> list[str]:
+        raw = (f"Message-ID: <{name}@example.org>\nFrom: A <a@example.org>\nDate: Mon, 3 Mar 2025 10:00:00 +0000\n"
+               f"Subject: {subject}\n\n{body}").encode()
+        record = report_to_json(parse_message(raw, Source("eml")))
+        return store.ingest_batch([IncomingMessage(record["message_id"], raw, "eml", "2025-03-03T10:00:00+00:00",
+                                                   record=record, parser_version="test")])
+
+    link = f"Link: https://lore.kernel.org/oe-lkp/{REPORT}\n"
+    assert follow.observe(store, message("talk", "Re: the hackbench numbers", "See this one.\n\n" + link)) == []
+    [move] = follow.observe(store, message("patch", "[PATCH] sched/fair: bound the scan",
+                                           "Bound it.\n\nCloses: https://lore.kernel.org/oe-lkp/" + REPORT
+                                           + "\nSigned-off-by: A <a@example.org>\n"))
+    assert move.state == "fixed" and move.note == "Closes: the report, in sched/fair: bound the scan"

@@ -5,7 +5,9 @@ The rules, in the order they are tried (the first that matches gives the move):
 - reverted: the message's subject is `Revert "<the culprit's subject>"` (after `[PATCH …]` and
   `Re:`), or its own (unquoted) text says `This reverts commit <culprit sha>`;
 - fixed: a `Fixes: <sha>` trailer naming the culprit (7 hex digits or more, either a prefix of
-  the other), or a `Closes:`/`Link:` trailer naming the report's Message-ID;
+  the other), or, in a patch or commit (`[PATCH`, a Signed-off-by line, a diff), a
+  `Closes:`/`Link:` trailer naming the report's Message-ID (a reply pointing at the report is
+  not a fix);
 - invalid: a `#regzbot invalid` line in a message of the report's thread (a person said so);
 - fix proposed: a `[PATCH …]` message, or a diff in the writer's own text, in the report's thread.
 
@@ -72,7 +74,8 @@ def move_for(message: Report, own_text: str, target: Target, *, in_thread: bool)
         if trailer.name == "Fixes" and culprit and (sha := _SHA.match(trailer.value.lower())):
             if same_commit(sha.group(1), culprit):
                 return Move(LifecycleState.FIXED, f"Fixes: {sha.group(1)} in {subject}")
-        if trailer.name in ("Closes", "Link") and _names_report(trailer.value, target.key):
+        if trailer.name in ("Closes", "Link") and _names_report(trailer.value, target.key) and _is_patch(message,
+                                                                                                       own_text):
             return Move(LifecycleState.FIXED, f"{trailer.name}: the report, in {subject}")
     if not in_thread:
         return None
@@ -85,6 +88,12 @@ def move_for(message: Report, own_text: str, target: Target, *, in_thread: bool)
     if any(objection.kind == "proposed-fix" for objection in message.objections):
         return Move(LifecycleState.FIX_PROPOSED, f"a diff in a reply: {subject}")
     return None
+
+
+def _is_patch(message: Report, own_text: str) -> bool:
+    """A patch or a commit: `[PATCH` in the subject, a Signed-off-by line or a diff of the writer's."""
+    return ("PATCH" in message.subject.upper() or "Signed-off-by:" in own_text
+            or any(objection.kind == "proposed-fix" for objection in message.objections))
 
 
 def own_text(body: str) -> str:
