@@ -144,6 +144,7 @@ def test_the_web_page_lists_the_moves(store: SqliteStore) -> None:
     from triagebot.web.views import Site, report_href
 
     follow.observe(store, store_mail(store, "fix-patch"))
+    follow.join_reports(store, store_mail(store, "lkp-rereport-mainline"))
     server = WebServer(build_app(Site(lambda: SqliteStore(store.path))), "127.0.0.1", 0).start()
     try:
         with urllib.request.urlopen(server.url.rstrip("/") + report_href(REPORT), timeout=30) as answer:
@@ -152,6 +153,7 @@ def test_the_web_page_lists_the_moves(store: SqliteStore) -> None:
         server.stop()
     assert "fixed: Fixes: 5c3f9e2a71d0 in sched/fair: stop the LLC scan at the first idle group again" in html
     assert "&lt;20250121081455.31337-1-mara.quist@example.org&gt;" in html
+    assert "also-seen: &lt;202502031517.9b7e05fa-lkp@intel.com&gt;" in html
 
 
 def test_an_lkp_re_report_of_the_same_culprit_joins_the_first(store: SqliteStore, slack: FakeSlack) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from triagebot.parse.thread import Thread, build_threads, reports_by_key
 from triagebot.records import Report
-from triagebot.store.lifecycle_protocol import LifecycleMove
+from triagebot.store.lifecycle_protocol import LifecycleMove, ReportLink
 from triagebot.store.protocol import OutboxRow, Store, TriageRow, UnreadableRecord
 
 
@@ -22,6 +22,7 @@ class ReportView:
     triage: TriageRow | None
     notifications: list[OutboxRow]
     moves: tuple[LifecycleMove, ...] = ()  # after the verdict (triagebot/lifecycle/)
+    links: tuple[ReportLink, ...] = ()  # later reports of its regression (also seen) or commit (linked)
 
 
 def gather_report(store: Store, key: str) -> ReportView | None:
@@ -37,7 +38,8 @@ def gather_report(store: Store, key: str) -> ReportView | None:
                        if key in {member for member, _ in found.order}), None)
     return ReportView(key=key, report=report, thread=thread, thread_reports=by_key,
                       latest_run=store.latest_run(key), triage=store.get_triage(key),
-                      notifications=store.outbox(message_id=key), moves=tuple(store.moves_of(key)))
+                      notifications=store.outbox(message_id=key), moves=tuple(store.moves_of(key)),
+                      links=tuple(store.links_of(key)))
 
 
 def _readable(store: Store, key: str) -> Report | None:
