@@ -280,3 +280,28 @@ def test_the_original_headers_are_read_for_threading() -> None:
     original = read_original(b"Message-ID: <b@x>\r\nReferences: <r1@x>\r\n <a@x>\r\nSubject: Re: hi\r\n"
                              b"From: A <a@x.org>\r\nTo: b@x.org\r\n\r\nbody\r\n")
     assert original.references == ("<r1@x>", "<a@x>") and original.subject == "Re: hi"
+
+
+def test_a_not_reproduced_reply_carries_no_regzbot_line(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from triagebot.reply.draft import NoReply, draft_reply
+
+    with SqliteStore(tmp_path / "t.db") as store:
+        store_mail(store, "lkp-first-linux-next")
+        take_on(store)
+        rerun(store)
+        report, raw, run = store.get_record(REPORT), store.get_raw(REPORT), store.latest_run(REPORT)
+    assert report is not None and raw is not None
+    message = draft_reply(raw, report, "not-reproduced", run, from_=None, base_url="https://t.example.org/",
+                          reply_message_id="<r@t.example.org>", date=datetime(2025, 1, 8, tzinfo=UTC))
+    body = message.get_content()
+    assert "do not see the reported change" in body and "#regzbot" not in body
+    assert message["From"] is None and message["Date"] == "Wed, 08 Jan 2025 00:00:00 +0000"
+    assert "Every sample, the plan and the plot: https://t.example.org/r/202501061203.4d2a9c1e-lkp@intel.com\n" in body
+    with pytest.raises(NoReply, match="the report is inconclusive"):
+        draft_reply(raw, report, "inconclusive", run, from_=None, base_url="https://t.example.org",
+                    reply_message_id="<r@t.example.org>", date=datetime(2025, 1, 8, tzinfo=UTC))
+    with pytest.raises(NoReply, match="no rerun with a verdict"):
+        draft_reply(raw, report, "confirmed", None, from_=None, base_url="https://t.example.org",
+                    reply_message_id="<r@t.example.org>", date=datetime(2025, 1, 8, tzinfo=UTC))
