@@ -139,7 +139,7 @@ def _edit(text: str, old: str, new: str) -> str:
     (_edit(LOCAL, "threads = 2", 'threads = 2\ntools = { lkp-tests = "lkp" }'), 
      "tools.lkp-tests must be an absolute path"),
     (_edit(LOCAL, "threads = 2", 'threads = 2\ntools = { "a b" = "/opt/x" }'), "is not a tool name"),
-    ("[[hosts]]\nname = 'x'\n", "rules/hosts.toml:1: unknown key(s) hosts (expected host)"),
+    ("[[hosts]]\nname = 'x'\n", "rules/hosts.toml:1: unknown key(s) hosts (expected host, max_wait_minutes)"),
     ("[[host]\n", "not valid TOML"),
 ])
 def test_validation_names_file_line_and_entry(text: str, problem: str) -> None:

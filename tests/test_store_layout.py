@@ -7,6 +7,7 @@ from pathlib import Path
 
 from triagebot.store import lifecycle_protocol, protocol
 from triagebot.store.protocol import Store
+from triagebot.store.sql import SqlStore
 from triagebot.store.sqlite import SqliteStore
 
 STORE = Path(protocol.__file__).parent
@@ -27,7 +28,9 @@ def test_the_protocol_covers_every_public_method_of_the_sqlite_store(tmp_path: P
 
 
 def test_the_sqlite_store_is_composed_not_mixed_in() -> None:
-    assert SqliteStore.__mro__ == (SqliteStore, object)
+    # the backend only opens its connection; the store is the parts composed over it
+    assert SqliteStore.__mro__ == (SqliteStore, SqlStore, object)
+    assert SqlStore.__mro__ == (SqlStore, object)
 
 
 def imports_of(path: Path) -> set[str]:

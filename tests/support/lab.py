@@ -4,6 +4,15 @@
 `python3 -m tests.support.lab running STATE_DIR` prints the commit last switched to;
 `python3 -m tests.support.lab stop STATE_DIR` is the tests' clean-up (nothing runs between samples).
 
+A lab of several hosts (`write_together`) switches kernels in step at first, as hosts of one lab
+rebooting together would: each host's k-th switch (k <= `switches`) waits until every host of
+the lab has made k-1 switches (at most `timeout_s`). Runs that start together therefore
+overlap by construction, however the machine's load spreads their start: host X's sample k+1
+starts after every other host finished its switch k, so after its first sample ended; a run
+of more than `switches` samples on each host overlaps every other one. A one-at-a-time lab
+would not overlap: each host's first switches would wait out the timeout and its run would end
+before the next host's began.
+
 The lab's benchmark is real sysbench behind a shim, `LAB_BIN/sysbench`, that `write_lab_rules`
 puts first on the PATH the tests give triagebot (`lab_path`). The shim runs the real sysbench
 with the same arguments and rewrites its "events per second" to events per CPU-second of
@@ -89,12 +98,80 @@ running_kernel = {json.dumps([*HOOK, "running", str(state)])}
     return rules, state
 
 
+SWITCH_SECONDS = "switch_seconds"  # in a host's state directory: how long its kernel switch takes
+REPORT = Path(__file__).resolve().parents[2] / "fixtures" / "lab" / "sysbench-cpu-regression.eml"
+TOGETHER = "together.json"  # in a host's state directory: the lab it switches in step with
+SWITCHES = "switches"  # in a host's state directory: how many switches it made
+
+
+def write_together(states: list[Path], switches: int = 4, timeout_s: float = 600) -> None:
+    """Make the hosts of these state directories switch in step for their first `switches` switches."""
+    for state in states:
+        state.mkdir(parents=True, exist_ok=True)
+        (state / TOGETHER).write_text(json.dumps({"peers": [str(peer) for peer in states], "switches": switches,
+                                                  "timeout_s": timeout_s}))
+
+
+def write_slow(state: Path, seconds: float) -> None:
+    """Make the host of this state directory take `seconds` for each kernel switch (a reboot)."""
+    state.mkdir(parents=True, exist_ok=True)
+    (state / SWITCH_SECONDS).write_text(str(seconds))
+
+
+def report_copies(folder: Path, count: int) -> list[str]:
+    """`count` copies of the lab's report, each its own Message-ID, dated a minute apart (in 2099:
+    within any admission window); their Message-IDs, oldest first."""
+    original = REPORT.read_bytes()
+    folder.mkdir(parents=True, exist_ok=True)
+    ids = []
+    for number in range(1, count + 1):
+        message_id = f"20990415071244.lab{number}@tberg-ws"
+        hour, minute = divmod(number, 60)
+        text = original.replace(b"20240415071244.lab1@tberg-ws", message_id.encode()).replace(
+            b"Date: Mon, 15 Apr 2024 09:12:44", f"Date: Wed, 15 Apr 2099 {9 + hour:02}:{minute:02}:44".encode())
+        if message_id.encode() not in text or b"2099" not in text:
+            raise ValueError(f"{REPORT}: its Message-ID or Date is not the one report_copies rewrites")
+        (folder / f"report-{number}.eml").write_bytes(text)
+        ids.append(message_id)
+    return ids
+
+
+def _switches(state: Path) -> int:
+    try:
+        return int((state / SWITCHES).read_text() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def _wait_for_peers(state: Path, count: int) -> None:
+    """The k-th switch of a lab in step waits for every host's (k-1)-th."""
+    import time
+
+    if not (state / TOGETHER).exists():
+        return
+    together = json.loads((state / TOGETHER).read_text())
+    if count > together["switches"]:
+        return
+    deadline = time.monotonic() + together["timeout_s"]
+    while time.monotonic() < deadline:
+        if all(_switches(Path(peer)) >= count - 1 for peer in together["peers"]):
+            return
+        time.sleep(0.05)
+
+
 def main(argv: list[str]) -> int:
     command, *rest = argv
     state = Path(rest[-1])
     state.mkdir(parents=True, exist_ok=True)
     if command == "switch":
+        count = _switches(state) + 1
+        _wait_for_peers(state, count)
+        if (state / SWITCH_SECONDS).exists():  # the host takes this long to boot a kernel
+            import time
+
+            time.sleep(float((state / SWITCH_SECONDS).read_text()))
         (state / "running").write_text(rest[0])
+        (state / SWITCHES).write_text(str(count))
         return 0
     if command == "running":
         print((state / "running").read_text() if (state / "running").exists() else "none")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from triagebot.cli.common import add_db_argument, add_json_argument, database_path, open_store
+from triagebot.cli.common import add_db_argument, add_json_argument, database_location, open_store
 from triagebot.cli.keys import record_key
 from triagebot.dates import SINCE_FORMS, parse_since
 from triagebot.records import KINDS, report_to_json
@@ -40,7 +40,7 @@ def _kinds(selected: list[str] | None) -> list[str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    database = database_path(args)
+    database = database_location(args)
     if not database.exists():
         print(f"(no records: {database} does not exist yet)")
         return 0

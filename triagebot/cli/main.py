@@ -30,6 +30,7 @@ COMMANDS = {
             "what may leave the team)"),
     "reply": ("triagebot.cli.reply", "the reply upstream after a verdict: printed, or --send through rules/mail.toml"),
     "decide": ("triagebot.cli.decide", "decide confirm / no-repro / inconclusive from numbers given by hand"),
+    "db": ("triagebot.cli.db", "the store itself: db copy FROM TO (SQLite <-> PostgreSQL), db migrate"),
 }
 
 

@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from triagebot.cli.common import add_db_argument, add_json_argument, database_path, open_store
+from triagebot.cli.common import add_db_argument, add_json_argument, database_location, open_store
 from triagebot.cli.keys import KeyRefused, asked_key, resolve_key, short_key
 from triagebot.lifecycle.show import after_verdict
 from triagebot.parse.thread import render_thread
@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    database = database_path(args)
+    database = database_location(args)
     try:
         message_id = asked_key("show", args.message_id, database)
     except KeyRefused as refused:

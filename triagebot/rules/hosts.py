@@ -281,7 +281,7 @@ def hosts_from(file: RulesFile, probe: Probe | None = None) -> tuple[Host, ...]:
 
     A local host's programs and kernel filesystems, and the facts of one that says
     describe = "auto", come from `probe` (default: this machine, read once)."""
-    file.top().check_keys(("host",))
+    file.top().check_keys(("host", "max_wait_minutes"))
     probe = _once(probe or probe_local)
     hosts: list[Host] = []
     seen: set[str] = set()
@@ -292,6 +292,16 @@ def hosts_from(file: RulesFile, probe: Probe | None = None) -> tuple[Host, ...]:
         seen.add(host.name)
         hosts.append(host)
     return tuple(hosts)
+
+
+# How long a report waits for its most similar host before it takes the most similar free one
+# (the top-level `max_wait_minutes` of hosts.toml; triagebot.reproduce.schedule).
+DEFAULT_MAX_WAIT_MINUTES = 120.0
+
+
+def max_wait_from(file: RulesFile) -> float:
+    """hosts.toml's `max_wait_minutes` (default DEFAULT_MAX_WAIT_MINUTES), at least 0."""
+    return file.top().number("max_wait_minutes", DEFAULT_MAX_WAIT_MINUTES, 0, 60 * 24 * 365)
 
 
 def _once(probe: Probe) -> Probe:

@@ -3,7 +3,8 @@
 `Store` is the whole store as one protocol made of small ones, one per kind of thing kept:
 `MessageStore`, `RecordStore`, `ThreadStore`, `AliasStore`, `CursorStore`, `MaterialStore`,
 `QuarantineStore`, `TriageStore`, `OutboxStore`, `RunStore`. A stage that needs only one part
-may ask for that part; a backend implements them all (`sqlite.py` composes one class per part).
+may ask for that part; a backend implements them all (`sql.py` composes one class per part over a
+SQLite or PostgreSQL connection).
 This module names no implementation.
 
 Message-IDs are kept as record.md writes them: without angle brackets. Every method accepts an
@@ -30,7 +31,7 @@ SYNTHETIC_ID_DOMAIN = "triagebot.invalid"
 
 
 class StoreError(TriageError):
-    """The store cannot do what was asked; the message names the database file."""
+    """The store cannot do what was asked; the message names the database (file or URL)."""
 
 
 class UnreadableRecord(TriageError):
@@ -427,9 +428,16 @@ class RunStore(Protocol):
 @runtime_checkable
 class Store(MessageStore, RecordStore, ThreadStore, AliasStore, CursorStore, MaterialStore,
             QuarantineStore, TriageStore, OutboxStore, RunStore, LifecycleStore, MailOutboxStore, Protocol):
-    """The whole store: every part above, plus what spans them (one file, one transaction)."""
+    """The whole store: every part above, plus what spans them (one database, one transaction)."""
 
     path: str
+
+    @property
+    def connection(self) -> Any:
+        """The backend's own connection (sqlite3 or psycopg). Inside `transaction()` it is in
+        that transaction: other work on it (a job engine's job row, on PostgreSQL) commits or
+        rolls back with what the store wrote in the block."""
+        ...
 
     def close(self) -> None: ...
 

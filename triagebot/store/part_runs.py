@@ -1,49 +1,48 @@
-"""Store stage: the SQLite part for finished reruns — plans, runs with their samples, verdicts."""
+"""Store stage: the part for finished reruns — plans, runs with their samples, verdicts."""
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from triagebot.store.database import Database
 from triagebot.store.protocol import normalize_message_id
-from triagebot.store.sqlite_database import SqliteDatabase
 
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-class SqliteRuns:
+class Runs:
     """`RunStore` on the `plans`, `runs` and `verdicts` tables."""
 
-    def __init__(self, database: SqliteDatabase) -> None:
+    def __init__(self, database: Database) -> None:
         self._database = database
 
     def save_run(self, message_id: str, plan_json: dict[str, Any], run_json: dict[str, Any]) -> int:
         """Store a finished rerun: its plan, the run with every sample, and its verdict."""
         message_id = normalize_message_id(message_id)
-        connection = self._database.connection
+        database = self._database
         with self._database.transaction():
             now = self._database.stamp()
-            plan_id = connection.execute(
-                "INSERT INTO plans (message_id, created_at, plan_json) VALUES (?, ?, ?)",
-                (message_id, now, _dumps(plan_json))).lastrowid
-            run_id = connection.execute(
+            plan_id = int(database.execute(
+                "INSERT INTO plans (message_id, created_at, plan_json) VALUES (?, ?, ?) RETURNING plan_id",
+                (message_id, now, _dumps(plan_json))).fetchone()[0])
+            run_id = int(database.execute(
                 "INSERT INTO runs (plan_id, status, started_at, finished_at, run_json)"
-                " VALUES (?, ?, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, ?) RETURNING run_id",
                 (plan_id, run_json.get("status", "done"), run_json.get("started_at"),
-                 run_json.get("finished_at"), _dumps(run_json))).lastrowid
+                 run_json.get("finished_at"), _dumps(run_json))).fetchone()[0])
             verdict = run_json.get("verdict")
             if verdict is not None:
-                connection.execute(
+                database.execute(
                     "INSERT INTO verdicts (message_id, plan_id, verdict, decided_at, verdict_json)"
                     " VALUES (?, ?, ?, ?, ?)",
                     (message_id, plan_id, verdict.get("outcome"), now, _dumps(verdict)))
-        assert run_id is not None
         return run_id
 
     def latest_run(self, message_id: str) -> dict[str, Any] | None:
         """The last stored rerun of a report (run JSON with its samples and verdict), or None."""
-        row = self._database.connection.execute(
+        row = self._database.execute(
             "SELECT r.run_json FROM runs r JOIN plans p ON p.plan_id = r.plan_id"
             " WHERE p.message_id = ? ORDER BY r.run_id DESC LIMIT 1",
             (normalize_message_id(message_id),)).fetchone()
