@@ -4,6 +4,8 @@ not allow."""
 from __future__ import annotations
 
 import os
+import shutil
+import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -261,6 +263,8 @@ def test_the_daemon_never_sends(database: Path) -> None:
      "mail.toml:1: [smtp]: security must be one of"),
     ('\n[lists]\nallowed = ["lkml"]\n', "mail.toml:2: [lists]: allowed must be a list of list addresses"),
     ('[web]\nbase_url = "triage.example.org"\n', "mail.toml:1: [web]: base_url must be an http(s) URL"),
+    ('[smtp]\nserver = "s.example.org"\nfrom = "a@example.org"\nca_file = "/nonexistent/ca.pem"\n',
+     "mail.toml:1: [smtp]: ca_file '/nonexistent/ca.pem' is not a readable file"),
 ])
 def test_mail_rules_are_validated(text: str, error: str) -> None:
     with pytest.raises(RulesError) as raised:
@@ -305,3 +309,37 @@ def test_a_not_reproduced_reply_carries_no_regzbot_line(tmp_path: Path) -> None:
     with pytest.raises(NoReply, match="no rerun with a verdict"):
         draft_reply(raw, report, "confirmed", None, from_=None, base_url="https://t.example.org",
                     reply_message_id="<r@t.example.org>", date=datetime(2025, 1, 8, tzinfo=UTC))
+
+
+def _certificate(folder: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (openssl), standing for a private CA."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed: no certificate for the STARTTLS server")
+    key, certificate = folder / "key.pem", folder / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out",
+                    str(certificate)], check=True, capture_output=True)
+    return key, certificate
+
+
+def test_starttls_and_a_login_with_the_password_from_its_variable(database: Path, tmp_path: Path) -> None:
+    key, certificate = _certificate(tmp_path)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(certificate, key)
+    with SmtpServer(tls_context=context, credentials=("perf-triage", "s3cret word")) as server:
+        folder = tmp_path / "tls-rules"
+        folder.mkdir()
+        (folder / "mail.toml").write_text(
+            f'[smtp]\nserver = "127.0.0.1"\nport = {server.port}\nsecurity = "starttls"\nuser = "perf-triage"\n'
+            f'password_env = "TRIAGE_TEST_SMTP_PASSWORD"\nfrom = "Perf Triage <perf-triage@example.org>"\n'
+            f'ca_file = "{certificate}"\n\n[lists]\nallowed = ["linux-kernel@vger.kernel.org", '
+            f'"oe-lkp@lists.linux.dev"]\n\n[web]\nbase_url = "https://triage.example.org"\n')
+        # without the variable: nothing is sent, the row stays for a later try
+        unset = triage("reply", REPORT, "--db", str(database), "--rules", str(folder), "--send")
+        assert unset.returncode == 1 and "TRIAGE_TEST_SMTP_PASSWORD is not set" in unset.stderr
+        env = os.environ | {"PYTHONPATH": str(PROJECT), "TRIAGE_TEST_SMTP_PASSWORD": "s3cret word"}
+        done = subprocess.run([sys.executable, "-m", "triagebot.cli", "reply", REPORT, "--db", str(database),
+                               "--rules", str(folder), "--send"], capture_output=True, text=True, cwd=PROJECT,
+                              env=env)
+        assert done.returncode == 0, done.stderr
+        assert server.logins == ["perf-triage"] and len(server.received) == 1

@@ -2,13 +2,17 @@
 
 `SmtpServer().start()` listens on a free port; `server.received` is the list of accepted
 envelopes (`mail_from`, `rcpt_tos`, `content` bytes as received); `refuse_recipients` makes
-RCPT TO answer 550 for those addresses, as a server that does not relay to them.
+RCPT TO answer 550 for those addresses, as a server that does not relay to them. With
+`tls_context` it offers STARTTLS and refuses mail before it; with `credentials` (user, password)
+it refuses mail before a login over TLS.
 """
 from __future__ import annotations
 
+import ssl
 from typing import Any
 
 from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult, LoginPassword
 
 from tests.support.daemon_run import free_port
 
@@ -29,11 +33,26 @@ class _Handler:
 
 
 class SmtpServer:
-    def __init__(self) -> None:
+    def __init__(self, tls_context: ssl.SSLContext | None = None,
+                 credentials: tuple[str, str] | None = None) -> None:
         self.received: list[Any] = []
         self.refuse_recipients: set[str] = set()
+        self.logins: list[str] = []
         self.port = free_port()
-        self._controller = Controller(_Handler(self), hostname="127.0.0.1", port=self.port)
+        self._credentials = credentials
+        options: dict[str, Any] = {}
+        if tls_context is not None:
+            options |= {"tls_context": tls_context, "require_starttls": True}
+        if credentials is not None:
+            options |= {"authenticator": self._authenticate, "auth_required": True, "auth_require_tls": True}
+        self._controller = Controller(_Handler(self), hostname="127.0.0.1", port=self.port, **options)
+
+    def _authenticate(self, server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> AuthResult:
+        if isinstance(data, LoginPassword) and self._credentials is not None and (
+                data.login.decode(), data.password.decode()) == self._credentials:
+            self.logins.append(data.login.decode())
+            return AuthResult(success=True)
+        return AuthResult(success=False, handled=False)
 
     def start(self) -> SmtpServer:
         self._controller.start()

@@ -73,7 +73,7 @@ class SmtpTransport:
             password = self.environ.get(rules.password_env or "")
             if not password:
                 raise SendFailed(f"the SMTP password variable {rules.password_env} is not set", delivered_maybe=False)
-        context = ssl.create_default_context()
+        context = ssl.create_default_context(cafile=rules.ca_file)
         handed = False  # whether DATA has begun: from then on the server may have the message
         try:
             if rules.security == "tls":

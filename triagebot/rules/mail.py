@@ -8,6 +8,7 @@ they are from, which lists may be written to, and the base URL of the team's rep
     user = "perf-triage"             # optional: no login without it
     password_env = "TRIAGE_SMTP_PASSWORD"  # the environment variable holding the password
     from = "Perf Triage <perf-triage@example.org>"
+    ca_file = "/etc/triagebot/smtp-ca.pem"   # optional: a private CA the server's certificate is checked against
 
     [lists]
     hosts = ["vger.kernel.org", "lists.linux.dev"]   # an address at one of these hosts is a list
@@ -50,6 +51,7 @@ class MailRules:
     list_hosts: tuple[str, ...] = DEFAULT_LIST_HOSTS
     allowed_lists: tuple[str, ...] = ()  # none allowed unless named
     base_url: str | None = None
+    ca_file: str | None = None  # None: the system's CAs check the server's certificate
 
     @property
     def from_address(self) -> str | None:
@@ -69,7 +71,7 @@ def mail_rules_from(file: RulesFile) -> MailRules:
     top = file.top()
     top.check_keys(("smtp", "lists", "web"))
     smtp, lists, web = file.table("smtp"), file.table("lists"), file.table("web")
-    smtp.check_keys(("server", "port", "security", "user", "password_env", "from"))
+    smtp.check_keys(("server", "port", "security", "user", "password_env", "from", "ca_file"))
     lists.check_keys(("hosts", "allowed"))
     web.check_keys(("base_url",))
     base_url = web.optional_string("base_url")
@@ -96,7 +98,10 @@ def mail_rules_from(file: RulesFile) -> MailRules:
     sender = smtp.string("from")
     if not _ADDRESS.match(parseaddr(sender)[1]):
         smtp.fail(f"from must be an address (Name <name@host>), not {sender!r}", "from")
-    return MailRules(server, port, security, user, password_env, sender, hosts, allowed, base_url)
+    ca_file = smtp.optional_string("ca_file")
+    if ca_file is not None and not Path(ca_file).is_file():
+        smtp.fail(f"ca_file {ca_file!r} is not a readable file", "ca_file")
+    return MailRules(server, port, security, user, password_env, sender, hosts, allowed, base_url, ca_file)
 
 
 def load_mail_rules(rules_dir: Path) -> MailRules:
