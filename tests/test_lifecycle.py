@@ -268,3 +268,28 @@ def test_closes_the_report_in_a_patch_fixes_it_a_link_in_a_reply_does_not(store:
                                            "Bound it.\n\nCloses: https://lore.kernel.org/oe-lkp/" + REPORT
                                            + "\nSigned-off-by: A <a@example.org>\n"))
     assert move.state == "fixed" and move.note == "Closes: the report, in sched/fair: bound the scan"
+
+
+def test_a_daemon_pass_follows_what_its_poll_stored(store: SqliteStore, tmp_path: Path, monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    from triagebot import daemon
+    from triagebot import flow as flow_module
+    from triagebot.health import DaemonMetrics
+    from triagebot.ingest.bounds import PollBounds
+    from triagebot.ingest.files import FileSource
+
+    mbox = tmp_path / "list.mbox"
+    separator = b"From mailer@example.org Mon Jan  1 00:00:00 2025\n"
+    mbox.write_bytes(b"".join(separator + (MAIL / f"{name}.eml").read_bytes() + b"\n"
+                              for name in ("fix-patch", "lkp-rereport-mainline")))
+    monkeypatch.setattr(daemon, "build_source", lambda url, policy, **_: FileSource(mbox))
+    for name in ("admit", "plan_new", "run_planned"):  # the lab's steps are not this test's
+        monkeypatch.setattr(flow_module, name, lambda *args, **kwargs: [])
+    settings = SimpleNamespace(http=None, bounds=PollBounds(),
+                               sources=[SimpleNamespace(url="https://lists.example/lkml/", poll_minutes=1)])
+    daemon.run_pass(settings, store, daemon.DaemonState(), SimpleNamespace(deliver=lambda: None), DaemonMetrics(),
+                    admit_days=14)
+    assert [(move.state, move.cause_id) for move in store.moves_of(REPORT)] == [
+        ("fixed", "20250121081455.31337-1-mara.quist@example.org")]
+    assert [link.joined_id for link in store.links_of(REPORT)] == ["202502031517.9b7e05fa-lkp@intel.com"]
