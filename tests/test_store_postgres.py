@@ -209,6 +209,10 @@ def fill(store) -> None:
     store.save_run("m4@x", {"host": "lab-1"}, {"status": "done", "samples": [1.0, 2.5],
                                                "verdict": {"outcome": "confirmed"}})
     store.save_bisect("m4@x", {"status": "done", "steps": [{"commit": "abc", "outcome": "confirmed"}]})
+    store.add_move("m4@x", "fixed", "m5@x", "Fixes: abc1234 in caf\u00e9")
+    store.link_report("m7@x", "m4@x", "also-seen", "same culprit (sha)")
+    store.mark_mail_sending(store.enqueue_mail("m4@x", "reply-1@x", b"Subject: Re\r\n\r\n\xe2\x88\x92\r\n",
+                                               "alice").reply_id)
 
 
 def answers(store) -> tuple:
@@ -219,7 +223,8 @@ def answers(store) -> tuple:
             store.get_cursor("mbox:ext4"), store.get_material("https://download.01.org/x/", "job.yaml"),
             [(row.key, row.error, row.raw) for row in store.iter_quarantined()],
             store.triage_in("new", "planned"), store.outbox(), store.latest_run("m4@x"), store.bisects("m4@x"),
-            store.reports_to_admit(("lkp-regression",), "2026-01-01T00:00:00+00:00"))
+            store.reports_to_admit(("lkp-regression",), "2026-01-01T00:00:00+00:00"),
+            store.moves_of("m4@x"), store.links_of("m4@x"), store.mail_of("m4@x"))
 
 
 def table_rows(store) -> dict[str, list]:

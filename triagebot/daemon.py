@@ -46,6 +46,7 @@ from triagebot.health import DaemonMetrics, HealthServer
 from triagebot.ingest.protocol import SourceError
 from triagebot.ingest.runner import DAY_BOUND_MARK, LAST_POLL_KEY, IngestResult, PollFailed, describe_error, ingest_once
 from triagebot.ingest.sources import build_source
+from triagebot.lifecycle import follow
 from triagebot.logs import event
 from triagebot.notify import outbox
 from triagebot.notify.slack import NotifyError, SlackNotifier
@@ -203,6 +204,7 @@ class DaemonOptions:
     health_port: int | None = None  # /healthz and /metrics (0: any free port; None: not served)
     health_address: str = "127.0.0.1"
     notify_retry_seconds: float = outbox.DEFAULT_RETRY_SECONDS
+    stale_days: float = follow.DEFAULT_STALE_DAYS  # a decided report without mail this long is stale
 
 
 def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractContextManager[Store]],
@@ -254,7 +256,7 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
                 while not state.stop:
                     metrics.beat()
                     run_pass(settings, store, state, lab, metrics, admit_days=options.admit_days,
-                             dispatcher=dispatcher)
+                             dispatcher=dispatcher, stale_days=options.stale_days)
                     if options.once:
                         drain(store, lab, dispatcher, metrics, state)
                         break
@@ -322,7 +324,8 @@ def drain(store, lab: flow.DaemonContext, dispatcher: Dispatcher, metrics: Daemo
 
 
 def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonContext, metrics: DaemonMetrics, *,
-             admit_days: float, dispatcher: Dispatcher | None = None) -> None:
+             admit_days: float, dispatcher: Dispatcher | None = None,
+             stale_days: float = follow.DEFAULT_STALE_DAYS) -> None:
     """One pass: deliver, poll, admit, plan, run, deliver. A step that raises is logged and skipped.
 
     Runs are handed to `dispatcher` (they go on after the pass); without one they are run here,
@@ -342,7 +345,11 @@ def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonCont
             lab.deliver()
 
     step("deliver", lab.deliver)
-    step("poll", lambda: poll_due_sources(settings, store, state, metrics))
+    new_ids: list[str] = []
+    step("poll", lambda: new_ids.extend(poll_due_sources(settings, store, state, metrics)))
+    # after the verdict: what the new mail says of the reports taken on (fixed, reverted, ...)
+    step("follow", lambda: (follow.observe(store, new_ids), follow.join_reports(store, new_ids),
+                            follow.mark_stale(store, days=stale_days)))
     if not state.stop:
         step("admit", admit)
         step("plan", lambda: flow.plan_new(store, lab))

@@ -101,6 +101,9 @@ def admit(store: Store, lab: DaemonContext, admit_days: float, now: datetime | N
     since = utc_text((now or datetime.now(UTC)) - timedelta(days=admit_days))
     admitted = []
     for message_id in store.reports_to_admit(REPORT_KINDS, since):
+        joined = store.joined_to(message_id)
+        if joined is not None and joined.relation == "also-seen":  # a re-report: on its first report's parent
+            continue
         try:
             report = _stored_report(store, message_id)
         except UnreadableRecord:  # taken on all the same: planning it ends it in `error`, saying why

@@ -8,6 +8,7 @@ from typing import Any
 
 from triagebot.parse.thread import Thread, build_threads, reports_by_key
 from triagebot.records import Report
+from triagebot.store.lifecycle_protocol import LifecycleMove, ReportLink
 from triagebot.store.protocol import OutboxRow, Store, TriageRow, UnreadableRecord
 
 
@@ -20,7 +21,9 @@ class ReportView:
     latest_run: dict[str, Any] | None
     triage: TriageRow | None
     notifications: list[OutboxRow]
-    bisects: list[dict[str, Any]]  # its bisections on the lab, oldest first
+    moves: tuple[LifecycleMove, ...] = ()  # after the verdict (triagebot/lifecycle/)
+    links: tuple[ReportLink, ...] = ()  # later reports of its regression (also seen) or commit (linked)
+    bisects: tuple[dict[str, Any], ...] = ()  # its bisections on the lab, oldest first
 
 
 def gather_report(store: Store, key: str) -> ReportView | None:
@@ -36,7 +39,8 @@ def gather_report(store: Store, key: str) -> ReportView | None:
                        if key in {member for member, _ in found.order}), None)
     return ReportView(key=key, report=report, thread=thread, thread_reports=by_key,
                       latest_run=store.latest_run(key), triage=store.get_triage(key),
-                      notifications=store.outbox(message_id=key), bisects=store.bisects(key))
+                      notifications=store.outbox(message_id=key), moves=tuple(store.moves_of(key)),
+                      links=tuple(store.links_of(key)), bisects=tuple(store.bisects(key)))
 
 
 def _readable(store: Store, key: str) -> Report | None:

@@ -32,6 +32,7 @@ COMMANDS = {
     "rules": ("triagebot.cli.rules", "rules init DIR: write the default rules to DIR, to edit"),
     "web": ("triagebot.cli.web", "serve the read-only pages: reports by state, one report, the lab (--public: "
             "what may leave the team)"),
+    "reply": ("triagebot.cli.reply", "the reply upstream after a verdict: printed, or --send through rules/mail.toml"),
     "decide": ("triagebot.cli.decide", "decide confirm / no-repro / inconclusive from numbers given by hand"),
     "db": ("triagebot.cli.db", "the store itself: db copy FROM TO (SQLite <-> PostgreSQL), db migrate"),
 }

@@ -12,6 +12,7 @@ import sys
 
 from triagebot.cli.common import add_db_argument, add_json_argument, database_location, open_store
 from triagebot.cli.keys import KeyRefused, asked_key, resolve_key, short_key
+from triagebot.lifecycle.show import after_verdict
 from triagebot.parse.thread import render_thread
 from triagebot.records import report_to_json
 from triagebot.report_view import gather_report
@@ -36,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         message_id = resolve_key(store, message_id)
         view = gather_report(store, message_id)
+        after = after_verdict(store, message_id) if view is not None else ""
         if view is None:
             held = store.get_quarantined(message_id)
             if held is not None:
@@ -61,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(f"    {line}" for line in bisect_log(bisection).splitlines()))
     if view.triage is not None:
         print(render_triage(view.triage, view.notifications))
+    if after:
+        print(after)
     if view.thread is not None:
         print()
         print(render_thread(view.thread, view.thread_reports))

@@ -57,6 +57,11 @@ TABLES: tuple[Table, ...] = (
           "verdict_id", ("verdict_id",)),
     Table("bisects", ("bisect_id", "message_id", "status", "started_at", "updated_at", "bisect_json"), "bisect_id",
           ("bisect_id",)),
+    Table("lifecycle", ("move_id", "message_id", "state", "cause_id", "note", "moved_at"), "move_id", ("move_id",)),
+    Table("report_links", ("link_id", "joined_id", "message_id", "relation", "rule", "linked_at"), "link_id",
+          ("link_id",)),
+    Table("mail_outbox", ("reply_id", "message_id", "reply_message_id", "status", "requested_by", "attempts",
+                          "last_error", "created_at", "sent_at", "raw"), "reply_id", ("reply_id",)),
 )
 
 

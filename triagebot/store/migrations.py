@@ -206,6 +206,47 @@ _BISECTS = (
     "CREATE INDEX bisects_message_id ON bisects (message_id)",
 )
 
+_LIFECYCLE = (
+    # What happens to a report after its verdict (triagebot/lifecycle/): one row per move, with
+    # the message that caused it (`cause_id`, '' for a move no message caused: stale). A move is
+    # kept once: the same message moving the same report to the same state again changes nothing.
+    """CREATE TABLE lifecycle (
+        move_id     INTEGER PRIMARY KEY,
+        message_id  TEXT NOT NULL,
+        state       TEXT NOT NULL,
+        cause_id    TEXT NOT NULL,
+        note        TEXT NOT NULL,
+        moved_at    TEXT NOT NULL,
+        UNIQUE (message_id, state, cause_id)
+    )""",
+    # A later report of the same regression joins the first (`also-seen`); one of the same commit
+    # in the other direction is `linked`. A report joins at most one first report.
+    """CREATE TABLE report_links (
+        link_id     INTEGER PRIMARY KEY,
+        joined_id   TEXT NOT NULL UNIQUE,
+        message_id  TEXT NOT NULL,
+        relation    TEXT NOT NULL,
+        rule        TEXT NOT NULL,
+        linked_at   TEXT NOT NULL
+    )""",
+    "CREATE INDEX report_links_first ON report_links (message_id)",
+    # Replies to upstream (triagebot/reply/): the exact bytes, sent once. `sending` is committed
+    # before the SMTP call, so after a crash the row says "maybe sent" and is never sent again
+    # without a person's explicit action.
+    """CREATE TABLE mail_outbox (
+        reply_id          INTEGER PRIMARY KEY,
+        message_id        TEXT NOT NULL UNIQUE,
+        reply_message_id  TEXT NOT NULL UNIQUE,
+        status            TEXT NOT NULL,
+        requested_by      TEXT NOT NULL,
+        attempts          INTEGER NOT NULL DEFAULT 0,
+        last_error        TEXT,
+        created_at        TEXT NOT NULL,
+        sent_at           TEXT,
+        raw               BLOB NOT NULL
+    )""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "messages, records, threads, cursors; reserved plans/runs/verdicts/notifications",
               _INITIAL),
@@ -214,6 +255,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "triage and outbox: the daemon's state per report and its notifications", _TRIAGE_AND_OUTBOX),
     Migration(5, "quarantine: raw messages the parser could not read, with the reason", _QUARANTINE),
     Migration(6, "bisects: bisections on the lab with every step's evidence", _BISECTS),
+    Migration(7, "lifecycle moves, report links and the mail outbox of replies upstream", _LIFECYCLE),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

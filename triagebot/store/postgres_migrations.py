@@ -173,6 +173,39 @@ _BISECTS = (
     "CREATE INDEX bisects_message_id ON bisects (message_id)",
 )
 
+_LIFECYCLE = (
+    f"""CREATE TABLE lifecycle (
+        move_id     {ID},
+        message_id  {TEXT} NOT NULL,
+        state       {TEXT} NOT NULL,
+        cause_id    {TEXT} NOT NULL,
+        note        {TEXT} NOT NULL,
+        moved_at    {TEXT} NOT NULL,
+        UNIQUE (message_id, state, cause_id)
+    )""",
+    f"""CREATE TABLE report_links (
+        link_id     {ID},
+        joined_id   {TEXT} NOT NULL UNIQUE,
+        message_id  {TEXT} NOT NULL,
+        relation    {TEXT} NOT NULL,
+        rule        {TEXT} NOT NULL,
+        linked_at   {TEXT} NOT NULL
+    )""",
+    "CREATE INDEX report_links_first ON report_links (message_id)",
+    f"""CREATE TABLE mail_outbox (
+        reply_id          {ID},
+        message_id        {TEXT} NOT NULL UNIQUE,
+        reply_message_id  {TEXT} NOT NULL UNIQUE,
+        status            {TEXT} NOT NULL,
+        requested_by      {TEXT} NOT NULL,
+        attempts          BIGINT NOT NULL DEFAULT 0,
+        last_error        {TEXT},
+        created_at        {TEXT} NOT NULL,
+        sent_at           {TEXT},
+        raw               BYTEA NOT NULL
+    )""",
+)
+
 # Same numbers and names as SQLite's (migrations.py); only the statements differ.
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, MIGRATIONS[0].name, _INITIAL),
@@ -181,4 +214,5 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, MIGRATIONS[3].name, _TRIAGE_AND_OUTBOX),
     Migration(5, MIGRATIONS[4].name, _QUARANTINE),
     Migration(6, MIGRATIONS[5].name, _BISECTS),
+    Migration(7, MIGRATIONS[6].name, _LIFECYCLE),
 )

@@ -25,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 from triagebot.errors import TriageError
 from triagebot.records import Report
 from triagebot.states import TriageState
+from triagebot.store.lifecycle_protocol import LifecycleStore, MailOutboxStore
 
 SYNTHETIC_ID_DOMAIN = "triagebot.invalid"
 
@@ -434,7 +435,7 @@ class RunStore(Protocol):
 
 @runtime_checkable
 class Store(MessageStore, RecordStore, ThreadStore, AliasStore, CursorStore, MaterialStore,
-            QuarantineStore, TriageStore, OutboxStore, RunStore, Protocol):
+            QuarantineStore, TriageStore, OutboxStore, RunStore, LifecycleStore, MailOutboxStore, Protocol):
     """The whole store: every part above, plus what spans them (one database, one transaction)."""
 
     path: str

@@ -4,8 +4,9 @@
 transactions: `SqliteDatabase` or `PostgresDatabase`) shared by one small part per `Store` part —
 `Messages`, `Aliases`, `Records` (part_messages.py), `Threads` (part_threads.py), `Cursors`,
 `Materials` (part_sources.py), `Quarantine` (part_quarantine.py), `Triage`, `Outbox`
-(part_triage.py) and `Runs` (part_runs.py). Each part's methods are exposed on the store under
-their own names; only `ingest_batch`, which spans parts in one transaction, is written here.
+(part_triage.py), `Runs` (part_runs.py), `Lifecycle` and `MailOutbox` (part_lifecycle.py).
+Each part's methods are exposed on the store under their own names; only `ingest_batch`, which
+spans parts in one transaction, is written here.
 A backend (`SqliteStore`, `PostgresStore`) only opens its `Database` and hands it here.
 
 `store.connection` is the backend's own connection (sqlite3 or psycopg) and `store.database` the
@@ -20,6 +21,7 @@ from contextlib import contextmanager
 from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
 from triagebot.store.database import Database
+from triagebot.store.part_lifecycle import Lifecycle, MailOutbox
 from triagebot.store.part_messages import Aliases, Messages, Records, message_row, record_row
 from triagebot.store.part_quarantine import Quarantine
 from triagebot.store.part_runs import Runs
@@ -79,6 +81,8 @@ class SqlStore:
         self._triage = Triage(database)
         self._outbox = Outbox(database)
         self._runs = Runs(database)
+        self._lifecycle = Lifecycle(database)
+        self._mail = MailOutbox(database)
 
     @property
     def connection(self) -> Any:
@@ -193,3 +197,14 @@ class SqlStore:
     latest_run = _Exposed("_runs", Runs.latest_run)
     save_bisect = _Exposed("_runs", Runs.save_bisect)
     bisects = _Exposed("_runs", Runs.bisects)
+    # -- after the verdict: moves, links, replies upstream -----------------------------------
+    add_move = _Exposed("_lifecycle", Lifecycle.add_move)
+    moves_of = _Exposed("_lifecycle", Lifecycle.moves_of)
+    link_report = _Exposed("_lifecycle", Lifecycle.link_report)
+    links_of = _Exposed("_lifecycle", Lifecycle.links_of)
+    joined_to = _Exposed("_lifecycle", Lifecycle.joined_to)
+    enqueue_mail = _Exposed("_mail", MailOutbox.enqueue_mail)
+    mail_of = _Exposed("_mail", MailOutbox.mail_of)
+    mark_mail_sending = _Exposed("_mail", MailOutbox.mark_mail_sending)
+    mark_mail_sent = _Exposed("_mail", MailOutbox.mark_mail_sent)
+    mark_mail_failed = _Exposed("_mail", MailOutbox.mark_mail_failed)

@@ -359,8 +359,10 @@ def _lifecycle(view: ReportView, public: bool) -> list[dict[str, Any]]:
         return []
     planned = "refused" if (triage.plan or {}).get("kind") == "refusal" else "planned"
     moves: list[dict[str, Any]] = [{"at": triage.created_at, "what": "taken on by the daemon: new", "detail": None}]
+    lifecycle_edits = {f"update-{move.state}-{move.move_id}" for move in view.moves} | {
+        f"update-{link.relation}-{link.joined_id}" for link in view.links}
     for row in view.notifications:
-        if row.kind == "parent":
+        if row.kind == "parent" or row.kind in lifecycle_edits:  # a move's edit: the move is listed below
             continue
         what = _MOVES.get(row.kind, row.kind).format(planned=planned, state=triage.state,
                                                       told="plan" if planned == "planned" else "refusal")
@@ -372,6 +374,11 @@ def _lifecycle(view: ReportView, public: bool) -> list[dict[str, Any]]:
     if not TriageState(triage.state).final:
         moves.append({"at": triage.updated_at, "what": f"{triage.state} since", "detail": triage.note
                       if not public else None})
+    for move in view.moves:  # after the verdict: fixed, reverted, … with the message that moved it
+        moves.append({"at": move.moved_at, "what": f"{move.state}: {move.note}",
+                      "detail": f"<{move.cause_id}>" if move.cause_id else None})
+    for link in view.links:  # later reports of the same regression (or commit)
+        moves.append({"at": link.linked_at, "what": f"{link.relation}: <{link.joined_id}>", "detail": link.rule})
     return moves
 
 
