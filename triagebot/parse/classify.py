@@ -7,6 +7,7 @@ from triagebot.parse.kind_rules import (
     BENCHMARK_NAME,
     BUG_TITLE,
     BUGZILLA_SUBJECT,
+    CI_RESULT_SUBJECT,
     MEASURE,
     NOT_A_REPORT_SUBJECT,
     PATCH_BODY,
@@ -73,8 +74,8 @@ def classify(subject: str, sender: str, own_text: str) -> str:
         return "lkp-functional"
     if bugzilla:
         return human_kind(subject[bugzilla.end():], head, report_form=True)
-    if ROBOT_SENDERS.search(sender) or NOT_A_REPORT_SUBJECT.search(subject):
-        return "other"  # a robot's digest, a patch, a pull request, an announcement
+    if ROBOT_SENDERS.search(sender) or CI_RESULT_SUBJECT.search(subject) or NOT_A_REPORT_SUBJECT.search(subject):
+        return "other"  # a robot's digest or CI results, a patch, a pull request, an announcement
     return human_kind(subject, head)
 
 

@@ -10,7 +10,23 @@ import re
 
 # A robot that mails digests, not reports: LKP's `[linux-next:master] BUILD REGRESSION <sha>` and
 # `BUILD SUCCESS` (a dozen a year on each list) carry no "we noticed" sentence.
-ROBOT_SENDERS = re.compile(r"kernel test robot|\blkp@intel\.com|bugzilla-daemon@", re.IGNORECASE)
+# CI bots that mail build, boot and test results: kernelci.org (`"kernelci.org bot"` and the newer
+# `KernelCI bot`, both bot@kernelci.org; on stable, linux-next and many subsystem lists), Red Hat's
+# CKI (`CKI Project <cki-project@redhat.com>`, "Test report for kernel …") and Linaro's LKFT
+# (`lkft@linaro.org`, its replies to stable reviews).
+ROBOT_SENDERS = re.compile(r"kernel test robot|\blkp@intel\.com|bugzilla-daemon@|\bbot@kernelci\.org|"
+                           r"\bcki-project@redhat\.com|\blkft@linaro\.org", re.IGNORECASE)
+# The subjects those bots give their results, whoever the list says sent them (a list that rewrites
+# From): "stable-rc/queue/5.10 baseline: 106 runs, 6 regressions (v5.10.203-7-g…)",
+# "next/master build: 216 builds: 2 failed, 214 passed, …", "[REGRESSION] stable-rc/linux-5.4.y:
+# (build) implicit declaration of …", "stable-rc/linux-5.4.y: new build regression: …",
+# "[STATUS] next/master - <sha>", "❌ FAIL: Test report for kernel 5.12.0 (…)".
+CI_RESULT_SUBJECT = re.compile(
+    r"^\s*[\w.-]+/[\w./-]+ [\w.-]+: \d+ (?:runs|builds|boots|tests)\b"
+    r"|^\s*\[(?:REGRESSION|STATUS)\]\s+[\w.-]+/[\w./-]+(?::\s+\((?:build|boot|test)\)|\s+-\s+[0-9a-f]{12,40}\b)"
+    r"|^\s*[\w.-]+/[\w./-]+: new (?:build|boot|test) regression:"
+    r"|\b(?:PASS|FAIL|ERROR|SKIP)\w*: Test report for kernel\b",
+    re.IGNORECASE)
 # Subjects that are never a person's report: a patch or series (also "[PATCH] …: fix regression
 # in …", "[PATCH] fstests: add a regression test"), a pull request, an announcement, a robot's
 # digest, and a discussion that renamed its thread.

@@ -10,6 +10,7 @@ from triagebot.parse import prose
 from triagebot.parse.classify import classify, is_patch_review, is_plain_patch, is_report_thread
 from triagebot.parse.commits import find_commits
 from triagebot.parse.draft import Draft, LanguageRequest, complete
+from triagebot.parse.kind_rules import PERF_BODY
 from triagebot.parse.language import rough_sentences
 from triagebot.parse.limits import MAX_LINE_CHARS
 from triagebot.parse.measurements import read_measurements
@@ -18,7 +19,7 @@ from triagebot.parse.metrics import parse_tables
 from triagebot.parse.numbers import combine_stance, judge_numbers
 from triagebot.parse.objections import OBJECTION_GATE, objections_without_spacy, read_trailers
 from triagebot.parse.quoting import split_quotes
-from triagebot.parse.reported import reported_headline
+from triagebot.parse.reported import performance_worse_percent, reported_headline
 from triagebot.parse.reproducers import benchmark_hints, command_hints, find_commands
 from triagebot.parse.stance import STANCE_GATE, Stance
 from triagebot.parse.webpage import PageMessage, looks_like_html, parse_page, parse_paste
@@ -273,7 +274,8 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
         fields = {"commits": tuple(find_commits(_trailer_text(own))), "links": _links(own, None),
                   "trailers": read_trailers(own)}
     else:
-        fields, request = _prose_fields(own, subject, kind)
+        answers_report = kind == "reply" and quotes_a_slowdown(split.quoted)
+        fields, request = _prose_fields(own, subject, kind, answers_report=answers_report)
         # A review in a patch thread quotes the patch: there is no report to take context from.
         if kind == "reply" and split.quoted and not is_patch_review(subject):
             fields, quoted = _with_quoted_context(fields, split.quoted)
@@ -351,7 +353,22 @@ _HARDWARE_HINTS = ("CPU", "cpu", "Xeon", "EPYC", "Ryzen", "Core", "thread", "RAM
                    "GiB", "NVMe", "SSD", "HDD", "Graviton", "Ampere", "i7-", "i9-", "i5-")
 
 
-def _prose_fields(own: str, subject: str, kind: str) -> tuple[dict, LanguageRequest | None]:
+QUOTED_SLOWDOWN_WINDOW = 20000  # characters of quoted text where a reply's parent states a slowdown
+
+
+def quotes_a_slowdown(quoted: str) -> bool:
+    """A reply quoting a claimed slowdown ("This one is causing a 10-20% performance hit"): its
+    thread is a report's, whatever its subject (a patch review, a question)."""
+    if not quoted:
+        return False
+    window = quoted[:QUOTED_SLOWDOWN_WINDOW]
+    if "%" not in window and "slow" not in window and "perform" not in window:
+        return False
+    return performance_worse_percent(window) is not None or bool(PERF_BODY.search(window))
+
+
+def _prose_fields(own: str, subject: str, kind: str, *,
+                  answers_report: bool = False) -> tuple[dict, LanguageRequest | None]:
     """A human report's or reply's fields, and what the language reader must read for it."""
     # Cheap substring gates first: most review replies name no program and no hardware.
     commands = find_commands(own) if any(hint in own for hint in _COMMAND_HINTS) else []
@@ -363,7 +380,7 @@ def _prose_fields(own: str, subject: str, kind: str) -> tuple[dict, LanguageRequ
         named = _BENCHMARKS.search(own[:20000]) or _BENCHMARKS.search(subject)
         testcase = named.group(1) if named else None
     # What a reply says of reproducing, objecting and measuring matters in a report's thread.
-    in_report_thread = kind == "reply" and is_report_thread(subject)
+    in_report_thread = kind == "reply" and (answers_report or is_report_thread(subject))
     human = kind in ("human-report", "human-bug")
     stance_rough = rough_sentences(own, STANCE_GATE) if human or in_report_thread else ()
     objections = objections_without_spacy(own) if in_report_thread else ()

@@ -122,6 +122,14 @@ PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
                            "worked"]}},
          {"LOWER": {"IN": ["stable", "fine", "ok", "okay", "clean", "normal"]}}],
     ],
+    # the measurement is steady, not the machine: "we double confirmed the latency_95th_ms data is
+    # stable in multi runs" (a bot team re-confirming its report), "the results are stable"
+    "DATA_STABLE": [
+        [{"LOWER": {"IN": ["data", "result", "results", "numbers", "number", "figures", "measurements",
+                           "score", "scores", "runs"]}},
+         {"LOWER": {"IN": ["is", "are", "was", "were", "stays", "stayed", "remain", "remained"]}},
+         {"LOWER": {"IN": ["stable", "consistent", "repeatable"]}}],
+    ],
     # "I can reproduce this", "we double confirmed", "I found a way to reproduce it"
     "REPRODUCED": [
         [_SUBJECT, _FILLERS, {"LOWER": _AFFIRM}],
@@ -256,6 +264,8 @@ def decide_sentence(labels: frozenset[str], question: bool, seeing_reproduces: b
         return "none"  # "can you reproduce it?" asks, it does not state
     if "WILL" in labels and "AT_WILL" not in labels:
         labels = labels | {"FUTURE"}
+    if "DATA_STABLE" in labels:
+        labels = labels - {"STAYED_FINE"}  # steady numbers say nothing of a machine staying fine
     if "CONTRAST" in labels and "FUTURE" not in labels:
         return "reproduced"  # "not on ext4, but I can see it on tmpfs": seen where it was reported
     negated = ("NOT_REPRODUCED" in labels or {"TRIED", "REPRODUCE_WORD", "NO_SUCCESS"} <= labels
