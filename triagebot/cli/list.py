@@ -57,7 +57,8 @@ def _kinds(selected: list[str] | None) -> list[str] | None:
         return None
     kinds: list[str] = []
     for kind in selected:
-        kinds.extend(("lkp-regression", "lkp-improvement", "lkp-functional", "human-report", "human-bug", "syzbot")
+        kinds.extend(("lkp-regression", "lkp-improvement", "lkp-functional", "human-report", "human-perf-complaint",
+                      "human-bug", "syzbot")
                      if kind == "reports" else (kind,))
     return kinds
 

@@ -191,7 +191,7 @@ def _headline_text(report: Json) -> str:
     """An LKP report's headline line; a person's own subject, which says more than the change
     read from their prose ("events/s -24.6% regression" names no benchmark)."""
     headline = report.get("headline")
-    if headline and report.get("kind") not in ("human-report", "human-bug"):
+    if headline and report.get("kind") not in ("human-report", "human-perf-complaint", "human-bug"):
         return (f"{headline['metric']} {percent(headline.get('change_percent'))} "
                 f"{headline.get('direction', '')}").strip()
     return report.get("subject") or "(no subject)"

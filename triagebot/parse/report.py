@@ -381,7 +381,7 @@ def _prose_fields(own: str, subject: str, kind: str, *,
         testcase = named.group(1) if named else None
     # What a reply says of reproducing, objecting and measuring matters in a report's thread.
     in_report_thread = kind == "reply" and (answers_report or is_report_thread(subject))
-    human = kind in ("human-report", "human-bug")
+    human = kind in ("human-report", "human-perf-complaint", "human-bug")
     stance_rough = rough_sentences(own, STANCE_GATE) if human or in_report_thread else ()
     objections = objections_without_spacy(own) if in_report_thread else ()
     objection_rough = rough_sentences(own, OBJECTION_GATE) if in_report_thread else ()
@@ -403,7 +403,7 @@ def _prose_fields(own: str, subject: str, kind: str, *,
         "measurements": read_measurements(own) if in_report_thread else (),
         "prose_numbers": tuple(prose.numbers(own)),
         # a performance report states a change; a functional bug report has none to rerun
-        "headline": reported_headline(own) if kind == "human-report" else None,
+        "headline": reported_headline(own) if kind in ("human-report", "human-perf-complaint") else None,
     }, request
 
 
