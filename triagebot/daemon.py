@@ -235,7 +235,8 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
 
 def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonContext, metrics: DaemonMetrics, *,
              admit_days: float) -> None:
-    """One pass: deliver, poll, admit, plan, run, deliver. A step that raises is logged and skipped."""
+    """One pass: deliver, poll, admit, digest, plan, run, deliver. A step that raises is logged and
+    skipped."""
     def step(name: str, action: Callable[[], object]) -> None:
         try:
             action()
@@ -256,6 +257,7 @@ def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonCont
     step("poll", lambda: poll_due_sources(settings, store, state, metrics))
     if not state.stop:
         step("admit", admit)
+        step("digest", lambda: flow.post_digests(store, lab) and lab.deliver())
         step("plan", lambda: flow.plan_new(store, lab))
         step("run", run_planned)
         step("deliver", lab.deliver)

@@ -222,6 +222,7 @@ class SqliteStore:
     triage_in = _Exposed("_triage", SqliteTriage.triage_in)
     triage_counts = _Exposed("_triage", SqliteTriage.triage_counts)
     reports_to_admit = _Exposed("_triage", SqliteTriage.reports_to_admit)
+    received_between = _Exposed("_triage", SqliteTriage.received_between)
     # -- outbox -----------------------------------------------------------------------------
     enqueue = _Exposed("_outbox", SqliteOutbox.enqueue)
     outbox = _Exposed("_outbox", SqliteOutbox.outbox)
