@@ -128,8 +128,13 @@ def _tied_to_change(title: str, head: str) -> bool:
     return bool(changed) and bool(NUMBERS_STATED.search(title) or NUMBERS_STATED.search(window))
 
 
-_BLAMED_COMMIT = re.compile(r"(?<![\w./-])[0-9a-f]{12,40}(?![\w/-]|\.\w)|\bfirst bad commit\b|\bbisected\b",
-                            re.IGNORECASE)
+# A commit the writer blames, in words: a bisection, "first bad commit", "commit <sha>", a sha with
+# its ("subject"), "caused by"/"introduced by"/"reverting" a sha. A bare hex run is not enough: an
+# objdump or register dump is full of them.
+_BLAMED_COMMIT = re.compile(
+    r"\bfirst bad commit\b|\bbisect\w*|\bcommit:?\s+[0-9a-f]{7,40}\b|\b[0-9a-f]{8,40}\s+\([\"“]"
+    r"|\b(?:caused|introduced)\s+by\s+(?:commit\s+)?[0-9a-f]{7,40}\b|\brevert\w*\s+(?:commit\s+)?[0-9a-f]{7,40}\b",
+    re.IGNORECASE)
 
 
 def _first_report_in_reply(head: str) -> bool:
