@@ -81,6 +81,8 @@ BUGZILLA = "bugzilla-daemon@kernel.org"
     ("[PATCH] NFSv4: Fix a state manager thread deadlock regression", PERSON, "Signed-off-by: X", "other"),
     ("[PATCH] fstests: add a regression test for a slowdown", PERSON, "diff --git a/x b/x", "other"),
     ("[GIT PULL] ext4 regression fixes", PERSON, "please pull", "other"),
+    # a version glued to the tag (linux-arm-kernel 2019: "[PATCHv4 3/3]", "[PATCHv4-next 3/3]")
+    ("[PATCHv4 3/3] arm64: dts: meson: avoid power failed warning", PERSON, "A warning at boot.", "other"),
     ("[nfs-utils 1/2] Fix build failure with old glibc", PERSON, "x\nSigned-off-by: Y <y@z>", "other"),
     # a discussion that renamed its thread is no new report
     ("Who owns the bug tracker - account creation broken? Re: Who owns it?", PERSON, "no mail comes", "other"),

@@ -51,7 +51,7 @@ _SYZBOT_SENDER = re.compile(r"syzbot", re.IGNORECASE)
 _SYZBOT_BODY = re.compile(r"syzbot (?:found|has found) the following")
 _REPLY_SUBJECT = re.compile(r"^\s*(?:re|aw|sv|antw)\s*+(?:\[\d+\])?\s*+:", re.IGNORECASE)
 _REPLY_PREFIXES = re.compile(r"^(?:\s*(?:re|aw|sv|antw)\s*+(?:\[\d+\])?\s*+:)+", re.IGNORECASE)
-_PATCH_SUBJECT = re.compile(r"^\s*\[[^\]]*\bPATCH\b", re.IGNORECASE)
+_PATCH_SUBJECT = re.compile(r"^\s*\[[^\]]*\bPATCH(?:v\d+)?\b", re.IGNORECASE)  # "[PATCHv4 3/3]" too
 
 
 def classify(subject: str, sender: str, own_text: str) -> str:

@@ -27,11 +27,11 @@ CI_RESULT_SUBJECT = re.compile(
     r"|^\s*[\w.-]+/[\w./-]+: new (?:build|boot|test) regression:"
     r"|\b(?:PASS|FAIL|ERROR|SKIP)\w*: Test report for kernel\b",
     re.IGNORECASE)
-# Subjects that are never a person's report: a patch or series (also "[PATCH] …: fix regression
+# Subjects that are never a person's report: a patch or series ("[PATCHv4 3/3]" too; also "[PATCH] …: fix regression
 # in …", "[PATCH] fstests: add a regression test"), a pull request, an announcement, a robot's
 # digest, and a discussion that renamed its thread.
 NOT_A_REPORT_SUBJECT = re.compile(
-    r"^\s*(?:\[[^\]]*\]\s*)*?\[(?:[^\]]*\b(?:PATCH|RFC|PULL)\b[^\]]*|ANNOUNCE[^\]]*)\]"
+    r"^\s*(?:\[[^\]]*\]\s*)*?\[(?:[^\]]*\b(?:PATCH|RFC|PULL)(?:v\d+)?\b[^\]]*|ANNOUNCE[^\]]*)\]"
     r"|^\s*(?:\[[^\]]*\]\s*)*(?:GIT PULL|ANNOUNCE)\b"
     r"|\bBUILD (?:REGRESSION|SUCCESS)\b"
     # a thread renamed mid-way: "Who owns bugzilla…? Re: How owns …", "… (was Re: [syzbot] …)"
