@@ -25,8 +25,8 @@ SAMPLES = sorted(CORPUS.glob("*")) if CORPUS.is_dir() else []
 _SPEC = importlib.util.spec_from_file_location("bench_fuzz", PROJECT / "bench" / "fuzz.py")
 bench_fuzz = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(bench_fuzz)
-KINDS = ("lkp-regression", "lkp-improvement", "lkp-functional", "syzbot", "human-report", "human-bug", "reply",
-         "other")
+KINDS = ("lkp-regression", "lkp-improvement", "lkp-functional", "syzbot", "human-report", "human-perf-complaint",
+         "human-bug", "reply", "other")
 
 
 @st.composite

@@ -102,7 +102,11 @@ def test_sentence_stance(sentence: str, expected: str) -> None:
 def test_decision_branches() -> None:
     # question beats every match; a negation beats an affirmation in the same sentence
     assert decide_sentence(frozenset({"REPRODUCED"}), question=True) == "none"
-    assert decide_sentence(frozenset({"REPRODUCED", "NOT_REPRODUCED"}), question=False) == "not-reproduced"
+    assert decide_sentence(frozenset({"REPRODUCED", "NOT_REPRODUCED", "FIRST_PERSON"}), question=False) \
+        == "not-reproduced"
+    # a negated verb with no writer in it explains code: "mappings under 2MB do not trigger this issue"
+    assert decide_sentence(frozenset({"NOT_REPRODUCED"}), question=False) == "none"
+    assert decide_sentence(frozenset({"NOT_REPRODUCED", "ELLIPTIC"}), question=False) == "not-reproduced"
     assert decide_sentence(frozenset({"NOT_SEEN"}), question=False) == "none"
     assert decide_sentence(frozenset({"NOT_SEEN", "RUN_CUE"}), question=False) == "not-reproduced"
     assert decide_sentence(frozenset({"REPRODUCED", "FIXED"}), question=False) == "none"
@@ -113,7 +117,8 @@ def test_decision_branches_of_order_and_patches() -> None:
     # a contrast decides for the sighting; a patched kernel's result speaks of the patch
     assert decide_sentence(frozenset({"NOT_REPRODUCED", "CONTRAST"}), question=False) == "reproduced"
     assert decide_sentence(frozenset({"NOT_REPRODUCED", "PATCHED"}), question=False) == "none"
-    assert decide_sentence(frozenset({"NOT_REPRODUCED", "PATCHED", "UNPATCHED"}), question=False) == "not-reproduced"
+    assert decide_sentence(frozenset({"NOT_REPRODUCED", "PATCHED", "UNPATCHED", "FIRST_PERSON"}),
+                           question=False) == "not-reproduced"
     assert decide_sentence(frozenset({"NOT_REPRODUCED", "GENERIC"}), question=False) == "none"
     assert decide_sentence(frozenset({"REPRODUCED", "FIXED", "CONFIRM_ISSUE"}), question=False) == "reproduced"
     assert decide_sentence(frozenset({"SEEN", "READ_MAIL"}), question=False) == "none"

@@ -326,7 +326,7 @@ def drain(store, lab: flow.DaemonContext, dispatcher: Dispatcher, metrics: Daemo
 def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonContext, metrics: DaemonMetrics, *,
              admit_days: float, dispatcher: Dispatcher | None = None,
              stale_days: float = follow.DEFAULT_STALE_DAYS) -> None:
-    """One pass: deliver, poll, admit, plan, run, deliver. A step that raises is logged and skipped.
+    """One pass: deliver, poll, admit, digest, plan, run, deliver. A step that raises is logged and skipped.
 
     Runs are handed to `dispatcher` (they go on after the pass); without one they are run here,
     one at a time (flow.run_planned)."""
@@ -352,6 +352,7 @@ def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonCont
                             follow.mark_stale(store, days=stale_days)))
     if not state.stop:
         step("admit", admit)
+        step("digest", lambda: flow.post_digests(store, lab) and lab.deliver())
         step("plan", lambda: flow.plan_new(store, lab))
         step("run", run_planned)
         step("deliver", lab.deliver)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import dataclasses
+import hashlib
 import logging
 import time
 from collections.abc import Callable
@@ -31,6 +32,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TypeVar
 
+from triagebot.certainty import uncertain_reasons
 from triagebot.dispatch.inprocess import InlineDispatcher
 from triagebot.dispatch.protocol import Dispatcher, RunJob
 from triagebot.errors import TriageError
@@ -97,7 +99,8 @@ def patiently(lab: DaemonContext, write: Callable[[], T]) -> T:
 
 
 def admit(store: Store, lab: DaemonContext, admit_days: float, now: datetime | None = None) -> list[str]:
-    """Take on the reports dated within `admit_days`: a triage row and a parent message each."""
+    """Take on the reports dated within `admit_days`: a triage row and a parent message each. A
+    report the daemon is unsure of (certainty.py) is not taken on: the day's digest lists it."""
     since = utc_text((now or datetime.now(UTC)) - timedelta(days=admit_days))
     admitted = []
     for message_id in store.reports_to_admit(REPORT_KINDS, since):
@@ -108,6 +111,9 @@ def admit(store: Store, lab: DaemonContext, admit_days: float, now: datetime | N
             report = _stored_report(store, message_id)
         except UnreadableRecord:  # taken on all the same: planning it ends it in `error`, saying why
             report = _bare_report(message_id)
+        else:
+            if uncertain_reasons(report):
+                continue  # no thread for what the daemon is unsure of: the day's digest lists it
         stored = store.get_message(message_id)
         channel = lab.settings.routing.channel_for(report, stored.list_name if stored else None)
         with store.transaction():
@@ -117,6 +123,64 @@ def admit(store: Store, lab: DaemonContext, admit_days: float, now: datetime | N
         event(log, logging.INFO, "report taken on", event="triage.admitted", message_id=message_id,
               channel=channel, subject=report.subject)
     return admitted
+
+
+DIGEST_KIND = "digest"  # outbox kind prefix: a top-level post of its own, not a reply in a thread
+DIGEST_DAYS_BACK = 7  # past days a (re)started daemon still posts a missed digest for
+DIGEST_KINDS = ("human-report", "human-perf-complaint", "reply")
+
+
+def post_digests(store: Store, lab: DaemonContext, now: datetime | None = None) -> list[str]:
+    """Enqueue the digest of each finished UTC day (the last DIGEST_DAYS_BACK) not yet digested:
+    one top-level message per channel listing what the daemon was unsure of that day (certainty.py)
+    — reports it did not take on for want of evidence, and replies in its threads whose stance is
+    unsure — instead of a thread per mail. A day with nothing unsure gets no message."""
+    today = (now or datetime.now(UTC)).astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    enqueued = []
+    for back in range(DIGEST_DAYS_BACK, 0, -1):
+        day = today - timedelta(days=back)
+        by_channel: dict[str, list[tuple[Report, tuple[str, ...]]]] = {}
+        for message_id in store.received_between(DIGEST_KINDS, utc_text(day), utc_text(day + timedelta(days=1))):
+            item = _unsure_item(store, lab, message_id)
+            if item is not None and item[1].message_id:
+                by_channel.setdefault(item[0], []).append(item[1:])
+        for channel, items in by_channel.items():
+            # the outbox row hangs off the day's first item (rows name a stored message); the
+            # cursor says the day's digest for this channel was written, whatever came after
+            kind = f"{DIGEST_KIND}-{day.date().isoformat()}-{hashlib.sha256(channel.encode()).hexdigest()[:12]}"
+            cursor = f"digest:{kind}"
+            with store.transaction():
+                if store.get_cursor(cursor) is not None:
+                    continue
+                store.enqueue(items[0][0].message_id or "", kind, channel,
+                              render.digest_message(day.date().isoformat(), items))
+                store.set_cursor(cursor, utc_text(now or datetime.now(UTC)))
+            enqueued.append(kind)
+            event(log, logging.INFO, "digest of unsure readings", event="triage.digest", channel=channel,
+                  day=day.date().isoformat(), items=len(items))
+    return enqueued
+
+
+def _unsure_item(store: Store, lab: DaemonContext,
+                 message_id: str) -> tuple[str, Report, tuple[str, ...]] | None:
+    """(channel, record, why unsure) for a day's record the daemon is unsure of, else None."""
+    try:
+        report = store.get_record(message_id)
+    except UnreadableRecord:
+        return None  # an unreadable record is taken on and ends in error, saying why
+    if report is None:
+        return None
+    reasons = uncertain_reasons(report)
+    if not reasons:
+        return None
+    if report.kind == "reply":
+        root = store.thread_root(message_id)
+        row = store.get_triage(root) if root else None
+        return (row.channel, report, reasons) if row is not None else None  # only the threads it runs
+    if store.get_triage(message_id) is not None:
+        return None
+    stored = store.get_message(message_id)
+    return lab.settings.routing.channel_for(report, stored.list_name if stored else None), report, reasons
 
 
 def _stored_report(store: Store, message_id: str) -> Report:

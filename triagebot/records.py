@@ -15,6 +15,7 @@ KINDS = (
     "lkp-functional",
     "syzbot",
     "human-report",
+    "human-perf-complaint",
     "human-bug",
     "reply",
     "other",

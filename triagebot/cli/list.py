@@ -1,6 +1,7 @@
 """`triage list` — stored records, newest first, filtered by kind, list, date, testcase.
 
-`--failed` lists the quarantined messages instead (the parser could not read them): key, when it
+`--uncertain` lists only what the daemon is unsure of (certainty.py), each with why: the items of
+its daily digest. `--failed` lists the quarantined messages instead (the parser could not read them): key, when it
 last failed, source, error; `triage reparse` tries them again.
 """
 from __future__ import annotations
@@ -8,10 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 
+from triagebot.certainty import uncertain_reasons
 from triagebot.cli.common import add_db_argument, add_json_argument, database_location, open_store
 from triagebot.cli.keys import record_key
 from triagebot.dates import SINCE_FORMS, parse_since
 from triagebot.records import KINDS, report_to_json
+
+UNSURE_KINDS = ("human-report", "human-perf-complaint", "reply")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,6 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_json_argument(parser, "JSON Lines, one record per line")
     parser.add_argument("--failed", action="store_true",
                         help="the quarantined messages the parser could not read, with the reason")
+    parser.add_argument("--uncertain", action="store_true",
+                        help="what the daemon is unsure of (a report's kind, a reply's stance), with why: "
+                             "the daily digest's items")
 
 
 def _kinds(selected: list[str] | None) -> list[str] | None:
@@ -34,7 +41,8 @@ def _kinds(selected: list[str] | None) -> list[str] | None:
         return None
     kinds: list[str] = []
     for kind in selected:
-        kinds.extend(("lkp-regression", "lkp-improvement", "lkp-functional", "human-report", "human-bug", "syzbot")
+        kinds.extend(("lkp-regression", "lkp-improvement", "lkp-functional", "human-report", "human-perf-complaint",
+                      "human-bug", "syzbot")
                      if kind == "reports" else (kind,))
     return kinds
 
@@ -51,13 +59,24 @@ def run(args: argparse.Namespace) -> int:
         return 0
     since = parse_since(args.since) if args.since else None
     limit = args.limit or None
+    reasons: dict[str, tuple[str, ...]] = {}
     with open_store(args) as store:
         filters = {"kind": _kinds(args.kind), "list_name": args.list_name, "since": since,
                    "testcase": args.testcase}
-        records = store.list_records(**filters, limit=limit + 1 if limit else None)
+        if args.uncertain:
+            # the unsure ones among every match: the kinds the digest covers unless --kind says
+            filters["kind"] = filters["kind"] or list(UNSURE_KINDS)
+            records = []
+            for listed in store.list_records(**filters):
+                why = uncertain_reasons(listed.report)
+                if why:
+                    reasons[listed.key] = why
+                    records.append(listed)
+        else:
+            records = store.list_records(**filters, limit=limit + 1 if limit else None)
         more = 0
         if limit and len(records) > limit:
-            more = len(store.list_records(**filters)) - limit
+            more = len(records) - limit if args.uncertain else len(store.list_records(**filters)) - limit
             records = records[:limit]
     if args.verdict and args.verdict != "none":
         records = []  # no rerun has stored a verdict yet: the reproduce stage writes them
@@ -67,11 +86,15 @@ def run(args: argparse.Namespace) -> int:
             data = report_to_json(report)
             if not report.message_id:
                 data["stored_as"] = listed.key  # no Message-ID: the key `triage show` opens it by
+            if args.uncertain:
+                data["uncertain"] = list(reasons[listed.key])
             print(json.dumps(data, ensure_ascii=False))
             continue
         change = f"{report.headline.change_percent:+g}% " if report.headline else ""
         print(f"{(report.date or '')[:10]:10}  {report.kind:15}  {change}"
               f"{(report.subject or '')[:90]}  <{record_key(listed)}>")
+        if args.uncertain:
+            print(f"            unsure: {'; '.join(reasons[listed.key])}")
     if more and not args.json:
         print(f"({more} more, use --limit {limit + more} or --limit 0 for all)")
     return 0

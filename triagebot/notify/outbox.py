@@ -51,9 +51,14 @@ def retry_wait(attempts: int, first_seconds: float) -> float:
     return Backoff(first_seconds, MAX_RETRY_SECONDS).delay(attempts - 1)
 
 
+def _top_level(row: OutboxRow) -> bool:
+    """A post of its own in the channel: a report's parent message, or the day's digest."""
+    return row.kind == "parent" or row.kind.startswith("digest-")
+
+
 def _deliver(row: OutboxRow, notifier: Notifier, parent: OutboxRow | None) -> Posted:
     payload = row.payload
-    if row.kind == "parent":
+    if _top_level(row):
         return notifier.post(row.channel, payload, key=row.key)
     assert parent is not None and parent.posted_channel and parent.posted_ts
     if row.kind.startswith("update"):
@@ -69,7 +74,7 @@ def _find(row: OutboxRow, notifier: Notifier, parent: OutboxRow | None) -> Poste
     """Whether a row in doubt already reached Slack (updates need no answer: they repeat safely)."""
     if row.kind.startswith("update"):
         return None
-    if row.kind == "parent":
+    if _top_level(row):
         return notifier.find(row.channel, row.key)
     assert parent is not None and parent.posted_channel and parent.posted_ts
     file_name = plot_file_name(row.key) if row.kind == "plot" else None
@@ -90,7 +95,7 @@ def deliver(store: OutboxStore, notifier: Notifier, *, retry_seconds: float = DE
             result.waiting += len(rows) - position  # in a wait after a failure: keep the order
             break
         parent = None
-        if row.kind != "parent":
+        if not _top_level(row):
             parent = store.posted(row.message_id, "parent")
             if parent is None:  # the parent is held (or not yet sent): replies wait for it
                 blocked.add(row.message_id)

@@ -191,7 +191,7 @@ def _headline_text(report: Json) -> str:
     """An LKP report's headline line; a person's own subject, which says more than the change
     read from their prose ("events/s -24.6% regression" names no benchmark)."""
     headline = report.get("headline")
-    if headline and report.get("kind") not in ("human-report", "human-bug"):
+    if headline and report.get("kind") not in ("human-report", "human-perf-complaint", "human-bug"):
         return (f"{headline['metric']} {percent(headline.get('change_percent'))} "
                 f"{headline.get('direction', '')}").strip()
     return report.get("subject") or "(no subject)"
@@ -418,3 +418,27 @@ def plot_title(report: Report, run: Json) -> str:
     metric = (run.get("plan") or {}).get("metric") or (report.headline.metric if report.headline else "metric")
     return (f"{metric}: base {short_commit(run.get('base_commit', '?'))} vs suspect "
             f"{short_commit(run.get('suspect_commit', '?'))} on {run.get('host', '?')}")
+
+
+MAX_DIGEST_ITEMS = 40  # one message: Slack takes 50 blocks
+
+
+def digest_message(day: str, items: list[tuple[Report, tuple[str, ...]]],
+                   lore_base: str = LORE_BASE) -> Payload:
+    """The day's one message of what the daemon was unsure of (certainty.py), a line each."""
+    lines = []
+    for record, reasons in items[:MAX_DIGEST_ITEMS]:
+        subject = record.subject or "(no subject)"
+        lore = lore_url(record.message_id, lore_base)
+        lines.append(f"• {link(lore, subject)} ({escape(record.kind)}, {escape(record.from_ or 'unknown')}): "
+                     f"{escape('; '.join(reasons))}")
+    more = len(items) - MAX_DIGEST_ITEMS
+    blocks: list[Json] = [_header(f":grey_question: Unsure readings of {day}: {len(items)}")]
+    blocks.extend(_section(line) for line in lines)
+    if more > 0:
+        blocks.append(_context(f"{more} more: `triage list --uncertain --since {day}`"))
+    blocks.append(_context("Not taken on, no thread: check them by hand (`triage show KEY`)."))
+    text = f"Unsure readings of {day}: {len(items)} (" + "; ".join(
+        f"{record.subject or '(no subject)'}" for record, _ in items[:5]) + (" …" if len(items) > 5 else "") + ")"
+    return fit({"text": text, "blocks": blocks})
+

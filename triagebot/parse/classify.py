@@ -6,9 +6,14 @@ import re
 from triagebot.parse.kind_rules import (
     BENCHMARK_NAME,
     BUG_TITLE,
+    BUGZILLA_REGRESSION,
     BUGZILLA_SUBJECT,
+    CHANGE_NAMED,
+    CHANGE_WINDOW,
+    CI_RESULT_SUBJECT,
     MEASURE,
     NOT_A_REPORT_SUBJECT,
+    NUMBERS_STATED,
     PATCH_BODY,
     PERF_ANCHOR,
     PERF_BODY,
@@ -16,6 +21,7 @@ from triagebot.parse.kind_rules import (
     PERF_BODY_WINDOW,
     PERF_TITLE,
     REGRESSION_TITLE,
+    REGZBOT_INTRODUCED,
     ROBOT_SENDERS,
     TITLE_PREFIX,
 )
@@ -45,20 +51,30 @@ _SYZBOT_SENDER = re.compile(r"syzbot", re.IGNORECASE)
 _SYZBOT_BODY = re.compile(r"syzbot (?:found|has found) the following")
 _REPLY_SUBJECT = re.compile(r"^\s*(?:re|aw|sv|antw)\s*+(?:\[\d+\])?\s*+:", re.IGNORECASE)
 _REPLY_PREFIXES = re.compile(r"^(?:\s*(?:re|aw|sv|antw)\s*+(?:\[\d+\])?\s*+:)+", re.IGNORECASE)
-_PATCH_SUBJECT = re.compile(r"^\s*\[[^\]]*\bPATCH\b", re.IGNORECASE)
+_PATCH_SUBJECT = re.compile(r"^\s*\[[^\]]*\bPATCH(?:v\d+)?\b", re.IGNORECASE)  # "[PATCHv4 3/3]" too
 
 
 def classify(subject: str, sender: str, own_text: str) -> str:
     """One of the record kinds for a message, from its subject, sender and own text."""
     head = own_text[:4000]
+    text = own_text[:CHANGE_WINDOW]  # where a report's change and figures may stand
     is_reply = bool(_REPLY_SUBJECT.match(subject))
     # The robot's performance report posted under the patch it blames: a report, not a reply.
     if is_reply and _lkp_sender(sender):
         opening = _LKP_REPLY_OPENING.search(own_text[:_LKP_REPLY_HEAD])
         if opening:
             return "lkp-regression" if opening.group(1).lower() == "regression" else "lkp-improvement"
-    # A reply is a reply even when it quotes a whole report: the report is its parent.
+    marked = "#regzbot" in head and bool(REGZBOT_INTRODUCED.search(head))
+    # A reply is a reply even when it quotes a whole report: the report is its parent. Unless it
+    # is itself the first report: regzbot told to track it (`#regzbot introduced:`, not
+    # `^introduced`, which marks the parent), or its own slowdown, figures and culprit commit in
+    # a thread that is no report's (a patch review, a question).
     if is_reply:
+        title = _REPLY_PREFIXES.sub("", subject, count=1)
+        if marked:
+            return human_kind(title, head, report_form=True, marked=True, text=text)
+        if not is_report_thread(subject) and "^introduced" not in head and _first_report_in_reply(head):
+            return "human-report"
         return "reply"
     bugzilla = BUGZILLA_SUBJECT.match(subject) if "[Bug " in subject else None
     if bugzilla and not bugzilla.group(1):
@@ -72,17 +88,65 @@ def classify(subject: str, sender: str, own_text: str) -> str:
             return "lkp-regression" if perf.group(1) == "regression" else "lkp-improvement"
         return "lkp-functional"
     if bugzilla:
-        return human_kind(subject[bugzilla.end():], head, report_form=True)
-    if ROBOT_SENDERS.search(sender) or NOT_A_REPORT_SUBJECT.search(subject):
-        return "other"  # a robot's digest, a patch, a pull request, an announcement
-    return human_kind(subject, head)
+        regression = BUGZILLA_REGRESSION.search(head)
+        return human_kind(subject[bugzilla.end():], head, report_form=True,
+                          marked=marked or bool(regression and regression.group(1).lower() == "yes"), text=text)
+    if ROBOT_SENDERS.search(sender) or CI_RESULT_SUBJECT.search(subject) or NOT_A_REPORT_SUBJECT.search(subject):
+        return "other"  # a robot's digest or CI results, a patch, a pull request, an announcement
+    if marked:
+        return human_kind(subject, head, report_form=True, marked=True, text=text)
+    return human_kind(subject, head, text=text)
 
 
-def human_kind(title: str, head: str, *, report_form: bool = False) -> str:
-    """A person's message: `human-report` (performance), `human-bug` (functional) or `other`.
+def human_kind(title: str, head: str, *, report_form: bool = False, marked: bool = False,
+               text: str | None = None) -> str:
+    """A person's message: `human-report` (a performance regression), `human-perf-complaint`
+    (slow, with no kernel change named or no figure), `human-bug` (functional) or `other`.
 
-    `report_form` is a bug tracker's opening mail: a report whatever its title says.
+    `report_form` is a bug tracker's opening mail: a report whatever its title says. `marked` is
+    a report the community marked as a regression (regzbot's `introduced`, bugzilla's
+    `Regression: Yes`): a regression whatever its prose says, its change given by the marker.
+    `text` is more of the writer's own text than `head`, where the change may be named.
     """
+    kind = _human_kind(title, head, report_form=report_form)
+    if marked and kind == "human-bug" and not BUG_TITLE.search(title) and _PERFORMANCE_WORDS.search(head):
+        kind = "human-report"  # a marked regression of speed: "slow", "MB/s", "latency" and no failure named
+    if kind == "human-report" and not marked and not _tied_to_change(title, text or head):
+        return "human-perf-complaint"  # "RAID10 slower than a single drive": no change, no regression
+    return kind
+
+
+_PERFORMANCE_WORDS = re.compile(r"\bslow\w*|\bperformance\b|\bthroughput\b|\blatenc\w+|\bIOPS\b|[KMG]i?B/s\b|"
+                                r"\bfaster\b|\btakes?\s+(?:much\s+)?longer\b", re.IGNORECASE)
+
+
+def _tied_to_change(title: str, head: str) -> bool:
+    """A slowdown tied to a kernel change and stated with a figure (issue 24's report)."""
+    window = head[:CHANGE_WINDOW]
+    changed = CHANGE_NAMED.search(title) or CHANGE_NAMED.search(window) or PERF_ANCHOR.search(title) \
+        or PERF_ANCHOR.search(window)
+    return bool(changed) and bool(NUMBERS_STATED.search(title) or NUMBERS_STATED.search(window))
+
+
+# A commit the writer blames, in words: a bisection, "first bad commit", "commit <sha>", a sha with
+# its ("subject"), "caused by"/"introduced by"/"reverting" a sha. A bare hex run is not enough: an
+# objdump or register dump is full of them.
+_BLAMED_COMMIT = re.compile(
+    r"\bfirst bad commit\b|\bbisect\w*|\bcommit:?\s+[0-9a-f]{7,40}\b|\b[0-9a-f]{8,40}\s+\([\"“]"
+    r"|\b(?:caused|introduced)\s+by\s+(?:commit\s+)?[0-9a-f]{7,40}\b|\brevert\w*\s+(?:commit\s+)?[0-9a-f]{7,40}\b",
+    re.IGNORECASE)
+
+
+def _first_report_in_reply(head: str) -> bool:
+    """A reply whose own text reports a slowdown first: its own slowdown words, a figure and a
+    commit it blames (a sha or a bisection) — "~35% performance regression … bisected to <sha>"."""
+    window = head[:PERF_BODY_WINDOW]
+    if not any(literal in window for literal in PERF_BODY_GATE) or not PERF_BODY.search(window):
+        return False
+    return bool(NUMBERS_STATED.search(window)) and bool(_BLAMED_COMMIT.search(window))
+
+
+def _human_kind(title: str, head: str, *, report_form: bool = False) -> str:
     says_regression = REGRESSION_TITLE.search(title)  # before the tags go: "[REGRESSION] ext4: …"
     title = TITLE_PREFIX.sub("", title, count=1)
     perf = PERF_TITLE.search(title)
@@ -116,11 +180,11 @@ def _body_slowdown(head: str) -> bool:
     window = head[:PERF_BODY_WINDOW]
     if not any(literal in window for literal in PERF_BODY_GATE):
         return False
-    return bool(PERF_BODY.search(window)) and bool(PERF_ANCHOR.search(window))
+    return bool(PERF_BODY.search(window)) and bool(PERF_ANCHOR.search(window) or CHANGE_NAMED.search(window))
 
 
 _REPORT_THREAD = re.compile(
-    r"\bregress(?:ion|ed|ions)?\b|\bimprovement\b|\bperf(?:ormance)?\b|\bslow(?:er|down|s)?\b|\bdrops?\b|"
+    r"\bregress(?:ion|ed|ions)?\b|\bimprovement\b|\bperf(?:ormance)?\b|\bslow(?:er|down|s|ed)?\b|\bdrops?\b|"
     r"\bbisected\b|\bthroughput\b|\blatency\b|\bIOPS\b|\[syzbot\]|\bBug \d+\]|\bhang|\bdeadlock|\bcrash|"
     r"\bWARNING\b|\bBUG\b|^\[[\w.-]+:[\w.-]+\]", re.IGNORECASE)
 

@@ -18,7 +18,8 @@ _FIXES = re.compile(r"^[ \t]*Fixes:\s*([0-9a-f]{7,40})\b(?:\s*\((?:\"|“)(.+?)(
 _FIRST_BAD = re.compile(r"\b([0-9a-f]{12,40}) is the first bad commit")
 _BISECT_FIRST_BAD = re.compile(r"first bad commit:?\s*\[?([0-9a-f]{7,40})\]?\s*(.*)$",
                                re.IGNORECASE | re.MULTILINE)
-_REGZBOT_INTRODUCED = re.compile(r"^#regzbot\s+introduced:?\s*([0-9a-f]{7,40})", re.MULTILINE)
+# `#regzbot introduced: <sha>` and the tracker's `#regzbot ^introduced <sha>` (the parent's culprit)
+_REGZBOT_INTRODUCED = re.compile(r"^#regzbot\s+\^?introduced:?\s*([0-9a-f]{7,40})\b", re.MULTILINE)
 _CULPRIT_CONTEXT = re.compile(
     r"introduc|bisect|first bad|caused by|culprit|regress(?:ed|ion) (?:by|from|due to)|c[oa]mes? from|"
     r"associated with|offending|\bcauses\b|"

@@ -10,12 +10,28 @@ import re
 
 # A robot that mails digests, not reports: LKP's `[linux-next:master] BUILD REGRESSION <sha>` and
 # `BUILD SUCCESS` (a dozen a year on each list) carry no "we noticed" sentence.
-ROBOT_SENDERS = re.compile(r"kernel test robot|\blkp@intel\.com|bugzilla-daemon@", re.IGNORECASE)
-# Subjects that are never a person's report: a patch or series (also "[PATCH] …: fix regression
+# CI bots that mail build, boot and test results: kernelci.org (`"kernelci.org bot"` and the newer
+# `KernelCI bot`, both bot@kernelci.org; on stable, linux-next and many subsystem lists), Red Hat's
+# CKI (`CKI Project <cki-project@redhat.com>`, "Test report for kernel …") and Linaro's LKFT
+# (`lkft@linaro.org`, its replies to stable reviews).
+ROBOT_SENDERS = re.compile(r"kernel test robot|\blkp@intel\.com|bugzilla-daemon@|\bbot@kernelci\.org|"
+                           r"\bcki-project@redhat\.com|\blkft@linaro\.org", re.IGNORECASE)
+# The subjects those bots give their results, whoever the list says sent them (a list that rewrites
+# From): "stable-rc/queue/5.10 baseline: 106 runs, 6 regressions (v5.10.203-7-g…)",
+# "next/master build: 216 builds: 2 failed, 214 passed, …", "[REGRESSION] stable-rc/linux-5.4.y:
+# (build) implicit declaration of …", "stable-rc/linux-5.4.y: new build regression: …",
+# "[STATUS] next/master - <sha>", "❌ FAIL: Test report for kernel 5.12.0 (…)".
+CI_RESULT_SUBJECT = re.compile(
+    r"^\s*[\w.-]+/[\w./-]+ [\w.-]+: \d+ (?:runs|builds|boots|tests)\b"
+    r"|^\s*\[(?:REGRESSION|STATUS)\]\s+[\w.-]+/[\w./-]+(?::\s+\((?:build|boot|test)\)|\s+-\s+[0-9a-f]{12,40}\b)"
+    r"|^\s*[\w.-]+/[\w./-]+: new (?:build|boot|test) regression:"
+    r"|\b(?:PASS|FAIL|ERROR|SKIP)\w*: Test report for kernel\b",
+    re.IGNORECASE)
+# Subjects that are never a person's report: a patch or series ("[PATCHv4 3/3]" too; also "[PATCH] …: fix regression
 # in …", "[PATCH] fstests: add a regression test"), a pull request, an announcement, a robot's
 # digest, and a discussion that renamed its thread.
 NOT_A_REPORT_SUBJECT = re.compile(
-    r"^\s*(?:\[[^\]]*\]\s*)*?\[(?:[^\]]*\b(?:PATCH|RFC|PULL)\b[^\]]*|ANNOUNCE[^\]]*)\]"
+    r"^\s*(?:\[[^\]]*\]\s*)*?\[(?:[^\]]*\b(?:PATCH|RFC|PULL)(?:v\d+)?\b[^\]]*|ANNOUNCE[^\]]*)\]"
     r"|^\s*(?:\[[^\]]*\]\s*)*(?:GIT PULL|ANNOUNCE)\b"
     r"|\bBUILD (?:REGRESSION|SUCCESS)\b"
     # a thread renamed mid-way: "Who owns bugzilla…? Re: How owns …", "… (was Re: [syzbot] …)"
@@ -55,7 +71,7 @@ BUG_TITLE = re.compile(
 REGRESSION_TITLE = re.compile(r"\bregress(?:ion|ions|ed)?\b", re.IGNORECASE)
 
 # Cheap literal gate before the body's slowdown scan: most mail holds none of these.
-PERF_BODY_GATE = ("slow", "perform", "throughput", "% ")
+PERF_BODY_GATE = ("slow", "perform", "throughput", "% ", "worse")
 # A slowdown stated in the writer's own text: "sequential writes … are slower than before" (not
 # "slower than usual xfstests", a symptom of a functional bug),
 # "a massive slowdown of IO", "the degradation is introduced by commit …", "a significant drop
@@ -67,7 +83,10 @@ PERF_BODY = re.compile(
     r"|\b(?:drop|decrease|loss|degradation|regression) (?:in|of) (?:\w+ )?(?:performance|throughput|IOPS|"
     r"bandwidth)\b"
     r"|\bperformance (?:drop|degradation|regression)\b"
-    r"|\b\d+(?:\.\d+)?\s?% (?:slower|slowdown|performance (?:drop|loss|regression))\b"
+    r"|\b\d+(?:\.\d+)?\s?% (?:slower|slowdown|performance (?:drop|loss|regression|hit))\b"
+    # "5x slower in 6.5", "3 times slower than before", "bad performance for small writes"
+    r"|\b\d+(?:\.\d+)?\s?(?:x|×|times) (?:slower|worse)\b"
+    r"|\b(?:bad|poor|terrible|horrible) performance (?:for|of|with|on|when)\b"
     r"|\bthroughput (?:drop(?:s|ped)?|decrease[sd]?|went down)\b",
     re.IGNORECASE,
 )
@@ -76,6 +95,37 @@ PERF_BODY = re.compile(
 PERF_ANCHOR = re.compile(r"\bv[2-6]\.\d{1,2}\b|\b(?:kernels?|linux)\s+v?[2-6]\.(?:\d{1,2}|x)\b|"
                          r"\b[2-6]\.\d{1,2}(?:\.\d{1,3}|-rc\d+|\.[xy])\b|"
                          r"(?<![\w./-])[0-9a-f]{12,40}(?![\w./-])", re.IGNORECASE)
+# A slowdown tied to a kernel change (issue 24): a report names what changed. Besides PERF_ANCHOR's
+# kernels and commits: "6.5" after in/on/since/than/from/to ("5x slower in 6.5", "since 6.1"), an
+# upgrade or update, a bisection, a commit or a revert. A complaint naming none ("RAID10 slower than
+# a single drive", "slow discard on RAID1") is a performance complaint, not a regression report.
+CHANGE_NAMED = re.compile(
+    r"\b(?:in|on|with|since|than|from|to|after|before|and|vs\.?|versus)\s+(?:the\s+)?(?:linux\s+|kernel\s+)?"
+    r"v?[2-6]\.\d{1,2}\b(?![.,]\d)"
+    r"|\bupgrad(?:e|ed|es|ing)\b|\bupdat(?:ed|ing)\s+(?:the\s+|my\s+|our\s+)?(?:kernel|to|from)\b"
+    r"|\bbisect\w*|\bfirst bad commit\b|\b(?:introduced|caused)\s+by\b|\bcommit\b|\brevert\w*"
+    r"|\b(?:newer|older|previous|new|old|recent|latest)\s+kernels?\b|\bkernel\s+update\b|#regzbot\s+\^?introduced",
+    re.IGNORECASE)
+# A slowdown stated with a figure: a percentage, a factor ("5x slower", "twice as slow", "2/3"), or a
+# value of a unit ("949 mb/sec", "4.1 ms", "12 minutes").
+NUMBERS_STATED = re.compile(
+    r"\d+(?:\.\d+)?\s?(?:%|x\b|×|times\b)|\b(?:twice|half|double|thrice)\b|\b\d+/\d+\b(?!/)"
+    r"|\d[\d,]*(?:\.\d+)?\s?(?:[KMGT]i?B(?:/s(?:ec)?)?\b|[kmg]b/s(?:ec)?\b|IOPS\b|iops\b|k?ops(?:/s(?:ec)?)?\b|"
+    r"[mun]s(?:ec)?\b|µs\b|s\b|secs?\b|seconds?\b|minutes?\b|mins?\b|hours?\b|events/s|files/s|fps\b|"
+    r"[MG]bps\b|[MG]bit/s|req/s|tps\b|transactions)"
+    # a result per kernel or commit, one a line: " v5.4      1050K", " 0e7ab7efe774…  835k"
+    r"|^[ \t|]*(?:v?[2-6]\.\d{1,2}\S*|[0-9a-f]{12,40})[ \t|:]+\d[\d.,]*",
+    re.IGNORECASE | re.MULTILINE)
+# characters of the writer's own text where a report names its change and figures: a per-kernel
+# table may stand below a page of xfs_info and lsblk output
+CHANGE_WINDOW = 12000
+# regzbot's command that opens tracking on the message carrying it: a report, with its culprit or
+# range (`#regzbot introduced: <sha>`, `#regzbot introduced: v6.3..v6.4`). `^introduced` marks the
+# parent message instead. Seen in linux-btrfs and linux-nfs 2023 and linux-ext4 2024.
+REGZBOT_INTRODUCED = re.compile(r"^[ \t]*#regzbot[ \t]+introduced\b:?[ \t]*\S", re.MULTILINE | re.IGNORECASE)
+# bugzilla.kernel.org's Regression field in its mails (`        Regression: No` in every New: mail).
+BUGZILLA_REGRESSION = re.compile(r"^[ \t]*Regression:[ \t]*(Yes|No)\b", re.MULTILINE | re.IGNORECASE)
+
 # A patch posted without a `[PATCH]` tag ("merge extent blocks when possible", "[nfs-utils 1/2]
 # Fix build failure …"): a sign-off or a diff in the writer's own text. Only a title that
 # complains of speed keeps such a message a report (a report may carry its proposed fix).

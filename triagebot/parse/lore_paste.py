@@ -1,6 +1,7 @@
 """Parse stage: text copied from a lore thread page, cut into its messages.
 
-Such a paste has no header block. Each message opens with its subject line, a blank line and
+Such a paste has no header block. A copy of the whole page opens with the page's title (the
+thread's subject) and a blank line above the first message. Each message opens with its subject line, a blank line and
 its author in brackets (`[Zhang Yi]`, `[Jeff Layton <jlayton@kernel.org>]`), then its body; the
 next message opens with `Re: <subject>` and its own bracketed author. Dates and Message-IDs are
 absent, so each message gets an id made from a digest of its own subject, author and body
@@ -68,11 +69,29 @@ def _opening(lines: list[str], index: int) -> tuple[str, str | None] | None:
     return _author(lines[index + 2])
 
 
+def _after_title(lines: list[str], first: int) -> int | None:
+    """The first message's subject line when lines[first] is the page's title above it: a copy
+    of the whole page opens with the title (the thread's subject), a blank line, then the first
+    message's own subject, blank line and [author]."""
+    if first + 2 >= len(lines) or lines[first + 1].strip():
+        return None
+    subject = next((index for index in range(first + 2, len(lines)) if lines[index].strip()), None)
+    if subject is None or " ".join(lines[subject].split()).casefold() != " ".join(lines[first].split()).casefold():
+        return None
+    return subject if _opening(lines, subject) is not None else None
+
+
 def _starts(lines: list[str]) -> list[tuple[int, tuple[str, str | None]]]:
     first = next((index for index, line in enumerate(lines) if line.strip()), None)
     if first is None:
         return []
     author = _opening(lines, first)
+    if author is None:
+        first_subject = _after_title(lines, first)
+        if first_subject is None:
+            return []
+        first = first_subject
+        author = _opening(lines, first)
     if author is None:
         return []
     starts = [(first, author)]

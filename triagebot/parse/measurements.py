@@ -64,10 +64,19 @@ _SYSBENCH_RATE = re.compile(r"^[ \t]*events per second:[ \t]*(" + _NUMBER + r")[
 REFERENCE_WORDS = ("before", "without", "w/o", "unpatched", "vanilla", "stock", "baseline", "base", "good",
                    "old", "reverted")
 CHANGED_WORDS = ("after", "with", "w/", "patched", "bad", "new")
+# A feature switched off by name: the scheduler's `NO_DELAY_DEQUEUE`, `NO_PLACE_LAG`,
+# `NO_RUN_TO_PARITY` (written to /sys/kernel/debug/sched/features), alone or after "with": the
+# state without the change under discussion, so the reference side.
+_FEATURE_OFF = re.compile(r"^(?:with[ \t]+)?NO_[A-Z][A-Z0-9_]{2,40}$")
 _VERSION = re.compile(r"^(?:linux[- ]?|kernel[- ]?)?v?(\d+)\.(\d+)(?:\.(\d+))?(?:-rc(\d+))?(?![\w.])")
 # A label is a few plain words: register dumps, lock classes and quoted code are not.
 _PLAIN_LABEL = re.compile(r"[\w .,/()+-]+")
 MAX_LABEL_WORDS = 6
+
+
+def is_feature_off(label: str) -> bool:
+    """A label naming a feature switched off (`NO_DELAY_DEQUEUE`)."""
+    return bool(_FEATURE_OFF.match(label.strip()))
 
 
 def side_of(label: str) -> str | tuple[int, ...] | None:
@@ -77,6 +86,8 @@ def side_of(label: str) -> str | tuple[int, ...] | None:
     reverted": a revert is the reference state) or by a kernel version. A label about a fix ("with
     the fix") is no side: numbers for a fix say nothing of whether the regression reproduces.
     """
+    if _FEATURE_OFF.match(label.strip()):
+        return "reference"
     text = label.strip().lower()
     words = text.split()
     if not words or len(words) > MAX_LABEL_WORDS or "fix" in text or not _PLAIN_LABEL.fullmatch(text):
@@ -103,7 +114,7 @@ _VALUE_AFTER_SEPARATOR = re.compile(r"[:=][ \t]*~?[ \t]*\d")
 
 
 _SIDE_START = re.compile(r"[ \t]*+(?:[-*•][ \t]*+)?(?:before|after|with|w/|base|patched|unpatched|vanilla|stock|good|"
-                         r"bad|old|new|reverted|linux|kernel|v?\d+\.\d)", re.IGNORECASE)
+                         r"bad|old|new|reverted|linux|kernel|v?\d+\.\d|NO_[A-Z])", re.IGNORECASE)
 
 
 def _labelled_lines(own_text: str) -> Iterator[re.Match[str]]:

@@ -8,13 +8,16 @@ verdict's own rules, with no numpy or scipy imported).
 
 - Sides: the first labelled values of one unit on a reference side (before, without, base,
   vanilla, unpatched, good, old, reverted) and on a changed side (after, with, patched, bad,
-  new); or two kernel versions, the older being the reference. Several values of one label,
+  new); or two kernel versions, the older being the reference; or a feature switched off by
+  name (`NO_DELAY_DEQUEUE`, the reference) against the stock kernel that carries it. Several values of one label,
   name and unit (benchmark results pasted under a side header) are runs: their mean, sample
   standard deviation and count.
 - The reported change: the headline of the report the reply quotes (LKP's headline line, or a
   person's "2360 events/s … 1780 events/s (-24.6%)"), else the record's own headline. When the
   report's metric is better the other way than the reply's unit (a throughput report answered
-  with latencies), its percent says nothing about the unit and is not used. With no reported
+  with latencies), its percent says nothing about the unit and is not used. A quoted change
+  stated for performance with no unit ("a 10-20% performance hit") is read as worse by its
+  middle in the reply's unit. With no reported
   change, the verdict's default is tested: "the changed side is worse", by the unit's good
   direction, ruled out down to the floor. With neither, the statistics are kept and the
   outcome is inconclusive.
@@ -32,7 +35,7 @@ import statistics
 from dataclasses import dataclass
 
 from triagebot.parse import lkp as lkp_parser
-from triagebot.parse.measurements import side_of
+from triagebot.parse.measurements import is_feature_off, side_of
 from triagebot.parse.reported import UNITS, reported_headline
 from triagebot.parse.stance import Stance
 from triagebot.records import Headline, Measurement, NumbersStance
@@ -123,6 +126,10 @@ def _pair(groups: list[_Group]) -> tuple[_Group, _Group] | None:
             if first.key != second.key or first.label == second.label:
                 continue
             sides = {first.side, second.side}
+            if sides == {"reference"} and is_feature_off(first.label) != is_feature_off(second.label):
+                # "vanilla features: 954MB/s" against "NO_DELAY_DEQUEUE: 932MB/s": the stock kernel
+                # carries the feature under suspicion; the feature switched off is the reference
+                return (first, second) if is_feature_off(first.label) else (second, first)
             if sides == {"reference", "changed"}:
                 return (first, second) if first.side == "reference" else (second, first)
             if isinstance(first.side, tuple) and isinstance(second.side, tuple) and first.side != second.side:
@@ -158,7 +165,11 @@ def judge_numbers(measurements: tuple[Measurement, ...], headline: Headline | No
     better = better_direction(unit, name)
     report = reported_change(headline, quoted_text)
     reported = report.change_percent if report is not None else None
-    if report is not None and better is not None:
+    if report is not None and report.metric == "performance":
+        # "a 10-20% performance hit", no unit: worse by that much in the reply's own unit
+        reported = report.change_percent if better == "higher" else (
+            -report.change_percent if better == "lower" else None)
+    elif report is not None and better is not None:
         report_better = better_direction(report.metric, report.metric)
         if report_better is not None and report_better != better:
             reported = None  # a rate's percent says nothing about a time, or back

@@ -10,6 +10,7 @@ from triagebot.parse import prose
 from triagebot.parse.classify import classify, is_patch_review, is_plain_patch, is_report_thread
 from triagebot.parse.commits import find_commits
 from triagebot.parse.draft import Draft, LanguageRequest, complete
+from triagebot.parse.kind_rules import PERF_BODY
 from triagebot.parse.language import rough_sentences
 from triagebot.parse.limits import MAX_LINE_CHARS
 from triagebot.parse.measurements import read_measurements
@@ -18,7 +19,7 @@ from triagebot.parse.metrics import parse_tables
 from triagebot.parse.numbers import combine_stance, judge_numbers
 from triagebot.parse.objections import OBJECTION_GATE, objections_without_spacy, read_trailers
 from triagebot.parse.quoting import split_quotes
-from triagebot.parse.reported import reported_headline
+from triagebot.parse.reported import performance_worse_percent, reported_headline
 from triagebot.parse.reproducers import benchmark_hints, command_hints, find_commands
 from triagebot.parse.stance import STANCE_GATE, Stance
 from triagebot.parse.webpage import PageMessage, looks_like_html, parse_page, parse_paste
@@ -273,7 +274,8 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
         fields = {"commits": tuple(find_commits(_trailer_text(own))), "links": _links(own, None),
                   "trailers": read_trailers(own)}
     else:
-        fields, request = _prose_fields(own, subject, kind)
+        answers_report = kind == "reply" and quotes_a_slowdown(split.quoted)
+        fields, request = _prose_fields(own, subject, kind, answers_report=answers_report)
         # A review in a patch thread quotes the patch: there is no report to take context from.
         if kind == "reply" and split.quoted and not is_patch_review(subject):
             fields, quoted = _with_quoted_context(fields, split.quoted)
@@ -351,7 +353,52 @@ _HARDWARE_HINTS = ("CPU", "cpu", "Xeon", "EPYC", "Ryzen", "Core", "thread", "RAM
                    "GiB", "NVMe", "SSD", "HDD", "Graviton", "Ampere", "i7-", "i9-", "i5-")
 
 
-def _prose_fields(own: str, subject: str, kind: str) -> tuple[dict, LanguageRequest | None]:
+QUOTED_SLOWDOWN_WINDOW = 20000  # characters of quoted text where a reply's parent states a slowdown
+
+
+# Where a claimed slowdown may stand: a percentage after a digit, or a slowness word, found by
+# plain substring search (a regex scan of every quote cost more than the rest of the rule); the
+# slowdown rules then read a few lines around each.
+_SLOWDOWN_WORDS = ("slow", "Slow", "erform", "hroughput")  # and Perform, Throughput
+SLOWDOWN_REACH = 200  # characters either side of a hint that the rules read
+MAX_SLOWDOWN_HINTS = 40
+
+
+def _slowdown_hints(window: str) -> list[int]:
+    hints: list[int] = []
+    position = window.find("%")
+    while position != -1 and len(hints) < MAX_SLOWDOWN_HINTS:
+        before = window[max(0, position - 2):position]
+        if before[-1:].isdigit() or (before[-1:] == " " and before[:1].isdigit()):
+            hints.append(position)
+        position = window.find("%", position + 1)
+    for word in _SLOWDOWN_WORDS:
+        position = window.find(word)
+        while position != -1 and len(hints) < 2 * MAX_SLOWDOWN_HINTS:
+            hints.append(position)
+            position = window.find(word, position + SLOWDOWN_REACH)
+    return sorted(hints)
+
+
+def quotes_a_slowdown(quoted: str) -> bool:
+    """A reply quoting a claimed slowdown ("This one is causing a 10-20% performance hit"): its
+    thread is a report's, whatever its subject (a patch review, a question)."""
+    if not quoted:
+        return False
+    window = quoted[:QUOTED_SLOWDOWN_WINDOW]
+    done = -1
+    for hint in _slowdown_hints(window):
+        if hint < done:
+            continue  # inside the piece already read
+        piece = window[max(0, hint - SLOWDOWN_REACH):hint + SLOWDOWN_REACH]
+        if performance_worse_percent(piece) is not None or PERF_BODY.search(piece):
+            return True
+        done = hint + SLOWDOWN_REACH // 2
+    return False
+
+
+def _prose_fields(own: str, subject: str, kind: str, *,
+                  answers_report: bool = False) -> tuple[dict, LanguageRequest | None]:
     """A human report's or reply's fields, and what the language reader must read for it."""
     # Cheap substring gates first: most review replies name no program and no hardware.
     commands = find_commands(own) if any(hint in own for hint in _COMMAND_HINTS) else []
@@ -363,8 +410,8 @@ def _prose_fields(own: str, subject: str, kind: str) -> tuple[dict, LanguageRequ
         named = _BENCHMARKS.search(own[:20000]) or _BENCHMARKS.search(subject)
         testcase = named.group(1) if named else None
     # What a reply says of reproducing, objecting and measuring matters in a report's thread.
-    in_report_thread = kind == "reply" and is_report_thread(subject)
-    human = kind in ("human-report", "human-bug")
+    in_report_thread = kind == "reply" and (answers_report or is_report_thread(subject))
+    human = kind in ("human-report", "human-perf-complaint", "human-bug")
     stance_rough = rough_sentences(own, STANCE_GATE) if human or in_report_thread else ()
     objections = objections_without_spacy(own) if in_report_thread else ()
     objection_rough = rough_sentences(own, OBJECTION_GATE) if in_report_thread else ()
@@ -386,7 +433,7 @@ def _prose_fields(own: str, subject: str, kind: str) -> tuple[dict, LanguageRequ
         "measurements": read_measurements(own) if in_report_thread else (),
         "prose_numbers": tuple(prose.numbers(own)),
         # a performance report states a change; a functional bug report has none to rerun
-        "headline": reported_headline(own) if kind == "human-report" else None,
+        "headline": reported_headline(own) if kind in ("human-report", "human-perf-complaint") else None,
     }, request
 
 

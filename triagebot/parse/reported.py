@@ -101,7 +101,7 @@ def reported_headline(own_text: str) -> Headline | None:
             headline = _before_after(float(match.group(1)), match.group(2), float(match.group(3)), match.group(4))
             if headline is not None:
                 return headline
-    return None
+    return _unitless_headline(own_text)
 
 
 # "On v6.8 it averages 3.12 GB/s over five runs; on v6.9-rc1 it averages 2.68 GB/s": a rate
@@ -257,3 +257,57 @@ def _worded_change(number: float, word: str, better: str) -> float | None:
     if word in _BETTER_WORDS:
         return -number * worse_sign
     return None
+
+
+# "This one is causing a 10-20% performance hit", "a ~35% performance regression", "15% slower":
+# a change stated for performance itself, with no unit. Seen in replies that first report a
+# regression inside a patch's thread; a reply's own numbers are judged against it.
+_PERFORMANCE_WORSE = re.compile(
+    r"(?<![\w.+−-])~?(\d+(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*%\s+(?:(?:performance|throughput|"
+    r"bandwidth|IOPS)\s+)?(hit|regression|drop|slowdown|degradation|loss|slower|worse|penalty)\b",
+    re.IGNORECASE)
+
+
+def performance_worse_percent(text: str) -> float | None:
+    """How much worse, in percent (positive), the text says performance got, unit aside; None
+    when it says no such thing or two different amounts."""
+    if "%" not in text:
+        return None
+    found = {round((float(low) + float(high or low)) / 2, 1) for low, high, _ in _PERFORMANCE_WORSE.findall(text)}
+    return found.pop() if len(found) == 1 else None
+
+
+# "You'll see a 5-10% increase in the latency time", "a 5-10% increase in IO latencies": a
+# time's change with no unit, named "latency" (better lower).
+_LATENCY_CHANGE = re.compile(
+    r"(?<![\w.+−-])~?(\d+(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*%\s+(increase|rise|regression|"
+    r"decrease|reduction|drop)\s+(?:in|of)\s+(?:the\s+)?(?:[\w-]+\s+){0,2}?(?:latenc(?:y|ies)|run\s?time|"
+    r"completion\s+time)\b", re.IGNORECASE)
+# one percentage or one range of them, as written: "5-10%", "~35%", "-31.8 %"
+_ANY_PERCENT = re.compile(r"\d+(?:\.\d+)?(?:\s*(?:-|–|to)\s*\d+(?:\.\d+)?)?\s*%")
+
+
+def _unitless_headline(own_text: str) -> Headline | None:
+    """A change stated with no unit, in a sentence that states one percentage (or one range) and
+    no value of a unit: of a latency ("a 5-10% increase in the latency time": +7.5% of
+    `latency`), else of performance itself ("a ~35% performance regression": −35% of
+    `performance`). The last resort: where a unit is stated, it names the metric better."""
+    if "%" not in own_text:
+        return None
+    for sentence in sentences(own_text):
+        if "%" not in sentence or len(sentence) > MAX_SENTENCE or _VALUE_UNIT.search(sentence):
+            continue
+        if len(set(_ANY_PERCENT.findall(sentence))) != 1:
+            continue  # "20% slower and 10% more": two changes, no headline
+        latency = _LATENCY_CHANGE.search(sentence)
+        if latency:
+            low, high, word = latency.groups()
+            change = round((float(low) + float(high or low)) / 2, 1)
+            change = -change if word.lower() in ("decrease", "reduction", "drop") else change
+            return Headline(metric="latency", change_percent=change,
+                            direction="regression" if change > 0 else "improvement")
+        worse = performance_worse_percent(sentence)
+        if worse:
+            return Headline(metric="performance", change_percent=-worse, direction="regression")
+    return None
+

@@ -8,7 +8,15 @@ negations ("could not reproduce", "not seeing this on my box") beat affirmations
 reproduce this at will", "we double confirmed"); a question, a plan ("I'll see if I can
 reproduce it"), a hedge ("I might be seeing it"), a relative clause ("the machine that I could
 reproduce this on") or a confirmed fix ("I can confirm the crash is fixed") is no stance.
-The first sentence that decides wins, and is kept as the evidence.
+A stance is a claim about the writer's own attempt to reproduce the reported regression
+(issue 24): a negation counts only with the writer in it ("I", "we", "my box", "here", an
+elliptic "Can't reproduce.") — "mappings under 2MB do not trigger this issue" explains code; a
+claim about a fix ("it's working here", "restores the original behaviour"), the reporter's
+machine ("reproduced easily in your environment"), another problem ("the other warning") or a
+past sighting ("the last time I saw …") is no stance; a hedge ("cannot guarantee … on another
+machine") is no failure. The first sentence that decides is the evidence; a later one deciding
+the other way is conflicting evidence and the stance abstains to `none`, unless it only narrows
+where a reproduction shows ("But not reproduced on WSL").
 """
 from __future__ import annotations
 
@@ -32,10 +40,13 @@ STANCE_PATTERN = re.compile(
     # a patch tested or offered: the results after it are about the patch
     r"\bmy (?:\w+ )?patch|\bpatch(?:es|set)? for you to (?:try|test)|"
     r"\b(?:applied|applying|tested|testing|with|after|adding) (?:\w+ ){0,2}patch|"
-    r"(?:\bis|'s|\bwas|\bstay(?:s|ed)|\bremain(?:s|ed)|\bran|\bruns|\bwork(?:s|ed)) (?:stable|fine)\b", re.IGNORECASE)
+    r"(?:\bis|'s|\bwas|\bstay(?:s|ed)|\bremain(?:s|ed)|\bran|\bruns|\bwork(?:s|ed)) "
+    r"(?:stable|fine|responsive|smooth)\b|"
+    r"\b(?:find|found|detect|detected)\b(?:\s+\w+){0,3}?\s+(?:regression|slowdown|degradation|difference)",
+    re.IGNORECASE)
 STANCE_GATE = Gate(("reproduc", "confirm", "verified", "unable", "see", "saw", "observ", "notic", "hit",
                     "trigger", "measured", "no ", "same", "still ", "also ", "encounter", "experienc", "patch",
-                    "stable", "fine"),
+                    "stable", "fine", "responsive", "smooth", "find", "found", "detect"),
                    STANCE_PATTERN)
 
 
@@ -90,6 +101,22 @@ PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
         [{"LOWER": "no"}, {"LOWER": {"IN": ["measurable", "significant", "noticeable", "such", "real"]}, "OP": "?"},
          {"LOWER": {"IN": ["regression", "regressions", "slowdown", "difference", "drop", "degradation"]}},
          {"LOWER": {"IN": ["here", "for", "on", "with"]}}],
+        # a rerun's summary: "there is no difference", "it showed no measurable difference",
+        # "no regression was found", "we didn't find any regression in our retest"
+        [{"LOWER": {"IN": ["is", "was", "'s", "shows", "showed", "show", "see", "saw", "found", "measured", "got",
+                           "get"]}},
+         {"LOWER": "no"}, {"LOWER": {"IN": ["measurable", "significant", "noticeable", "real", "obvious", "visible"]},
+                           "OP": "?"},
+         {"LOWER": {"IN": ["difference", "regression", "slowdown", "degradation", "drop"]}}],
+        [{"LOWER": "no"}, {"LOWER": {"IN": ["measurable", "significant", "noticeable", "obvious", "visible"]},
+                           "OP": "?"},
+         {"LOWER": {"IN": ["regression", "difference", "slowdown", "degradation"]}},
+         {"LOWER": {"IN": ["was", "is", "could", "can"]}}, {"LOWER": "be", "OP": "?"},
+         {"LOWER": {"IN": ["found", "observed", "seen", "detected", "measured", "noticed", "reproduced"]}}],
+        [{"LOWER": {"IN": _NEGATORS}}, {"LOWER": {"IN": ["find", "found", "detect", "detected"]}},
+         {"LOWER": {"IN": ["any", "the", "a", "this", "that"]}, "OP": "?"},
+         {"LOWER": {"IN": ["obvious", "significant", "measurable", "such", "reported"]}, "OP": "?"},
+         {"LOWER": {"IN": ["regression", "slowdown", "degradation", "difference"]}}],
         [{"LOWER": {"IN": ["ca", "can", "could"]}}, {"LOWER": {"IN": ["n't", "not"]}},
          {"LOWER": {"IN": ["confirm", "verify"]}}],
         # "no reproduce any more", "it no longer reproduces"
@@ -115,12 +142,26 @@ PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
          {"LOWER": {"IN": ["ran", "run", "tried", "tested", "rerun", "retested", "re", "measured", "benchmarked",
                            "booted", "rebooted", "installed", "built", "compiled"]}}],
         [{"LOWER": "locally"}],
+        # "does not reproduce with a 6.8.5 kernel on the same guest": the writer's own kernel and guest
+        [{"LOWER": {"IN": ["on", "with", "in"]}}, {"LOWER": "the"}, {"LOWER": "same"},
+         {"LOWER": {"IN": ["guest", "vm", "machine", "box", "system", "host", "setup", "hardware", "laptop"]}}],
+        [{"LOWER": "with"}, {"LOWER": {"IN": ["a", "the"]}, "OP": "?"},
+         {"SHAPE": {"IN": ["d.d", "d.dd", "d.d.d", "d.dd.d", "d.d.dd", "d.dd.dd", "d.d.ddd", "d.dd.ddd"]}},
+         {"LOWER": {"IN": ["kernel", "kernels"]}}],
     ],
     # after a run of one's own: "I've booted back into 6.7 on the VM, and it's stable"
     "STAYED_FINE": [
         [{"LOWER": {"IN": ["'s", "is", "was", "stays", "stayed", "remains", "remained", "runs", "ran", "works",
                            "worked"]}},
-         {"LOWER": {"IN": ["stable", "fine", "ok", "okay", "clean", "normal"]}}],
+         {"LOWER": {"IN": ["stable", "fine", "ok", "okay", "clean", "normal", "responsive", "smooth"]}}],
+    ],
+    # the measurement is steady, not the machine: "we double confirmed the latency_95th_ms data is
+    # stable in multi runs" (a bot team re-confirming its report), "the results are stable"
+    "DATA_STABLE": [
+        [{"LOWER": {"IN": ["data", "result", "results", "numbers", "number", "figures", "measurements",
+                           "score", "scores", "runs"]}},
+         {"LOWER": {"IN": ["is", "are", "was", "were", "stays", "stayed", "remain", "remained"]}},
+         {"LOWER": {"IN": ["stable", "consistent", "repeatable"]}}],
     ],
     # "I can reproduce this", "we double confirmed", "I found a way to reproduce it"
     "REPRODUCED": [
@@ -180,12 +221,32 @@ PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
         [{"LOWER": {"IN": ["need", "needs"]}}, {"LOWER": "to"}],
         [{"LOWER": {"IN": ["ensure", "make"]}}, {"LOWER": "sure", "OP": "?"}, _SUBJECT],
     ],
+    # about the reporter's machine, not the writer's run: "because it can be reproduced easily in
+    # your environment", "on your setup"
+    "YOUR_SETUP": [
+        [{"LOWER": {"IN": ["in", "on", "with"]}}, {"LOWER": "your"},
+         {"LOWER": {"IN": ["environment", "setup", "machine", "machines", "box", "system", "systems", "side", "end",
+                           "config", "configuration", "test", "tests", "platform", "hardware", "lab"]}}],
+    ],
+    # the writer speaking of their own attempt: a negation counts only with one of these, or in an
+    # elliptic sentence ("Can't reproduce here."); "mappings smaller than 2MB do not trigger this
+    # issue" explains code, it reports no run
+    "FIRST_PERSON": [[{"LOWER": {"IN": ["i", "we", "my", "our", "me", "us", "here", "locally", "myself", "ourselves",
+                                        "mine", "ours"]}}]],
+    # a past sighting told as history: "The last time I see such problem is from David"
+    "PAST": [[{"LOWER": {"IN": ["last", "previous"]}}, {"LOWER": "time"}]],
+    # another problem than the one reported: "I could not reproduce the other warning"
+    "OTHER_PROBLEM": [
+        [{"LOWER": {"IN": ["other", "another", "different", "unrelated", "separate", "second"]}},
+         {"LOWER": {"IN": ["warning", "warnings", "problem", "problems", "issue", "issues", "bug", "bugs", "crash",
+                           "splat", "failure", "oops", "hang", "error"]}}],
+    ],
     # "will" is a plan, except in "I can reproduce this at will"
     "WILL": [[{"LOWER": "will"}]],
     "AT_WILL": [[{"LOWER": "at"}, {"LOWER": "will"}]],
     "HEDGE": [
         [{"LOWER": {"IN": ["might", "may", "maybe", "perhaps", "possibly", "probably", "seems", "seem",
-                           "think", "guess", "suspect"]}}],
+                           "think", "guess", "suspect", "guarantee", "guaranteed"]}}],
         [{"LOWER": "not"}, {"LOWER": "sure"}],
     ],
     # how code behaves, not what a run showed: "Normally we don't hit this path because ..."
@@ -207,7 +268,12 @@ PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
     ],
     # "I can confirm the procfs crash is fixed", "I confirmed your fix works": a fix confirmed
     "FIXED": [
-        [{"LOWER": {"IN": ["fixed", "fixes", "resolved", "resolves", "solved", "solves", "cured"]}}],
+        [{"LOWER": {"IN": ["fixed", "fixes", "resolved", "resolves", "solved", "solves", "cured", "restores",
+                           "restored"]}}],
+        # after a fix: "I can also confirm that it's working here!", "works for me now"
+        [{"LOWER": {"IN": ["it", "'s", "is", "everything", "all"]}}, {"LOWER": {"IN": ["'s", "is", "now"]}, "OP": "?"},
+         {"LOWER": {"IN": ["working", "works", "worked"]}},
+         {"LOWER": {"IN": ["here", "now", "again", "fine", "well", "for", "perfectly", "great"]}}],
         [{"LOWER": {"IN": _PATCH_WORDS}}, {"OP": "{0,8}"},
          {"LOWER": {"IN": ["works", "worked", "helps", "helped", "resolve", "cures", "cure"]}}],
     ],
@@ -256,18 +322,26 @@ def decide_sentence(labels: frozenset[str], question: bool, seeing_reproduces: b
         return "none"  # "can you reproduce it?" asks, it does not state
     if "WILL" in labels and "AT_WILL" not in labels:
         labels = labels | {"FUTURE"}
+    if "DATA_STABLE" in labels:
+        labels = labels - {"STAYED_FINE"}  # steady numbers say nothing of a machine staying fine
     if "CONTRAST" in labels and "FUTURE" not in labels:
         return "reproduced"  # "not on ext4, but I can see it on tmpfs": seen where it was reported
+    if labels & {"YOUR_SETUP", "OTHER_PROBLEM"}:
+        # "it can be reproduced easily in your environment": the reporter's machine, not a run;
+        # "I could not reproduce the other warning": a claim about another problem
+        return "none"
     negated = ("NOT_REPRODUCED" in labels or {"TRIED", "REPRODUCE_WORD", "NO_SUCCESS"} <= labels
-               or (bool(labels & {"NOT_SEEN", "STAYED_FINE"}) and "RUN_CUE" in labels))
+               or (bool(labels & {"NOT_SEEN", "STAYED_FINE"}) and bool(labels & {"RUN_CUE", "ATTEMPTED"})))
+    if negated and not labels & {"FIRST_PERSON", "RUN_CUE", "ELLIPTIC"}:
+        negated = False  # a negated verb with no writer in it: how code behaves, not a run
     if negated and not labels & {"FUTURE", "GENERIC"}:
         # "applied this patch ... could not reproduce it": the fix works, the report stands
         return "none" if "PATCHED" in labels and "UNPATCHED" not in labels else "not-reproduced"
     affirmed = "REPRODUCED" in labels or (seeing_reproduces and "SEEN" in labels and "READ_MAIL" not in labels)
     if not affirmed or "NOT_SEEN" in labels or negated:
         return "none"
-    if labels & {"FUTURE", "HEDGE", "RELATIVE"}:
-        return "none"  # a plan, a guess or a description of a machine
+    if labels & {"FUTURE", "HEDGE", "RELATIVE", "PAST"}:
+        return "none"  # a plan, a guess, a description of a machine, an old sighting
     if "CONFIRM_ISSUE" in labels:
         return "reproduced"  # "confirm the issue occurred ..., and confirm the workaround works"
     if ("FIXED" in labels or ("PATCHED" in labels and "UNPATCHED" not in labels)) and "REVERT" not in labels:
@@ -299,28 +373,49 @@ def sentence_label_set(spans: tuple[Span, ...]) -> frozenset[str]:
 STANCE_READING = Reading("stance", PATTERNS)
 
 
+# a sentence whose subject is left out, the writer's: "Can't reproduce here.", "Unable to trigger it."
+_ELLIPTIC = re.compile(r"\s*(?:(?:also|still|but|and|so|sadly|unfortunately|nope|no)[,.!]?\s+)*"
+                       r"(?:can'?t|can’t|cannot|could\s?n[o'’]t|not|unable|failed|didn'?t|didn’t|did not|never|"
+                       r"no (?:luck|regression|difference)|tried)\b", re.IGNORECASE)
+
+
+# a negation after a reproduction that narrows where it shows: "But not reproduced on WSL"
+_RESTRICTION = re.compile(r"\s*(?:but|however|though|although)\b[,]?\s+(?:it\s+)?(?:is\s+|was\s+|does\s+|did\s+)?"
+                          r"(?:not|n't)\b[^.]{0,40}?\b(?:on|with|in|under)\b", re.IGNORECASE)
+
+
 def stance_of_sentences(rough: tuple[str, ...], in_reply: bool) -> Stance:
-    """What spaCy reads in rough sentences: the first sentence that decides a stance.
+    """What spaCy reads in rough sentences: the stance the sentences that decide agree on.
 
     "I'm still trying to reproduce it ... I'm not seeing the problem": a writer who said they
     are trying or ran something earlier in the message is reporting their own run when they say
     they do not see it in a later sentence. One who said they tested or applied a patch is
-    reporting on the patched kernel in the sentences after it.
+    reporting on the patched kernel in the sentences after it. The first deciding sentence is
+    the evidence; a later sentence deciding the other way is conflicting evidence, and the
+    stance abstains to `none` (with both sentences kept as the evidence).
     """
     attempted = patched = False
+    decided: Stance | None = None
     for text, spans in sentence_spans(rough, STANCE_READING):
         labels = sentence_label_set(spans)
+        if _ELLIPTIC.match(text):
+            labels = labels | {"ELLIPTIC"}
         question = text.rstrip().endswith("?")
         if attempted and "NOT_SEEN" in labels and not question:
-            labels = labels | {"RUN_CUE"}
+            labels = labels | {"ATTEMPTED"}
         if patched and "UNPATCHED" not in labels:
             labels = labels | {"PATCHED"}  # "the same testing as my previous patch. I have not hit any oopses."
         stance = decide_sentence(labels, question, seeing_reproduces=in_reply)
         if stance != "none":
-            return Stance(stance, text.strip())
+            if decided is None:
+                decided = Stance(stance, text.strip())
+            elif decided.stance != stance:
+                if decided.stance == "reproduced" and _RESTRICTION.match(text):
+                    continue  # "reproduced on X86. But not reproduced on WSL": where, not whether
+                return Stance("none", f"conflicting: {decided.evidence} / {text.strip()}")
         attempted = attempted or "RUN_CUE" in labels or {"TRIED", "REPRODUCE_WORD"} <= labels
         patched = patched or ("PATCHED" in labels and "UNPATCHED" not in labels)
-    return Stance("none", None)
+    return decided or Stance("none", None)
 
 
 def read_stance(own_text: str, *, in_reply: bool = True) -> Stance:

@@ -22,7 +22,8 @@ from triagebot.parse.identity import fallback_key
 from triagebot.records import Report
 from triagebot.threads import parent_edges
 
-REPORT_KINDS = ("lkp-regression", "lkp-improvement", "lkp-functional", "human-report", "human-bug", "syzbot")
+REPORT_KINDS = ("lkp-regression", "lkp-improvement", "lkp-functional", "human-report", "human-perf-complaint",
+                "human-bug", "syzbot")
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,14 @@ class Triage:
             " ORDER BY m.received_at, m.rowid", (*kinds, dated_since)).fetchall()
         return [row[0] for row in rows]
 
+    def received_between(self, kinds: tuple[str, ...], start: str, end: str) -> list[str]:
+        """Records of `kinds` whose message was received in [start, end) (UTC text), oldest first."""
+        rows = self._database.execute(
+            "SELECT r.message_id FROM records r JOIN messages m ON m.message_id = r.message_id"
+            f" WHERE r.kind IN ({marks(len(kinds))}) AND m.received_at >= ? AND m.received_at < ?"
+            " ORDER BY m.received_at, m.rowid", (*kinds, start, end)).fetchall()
+        return [row[0] for row in rows]
+
 
 class Outbox:
     """`OutboxStore` on the `outbox` table."""

@@ -369,6 +369,11 @@ class TriageStore(Protocol):
         """Reports of `kinds` dated at or after `dated_since` (undated: received), not taken on."""
         ...
 
+    def received_between(self, kinds: tuple[str, ...], start: str, end: str) -> list[str]:
+        """Records of `kinds` whose message was received in [start, end) (UTC text), oldest first:
+        a day's messages for its digest."""
+        ...
+
 
 @runtime_checkable
 class OutboxStore(Protocol):

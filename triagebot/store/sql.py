@@ -181,6 +181,7 @@ class SqlStore:
     triage_in = _Exposed("_triage", Triage.triage_in)
     triage_counts = _Exposed("_triage", Triage.triage_counts)
     reports_to_admit = _Exposed("_triage", Triage.reports_to_admit)
+    received_between = _Exposed("_triage", Triage.received_between)
     # -- outbox -----------------------------------------------------------------------------
     enqueue = _Exposed("_outbox", Outbox.enqueue)
     outbox = _Exposed("_outbox", Outbox.outbox)
