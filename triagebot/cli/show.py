@@ -12,9 +12,11 @@ import sys
 
 from triagebot.cli.common import add_db_argument, add_json_argument, database_path, open_store
 from triagebot.cli.keys import KeyRefused, asked_key, resolve_key, short_key
+from triagebot.notify.render import short_commit
 from triagebot.parse.thread import build_threads, render_thread, reports_by_key
 from triagebot.records import report_to_json
 from triagebot.summary import render_report
+from triagebot.verdict.same_kernel import A_A_ONLY, as_stored, is_same_kernel
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,11 +37,19 @@ def sample_plot(values: list[float], low: float, high: float) -> str:
 
 
 def render_run(run: dict) -> str:
-    """The last rerun: its verdict, and each side's samples as a small plot in run order."""
-    lines = [f"  rerun:    on {run['host']}, {run['base_commit']} (base) against {run['suspect_commit']} (suspect), "
-             f"{run['status']}"]
+    """The last rerun: its verdict, and each side's samples as a small plot in run order. A run
+    whose host could not switch kernels says so: both sides ran one kernel (an A/A run)."""
+    run = as_stored(run)
+    base, suspect = short_commit(run["base_commit"]), short_commit(run["suspect_commit"])
+    if is_same_kernel(run):
+        lines = [f"  rerun:    on {run['host']}, A/A: base and suspect both on its running kernel (it cannot "
+                 f"switch kernels; {base} and {suspect} were not booted), {run['status']}"]
+    else:
+        lines = [f"  rerun:    on {run['host']}, {base} (base) against {suspect} (suspect), {run['status']}"]
     verdict = run.get("verdict")
-    if verdict:
+    if verdict and verdict.get("outcome") == A_A_ONLY:
+        lines.append(f"  outcome:  {A_A_ONLY} (no verdict on the commit): {verdict['reason']}")
+    elif verdict:
         lines.append(f"  verdict:  {verdict['outcome']}: {verdict['reason']}")
     elif run.get("error"):
         lines.append(f"  error:    {run['error']}")
