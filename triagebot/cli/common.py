@@ -39,12 +39,30 @@ def database_path(args: argparse.Namespace) -> Path:
     return resolve_db_path(args.db)
 
 
+def check_database_place(database: Path) -> None:
+    """StoreError naming the database and why it cannot be there: a directory given as the file,
+    a folder that is a file, or a folder that cannot be made (read-only filesystem, no permission)."""
+    from triagebot.store.protocol import StoreError
+    from triagebot.store.sqlite import ensure_private_dir
+
+    if database.is_dir():
+        raise StoreError(f"database {database}: is a directory; give a file path, such as {database / 'triage.db'}")
+    folder = next((parent for parent in database.parents if parent.exists()), None)
+    if folder is not None and not folder.is_dir():
+        raise StoreError(f"database {database}: {folder} is a file, not a folder")
+    try:
+        ensure_private_dir(database.parent)
+    except OSError as error:
+        raise StoreError(f"database {database}: cannot make its folder {error.filename or database.parent}: "
+                         f"{error.strerror or error}") from None
+
+
 @contextmanager
 def open_store(args: argparse.Namespace) -> Iterator[SqliteStore]:
     """The store at the command's database, its directory created private (0700) if missing."""
-    from triagebot.store.sqlite import SqliteStore, ensure_private_dir
+    from triagebot.store.sqlite import SqliteStore
 
     database = database_path(args)
-    ensure_private_dir(database.parent)
+    check_database_place(database)
     with SqliteStore(database) as store:
         yield store
