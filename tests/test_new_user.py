@@ -221,3 +221,134 @@ def test_list_puts_undated_records_last(listed: Path) -> None:
     assert limited[-1] == f"({len(lines) - 2} more, use --limit {len(lines)} or --limit 0 for all)"
     none = triage("list", "--db", str(listed), "--verdict", "none", "--limit", "2").stdout.splitlines()
     assert none[:2] == lines[:2] and none[-1] == limited[-1]
+
+
+# --- 22.6: readable operations ----------------------------------------------------------------------
+
+def test_verdict_of_an_unknown_id_says_no_such_message(listed: Path) -> None:
+    result = triage("verdict", "--db", str(listed), "nobody@example.org")
+    assert result.returncode == 1
+    assert one_line(result.stderr) == f"triage verdict: nobody@example.org: no such message in {listed}"
+    stored = triage("verdict", "--db", str(listed), "202407081422.9d3e6b57-oliver.sang@intel.com")
+    assert one_line(stored.stderr).endswith("no stored rerun (run `triage rerun "
+                                            "202407081422.9d3e6b57-oliver.sang@intel.com` first)")
+
+
+def test_a_rules_directory_that_is_not_there_says_so(tmp_path: Path) -> None:
+    result = triage("hosts", "--rules", str(tmp_path / "nowhere"))
+    assert result.returncode == 1
+    assert one_line(result.stderr) == f"triage hosts: --rules {tmp_path / 'nowhere'}: no such directory"
+
+
+def test_a_short_key_prefix_opens_a_message_without_an_id_in_every_command(listed: Path) -> None:
+    line = next(line for line in triage("list", "--db", str(listed)).stdout.splitlines() if "<sha256-" in line)
+    prefix = line[line.index("<sha256-") + 1:][:len("sha256-") + 6]
+    assert triage("show", "--db", str(listed), prefix).stdout.startswith("other  (no Message-ID; key sha256-")
+    verdict = triage("verdict", "--db", str(listed), prefix)
+    assert "no stored rerun" in verdict.stderr and "@triagebot.invalid" in verdict.stderr
+    planned = triage("plan", "--db", str(listed), prefix)
+    assert planned.returncode == 1 and planned.stderr == ""  # found, and refused by the planner itself
+    assert planned.stdout.startswith("refused: the report names no testcase")
+
+
+def test_a_text_file_given_to_ingest_is_warned_about(tmp_path: Path) -> None:
+    plain = tmp_path / "notes.txt"
+    plain.write_text("just some notes, no headers at all\n")
+    result = triage("ingest", "--db", str(tmp_path / "t.db"), str(plain))
+    assert result.returncode == 0
+    assert one_line(result.stderr).endswith("no mail headers (no Date, From or Message-ID): stored undated, as "
+                                            "`other`; is it a mail file?")
+    quiet = triage("ingest", "--db", str(tmp_path / "t.db"), str(LAB_REPORT))
+    assert quiet.stderr == ""
+
+
+def test_show_json_is_indented_on_a_terminal_and_one_line_in_a_pipe(listed: Path) -> None:
+    import pty
+
+    message_id = "202407081422.9d3e6b57-oliver.sang@intel.com"
+    piped = triage("show", "--db", str(listed), message_id, "--json").stdout
+    assert piped.count("\n") == 1
+    leader, follower = pty.openpty()
+    process = subprocess.Popen([*TRIAGE, "show", "--db", str(listed), message_id, "--json"], stdout=follower,
+                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=PROJECT)
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the terminal's other side closed
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(leader)
+    assert process.wait(timeout=60) == 0
+    lines = shown.decode().splitlines()
+    assert lines[0] == "{" and lines[1].startswith('  "')
+    import json
+
+    assert json.loads(shown.decode()) == json.loads(piped)
+
+
+def test_a_name_that_does_not_resolve_is_one_short_line_and_not_retried() -> None:
+    from triagebot.ingest.http import NameUnresolved, RequestsClient, fetch
+    from triagebot.ingest.protocol import HttpPolicy
+
+    waits: list[float] = []
+    with pytest.raises(NameUnresolved) as raised:
+        fetch(RequestsClient(HttpPolicy()), "https://lore.example.invalid/oe-lkp/new.atom", HttpPolicy(),
+              limit=1 << 20, sleep=waits.append)
+    assert str(raised.value) == "lore.example.invalid: name does not resolve (offline?)"
+    assert waits == []
+
+
+def test_metrics_export_zeros_before_anything_happens() -> None:
+    from prometheus_client import generate_latest
+
+    from triagebot.health import DaemonMetrics
+
+    text = generate_latest(DaemonMetrics(sources=["https://lore.kernel.org/oe-lkp/"]).registry).decode()
+    for line in ('triage_poll_lag_seconds{source="https://lore.kernel.org/oe-lkp/"} ',
+                 'triage_reports{state="new"} 0.0', 'triage_reports{state="a-a-only"} 0.0',
+                 'triage_outbox{status="pending"} 0.0', 'triage_outbox{status="held"} 0.0',
+                 'triage_polls_total{outcome="error",source="https://lore.kernel.org/oe-lkp/"} 0.0',
+                 'triage_messages_stored_total{source="https://lore.kernel.org/oe-lkp/"} 0.0'):
+        assert line in text, line
+
+
+def test_text_logs_name_the_report() -> None:
+    import io
+    import logging
+
+    from triagebot.logs import TextLines
+
+    handler = logging.StreamHandler(stream := io.StringIO())
+    handler.setFormatter(TextLines())
+    logger = logging.getLogger("triagebot.test-new-user")
+    logger.addHandler(handler)
+    logger.propagate = False
+    from triagebot.logs import event
+
+    event(logger, logging.WARNING, "report refused", event="triage.refused", message_id="r@example.org",
+          reason="no culprit")
+    assert stream.getvalue().rstrip().endswith("WARNING report refused: r@example.org; no culprit")
+
+
+def test_the_slack_parent_orders_metric_rows_as_show_does() -> None:
+    from triagebot.notify.render import parent_message
+    from triagebot.notify.terminal import payload_to_text
+    from triagebot.parse.report import parse_message
+    from triagebot.records import Source
+    from triagebot.summary import render_report
+
+    for mail in LKP_MAIL:
+        report = parse_message(mail.read_bytes(), Source("eml"))
+        if len(report.metrics) < 3:
+            continue
+        shown = [line.split()[-1] for line in render_report(report).splitlines()
+                 if line.startswith("    ") and "%" in line]
+        parent = payload_to_text(parent_message(report, "new")).splitlines()
+        header = next(index for index, line in enumerate(parent) if line.split()[:2] == ["metric", "base"])
+        rows = [line for line in parent[header + 1:header + 6] if len(line.split()) >= 4]  # the table's rows
+        in_parent = [line.split()[0] for line in rows]
+        assert in_parent == [name[:len(posted)] for name, posted in zip(shown, in_parent, strict=False)], mail.name

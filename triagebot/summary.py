@@ -21,6 +21,12 @@ def _row_priority(report: Report, row) -> tuple[int, float]:
     return rank, -abs(row.change) if row.change_unit == "percent" else 0.0
 
 
+def metric_order(report: Report) -> list[int]:
+    """Indexes of the report's metric rows in the order people are shown them everywhere (`triage
+    show`, the Slack parent, the terminal): the headline, the testcase's own metrics, the rest."""
+    return sorted(range(len(report.metrics)), key=lambda index: _row_priority(report, report.metrics[index]))
+
+
 def render_report(report: Report, *, all_rows: bool = False) -> str:
     lines = [f"{report.kind}  {report.message_id or '(no Message-ID)'}",
              f"  subject:  {report.subject}",
@@ -59,7 +65,7 @@ def render_report(report: Report, *, all_rows: bool = False) -> str:
         lines.append(f"  raises:   [{objection.kind}] \"{objection.evidence}\"")
     if report.metrics:
         rows = report.metrics
-        shown = rows if all_rows else sorted(rows, key=lambda row: _row_priority(report, row))[:TOP_METRIC_ROWS]
+        shown = rows if all_rows else [rows[index] for index in metric_order(report)[:TOP_METRIC_ROWS]]
         note = "" if all_rows or len(rows) <= TOP_METRIC_ROWS else \
             f", top {TOP_METRIC_ROWS}: the headline, then the testcase's own metrics, by change; --all for every row"
         lines.append(f"  metrics ({len(rows)} rows{note}):")

@@ -19,6 +19,7 @@ from triagebot.cli.common import (
     database_path,
     open_store,
 )
+from triagebot.cli.keys import resolve_key
 from triagebot.cli.plotfile import check_plot_path, write_plot
 from triagebot.errors import TriageError
 from triagebot.notify.render import short_commit
@@ -87,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
     message_id = normalize_message_id(args.message_id)
     database = database_path(args)
     with open_store(args) as store:
+        message_id = resolve_key(store, message_id)  # a sha256-… short key or its prefix
         stored = store.get_record(message_id)
         if stored is None:
             print(f"triage rerun: {message_id}: no such message in {database}", file=sys.stderr)

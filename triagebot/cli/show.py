@@ -95,8 +95,8 @@ def run(args: argparse.Namespace) -> int:
                 return 1
             print(f"triage show: {message_id}: no such message in {database}", file=sys.stderr)
             return 1
-        if args.json:
-            print(json.dumps(report_to_json(report), ensure_ascii=False))
+        if args.json:  # indented for a person at a terminal, one line for a pipe
+            print(json.dumps(report_to_json(report), ensure_ascii=False, indent=2 if sys.stdout.isatty() else None))
             return 0
         thread_records = [item for item in (store.get_record(key) for key in store.thread_of(message_id)) if item]
         latest_run = store.latest_run(message_id)

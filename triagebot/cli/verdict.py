@@ -11,6 +11,7 @@ import json
 import sys
 
 from triagebot.cli.common import add_db_argument, add_json_argument, database_path, open_store
+from triagebot.cli.keys import resolve_key
 from triagebot.cli.plotfile import check_plot_path, write_plot
 from triagebot.rules.floors import load_floors
 from triagebot.store.protocol import normalize_message_id
@@ -56,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"triage verdict: {message_id}: no such message ({database} does not exist yet)", file=sys.stderr)
         return 1
     with open_store(args) as store:
+        message_id = resolve_key(store, message_id)  # a sha256-… short key or its prefix
         stored = store.latest_run(message_id)
         known = stored is not None or store.has_message(message_id)
     if not known:

@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 from triagebot.records import Report, report_to_json
 from triagebot.states import TriageState
+from triagebot.summary import metric_order
 from triagebot.verdict.same_kernel import A_A_ONLY
 
 Payload = dict[str, Any]
@@ -201,12 +202,12 @@ def _headline_text(report: Json) -> str:
     return report.get("subject") or "(no subject)"
 
 
-def _metric_table(report: Json) -> str | None:
+def _metric_table(report: Json, record: Report) -> str | None:
     rows = list(report.get("metrics") or [])
     if not rows:
         return None
-    headline = (report.get("headline") or {}).get("metric")
-    rows.sort(key=lambda row: row["name"] != headline)  # stable: the headline first, then as reported
+    if len(rows) == len(record.metrics):  # the order `triage show` prints them in
+        rows = [rows[index] for index in metric_order(record)]
     shown = rows[:MAX_METRIC_ROWS]
     width = min(48, max(len(row["name"]) for row in shown))
     lines = [f"{'metric':<{width}}  {'base':>12}  {'change':>8}  {'head':>12}"]
@@ -252,7 +253,7 @@ def parent_message(record: Report, state: str, *, plan: Json | None = None, run:
         _section(f"{summary}\nfrom {escape(report.get('from') or 'unknown')}"
                  + (f", {escape(report['date'])}" if report.get("date") else ""), fields),
     ]
-    table = _metric_table(report)
+    table = _metric_table(report, record)
     if table:
         blocks.append(_section(table))
     notes = []
