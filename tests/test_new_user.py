@@ -352,3 +352,18 @@ def test_the_slack_parent_orders_metric_rows_as_show_does() -> None:
         rows = [line for line in parent[header + 1:header + 6] if len(line.split()) >= 4]  # the table's rows
         in_parent = [line.split()[0] for line in rows]
         assert in_parent == [name[:len(posted)] for name, posted in zip(shown, in_parent, strict=False)], mail.name
+
+
+def test_list_verdict_finds_a_stored_verdict(listed: Path) -> None:
+    """A rerun's stored verdict is what --verdict filters on (it listed nothing before)."""
+    from triagebot.store.sqlite import SqliteStore
+
+    message_id = "202407081422.9d3e6b57-oliver.sang@intel.com"
+    run = {"host": "lab", "status": "done", "base_commit": "a", "suspect_commit": "b", "samples": [],
+           "verdict": {"outcome": "not-reproduced", "reason": "ruled out", "host_can_switch_kernel": True}}
+    with SqliteStore(listed) as store:
+        store.save_run(message_id, {"kind": "plan"}, run)
+    found = triage("list", "--db", str(listed), "--verdict", "not-reproduced").stdout.splitlines()
+    assert len(found) == 1 and found[0].endswith(f"<{message_id}>")
+    assert message_id not in triage("list", "--db", str(listed), "--verdict", "none", "--limit", "0").stdout
+    assert message_id not in triage("list", "--db", str(listed), "--verdict", "a-a-only").stdout
