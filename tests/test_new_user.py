@@ -69,6 +69,15 @@ def test_a_database_folder_under_a_file_says_so(tmp_path: Path) -> None:
                                        f"{tmp_path / 'file'} is a file, not a folder")
 
 
+def test_a_database_path_that_cannot_be_looked_at_is_one_line(tmp_path: Path) -> None:
+    """A folder name over the filesystem's limit (as EACCES on a folder not ours): stat itself fails."""
+    database = tmp_path / ("x" * 300) / "t.db"
+    for args in (("list",), ("ingest", str(LAB_REPORT)), ("status",)):
+        result = triage(*args, "--db", str(database))
+        assert result.returncode == 1
+        assert one_line(result.stderr).endswith(f"{database}: File name too long"), result.stderr
+
+
 @needs_namespaces
 def test_a_read_only_filesystem_serves_reads_and_refuses_writes_in_one_line(tmp_path: Path) -> None:
     place = tmp_path / "ro"

@@ -45,11 +45,15 @@ def check_database_place(database: Path) -> None:
     from triagebot.store.protocol import StoreError
     from triagebot.store.sqlite import ensure_private_dir
 
-    if database.is_dir():
-        raise StoreError(f"database {database}: is a directory; give a file path, such as {database / 'triage.db'}")
-    folder = next((parent for parent in database.parents if parent.exists()), None)
-    if folder is not None and not folder.is_dir():
-        raise StoreError(f"database {database}: {folder} is a file, not a folder")
+    try:
+        if database.is_dir():
+            raise StoreError(f"database {database}: is a directory; give a file path, such as "
+                             f"{database / 'triage.db'}")
+        folder = next((parent for parent in database.parents if parent.exists()), None)
+        if folder is not None and not folder.is_dir():
+            raise StoreError(f"database {database}: {folder} is a file, not a folder")
+    except OSError as error:  # a folder on the way that may not be looked into, a name too long
+        raise StoreError(f"database {database}: {error.strerror or error}") from None
     try:
         ensure_private_dir(database.parent)
     except OSError as error:

@@ -91,6 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     except sqlite3.Error as error:
         print(f"triage {args.command}: {database_problem(args, error)}", file=sys.stderr)
         return 1
+    except OSError as error:  # a path the command was given that cannot be looked at (EACCES, too long)
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"triage {args.command}: {where}{error.strerror or error}", file=sys.stderr)
+        return 1
 
 
 def database_problem(args: argparse.Namespace, error: sqlite3.Error) -> str:
