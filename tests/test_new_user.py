@@ -94,6 +94,8 @@ def test_a_read_only_filesystem_serves_reads_and_refuses_writes_in_one_line(tmp_
         echo '== new'; {command('ingest', '--db', place / 'new' / 't.db', LAB_REPORT)} 2>&1; echo "rc=$?"
         echo '== daemon'; {command('daemon', '--once', '--log-format', 'text', '--db', place / 'new' / 't.db')} 2>&1 \
             | grep -v 'SLACK_BOT_TOKEN'; echo "rc=$?"
+        echo '== daemon-ro'; {command('daemon', '--once', '--log-format', 'text', '--db', database)} 2>&1 \
+            | grep -v 'SLACK_BOT_TOKEN'
     """)
     assert result.returncode == 0, result.stdout + result.stderr
     parts = dict(part.split("\n", 1) for part in result.stdout.split("== ")[1:])
@@ -107,6 +109,8 @@ def test_a_read_only_filesystem_serves_reads_and_refuses_writes_in_one_line(tmp_
         f"triage ingest: database {place / 'new' / 't.db'}: cannot make its folder {place / 'new'}: "
         f"Read-only file system", "rc=1"]
     assert parts["daemon"].splitlines()[-2].endswith(f"cannot make its folder {place / 'new'}: Read-only file system")
+    assert parts["daemon-ro"].splitlines() == [
+        f"triage daemon: {database}: the database is read-only here (on a read-only filesystem); this writes to it"]
     assert "Traceback" not in result.stdout + result.stderr
 
 
@@ -166,13 +170,15 @@ def test_ctrl_c_on_ingest_is_one_line_and_keeps_what_was_stored(tmp_path: Path) 
     fifo = tmp_path / "in.mbox"
     os.mkfifo(fifo)
     database = tmp_path / "t.db"
-    process = subprocess.Popen([*TRIAGE, "ingest", "--db", str(database), "--jobs", "1", str(fifo)],
+    # SIGINT as a terminal leaves it (a test run started in the background inherits it ignored)
+    process = subprocess.Popen([*TRIAGE, "ingest", "--db", str(database), str(fifo)], start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=PROJECT)
     with open(fifo, "w") as feed:  # opens once ingest has opened the FIFO: it is past start-up
         feed.write("From t@example.org Mon Jan  1 00:00:00 2024\n" + LAB_REPORT.read_text())
         feed.flush()
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=120)
+        os.killpg(process.pid, signal.SIGINT)  # as Ctrl-C does: to the terminal's whole process group
+        out, err = process.communicate(timeout=300)
     assert process.returncode == 130
     assert one_line(err) == ("triage ingest: interrupted; what was stored before is kept, the step under way "
                              "was not stored")
