@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -238,6 +240,40 @@ def test_a_command_in_scratch_sees_scratch_as_its_tmp(outside_tmp: Path) -> None
     hook = executor.run([PYTHON, "-c", f"import os; print(os.path.exists('/tmp/{marker}'))"], timeout=20)
     assert hook.stdout.strip() == b"False"
     executor.close()
+
+
+def test_a_program_kept_under_the_hosts_tmp_still_runs_in_scratch(outside_tmp: Path) -> None:
+    """A virtualenv (or any program) made in the host's /tmp is not hidden by the scratch /tmp:
+    its entry of /tmp is bound read-only in the command's /tmp; nothing else of the host's is seen."""
+    if private_tmp.possible() is False:
+        pytest.skip("not root: commands see the host's /tmp, so nothing there is hidden")
+    executor = LocalExecutor(str(outside_tmp / "scratch"), name="private")
+    tools = Path(tempfile.mkdtemp(prefix="triagebot-tools-", dir="/tmp"))
+    other = Path(tempfile.mkdtemp(prefix="triagebot-other-", dir="/tmp"))
+    try:
+        (tools / "bin").mkdir()
+        program = tools / "bin" / "tool"
+        marker = f"marker-{os.getpid()}-{time.monotonic_ns()}"
+        program.write_text(f"#!/bin/sh\necho run > /tmp/{marker}\nls /tmp\n"
+                           f"touch {tools}/written 2>/dev/null && echo wrote || echo read-only\n")
+        program.chmod(0o755)
+        scratch = executor.make_scratch()
+        for argv, env in (([str(program)], None), (["tool"], {"PATH": f"{tools / 'bin'}:/usr/bin:/bin"})):
+            completed = executor.run(argv, timeout=20, cwd=scratch, env=env)
+            assert completed.ok, completed.stderr
+            seen = completed.stdout.decode().split()
+            assert tools.name in seen and other.name not in seen  # its own entry only
+            assert seen[-1] == "read-only" and not (tools / "written").exists()
+            assert Path(scratch, marker).read_text() == "run\n" and not Path("/tmp", marker).exists()
+        # the plan's own programs from /usr: no entry of the host's /tmp at all
+        listing = executor.run(["ls", "-A", "/tmp"], timeout=20, cwd=executor.make_scratch())
+        assert listing.ok and listing.stdout == b""
+        assert private_tmp.programs_under_tmp("ls", "/usr/bin:/bin") == ()
+        assert private_tmp.programs_under_tmp("tool", f"{tools / 'bin'}:/usr/bin") == (tools.name,)
+    finally:
+        executor.close()
+        shutil.rmtree(tools, ignore_errors=True)
+        shutil.rmtree(other, ignore_errors=True)
 
 
 def test_local_environment_is_small_and_fixed(local: LocalExecutor, monkeypatch: pytest.MonkeyPatch) -> None:

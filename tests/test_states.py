@@ -19,6 +19,7 @@ ALLOWED = [
     (S.RUNNING, S.PLANNED),  # stopped during a run: it starts over
     (S.RUNNING, S.CONFIRMED), (S.RUNNING, S.NOT_REPRODUCED), (S.RUNNING, S.INCONCLUSIVE),
     (S.RUNNING, S.ERROR),  # the verdict, or the run failed
+    (S.RUNNING, S.A_A_ONLY),  # base and suspect ran on one kernel: noise, no verdict on the commit
 ]
 
 
@@ -26,14 +27,14 @@ def test_the_moves_are_exactly_the_table() -> None:
     allowed = {(before, after) for before in S for after in S if before.can_move_to(after)}
     assert allowed == set(ALLOWED)
     assert [state for state in S if state.final] == [
-        S.CONFIRMED, S.NOT_REPRODUCED, S.INCONCLUSIVE, S.ERROR, S.REFUSED]
+        S.CONFIRMED, S.NOT_REPRODUCED, S.INCONCLUSIVE, S.A_A_ONLY, S.ERROR, S.REFUSED]
     assert OPEN_STATES == (S.NEW, S.PLANNED, S.RUNNING) and RUN_STATES == (S.PLANNED, S.RUNNING)
 
 
 def test_states_are_their_stored_text() -> None:
     # the values the triage table has always held: a database written before the enum reads the same
     assert [state.value for state in S] == [
-        "new", "planned", "running", "confirmed", "not-reproduced", "inconclusive", "error",
+        "new", "planned", "running", "confirmed", "not-reproduced", "inconclusive", "a-a-only", "error",
         "refused"]
     assert S.of("not-reproduced") is S.NOT_REPRODUCED
     assert S.NEW == "new" and f"{S.ERROR}" == "error"
@@ -49,6 +50,9 @@ def test_state_from_what_is_stored() -> None:
     assert triage_state({"kind": "plan"}, {"status": "error"}) is S.ERROR
     decided = {"verdict": {"outcome": "not-reproduced"}}
     assert triage_state({"kind": "plan"}, decided) is S.NOT_REPRODUCED
+    # a same-kernel run stored before a-a-only existed (its statistics said not-reproduced)
+    same_kernel = {"verdict": {"outcome": "not-reproduced", "host_can_switch_kernel": False}}
+    assert triage_state({"kind": "plan"}, same_kernel) is S.A_A_ONLY
 
 
 @pytest.fixture

@@ -249,14 +249,14 @@ def test_list_records_filters(store: SqlStore) -> None:
     def ids(**filters: object) -> list[str]:
         return [item.key for item in store.list_records(**filters)]
 
-    assert ids() == ["r4@x", "r3@x", "r2@x", "r1@x", "r5@x"]  # newest first
+    assert ids() == ["r3@x", "r2@x", "r1@x", "r5@x", "r4@x"]  # newest first, the undated after the dated
     assert ids(kind="lkp-regression") == ["r2@x", "r1@x"]
     assert ids(kind=["lkp-regression", "lkp-improvement"]) == ["r2@x", "r1@x", "r5@x"]
     assert ids(kind=[]) == []
-    assert ids(list_name="linux-kernel") == ["r4@x", "r3@x"]
+    assert ids(list_name="linux-kernel") == ["r3@x", "r4@x"]
     assert ids(testcase="fio") == ["r3@x", "r2@x"]
-    assert ids(since="2024-03-01") == ["r4@x", "r3@x", "r2@x"]  # r1 is 2024-02-29T20:00Z
-    assert ids(since="2024-02-29T20:00:00+00:00") == ["r4@x", "r3@x", "r2@x", "r1@x"]
+    assert ids(since="2024-03-01") == ["r3@x", "r2@x", "r4@x"]  # r1 is 2024-02-29T20:00Z
+    assert ids(since="2024-02-29T20:00:00+00:00") == ["r3@x", "r2@x", "r1@x", "r4@x"]
     assert ids(since="2024-03-09T00:00:00+00:00") == ["r4@x"]
     assert ids(kind="lkp-regression", testcase="fsmark", list_name="oe-lkp") == ["r1@x"]
     assert ids(list_name="oe-lkp", limit=2) == ["r2@x", "r1@x"]

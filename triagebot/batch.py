@@ -20,6 +20,7 @@ import collections
 import gc
 import multiprocessing
 import os
+import signal
 import sys
 import types
 from collections.abc import Callable, Generator, Iterator, Sequence
@@ -134,6 +135,12 @@ def _parse_chunk(bounds: tuple[int, int]) -> list[Outcome]:
     return [parse(*messages[index], render) for index in range(*bounds)]  # type: ignore[index,call-arg]
 
 
+def _ignore_interrupts() -> None:
+    """A worker's start: Ctrl-C (SIGINT to the terminal's whole process group) is the parent's
+    to handle; it ends the pool. A worker that took it too would print its own traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _start_reader() -> None:
     """The reader process's start: load spaCy while the workers go on parsing.
 
@@ -141,6 +148,7 @@ def _start_reader() -> None:
     the cyclic collector, which would walk them again and again, is off while it runs and they
     are frozen (left out of later collections) afterwards.
     """
+    _ignore_interrupts()
     gc.disable()
     try:
         import_spacy_for_reading()
@@ -301,7 +309,7 @@ def parse_messages(messages: Sequence[tuple[str, str, bytes, str | None]], rende
     failure: Exception | None = None
     try:
         bounds = [(start, min(start + CHUNK, len(messages))) for start in range(0, len(messages), CHUNK)]
-        with context.Pool(jobs) as pool:
+        with context.Pool(jobs, initializer=_ignore_interrupts) as pool:
             waiting: collections.deque = collections.deque()  # (outcomes, reader's answers or None)
             for outcomes in pool.imap(_parse_chunk, bounds):
                 if failure is not None:

@@ -219,7 +219,7 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    metrics = DaemonMetrics()
+    metrics = DaemonMetrics(sources=[source.url for source in settings.sources])
     health = None
     port = options.health_port
     if port is not None:

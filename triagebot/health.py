@@ -95,7 +95,8 @@ class _Lab:
 class DaemonMetrics:
     """The counters and gauges the daemon keeps, in a registry of their own."""
 
-    def __init__(self) -> None:
+    def __init__(self, sources: tuple[str, ...] | list[str] = ()) -> None:
+        """`sources`: the URLs the daemon polls, each exported (poll lag, counts at 0) from the start."""
         self.registry = CollectorRegistry()
         self.polls = Counter("triage_polls", "Source polls, by source and outcome", ["source", "outcome"],
                              registry=self.registry)
@@ -130,6 +131,23 @@ class DaemonMetrics:
         self.lab: dict = {}
         self.registry.register(_PollLag(self))
         self.registry.register(_Lab(self))
+        self._export_zeros(tuple(sources))
+
+    def _export_zeros(self, sources: tuple[str, ...]) -> None:
+        """Every series a dashboard or an alert reads exists from the first scrape, at 0, rather
+        than appearing only once something happens: reports by each state, outbox rows by each
+        status, and per source its poll lag (from the start), polls, messages and failures."""
+        from triagebot.states import TriageState
+        from triagebot.store.protocol import OUTBOX_STATUSES
+
+        self.set_counts({}, {}, tuple(TriageState), OUTBOX_STATUSES)
+        for source in sources:
+            self.failures.setdefault(source, 0)
+            for outcome in ("ok", "error"):
+                self.polls.labels(source, outcome)
+            self.messages.labels(source)
+            self.quarantined.labels(source)
+            self.gap_heals.labels(source)
 
     def poll_ok(self, source: str, events: tuple[str, ...] | list[str] = ()) -> None:
         self.failures[source] = 0

@@ -26,7 +26,8 @@ class JsonLines(logging.Formatter):
 
 
 # the fields a text line shows after the message, in this order (the others stay in JSON only)
-TEXT_FIELDS = ("source", "error", "detail", "new", "quarantined", "rules", "db", "url", "rows", "signal", "step")
+TEXT_FIELDS = ("message_id", "host", "outcome", "reason",
+               "source", "error", "detail", "new", "quarantined", "rules", "db", "url", "rows", "signal", "step")
 LABELLED_FIELDS = ("new", "quarantined", "rows", "rules", "db")  # shown as name=value (a bare number or path
 # says nothing)
 LOG_FORMATS = ("auto", "text", "json")

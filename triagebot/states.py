@@ -7,8 +7,8 @@ is the text stored in the `triage` table, so a database written before this enum
     new -> planned | refused | error (planning failed)
     planned -> running | error (the run failed before it started)
     running -> running (taken up again after a crash) | planned (stopped: starts over)
-            | confirmed | not-reproduced | inconclusive | error
-    confirmed, not-reproduced, inconclusive, error, refused: final
+            | confirmed | not-reproduced | inconclusive | a-a-only | error
+    confirmed, not-reproduced, inconclusive, a-a-only, error, refused: final
 """
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ class TriageState(StrEnum):
     CONFIRMED = "confirmed"
     NOT_REPRODUCED = "not-reproduced"
     INCONCLUSIVE = "inconclusive"
+    A_A_ONLY = "a-a-only"  # base and suspect ran on one kernel: noise measured, no verdict on a commit
     ERROR = "error"
     REFUSED = "refused"
 
@@ -51,10 +52,11 @@ _MOVES: dict[TriageState, frozenset[TriageState]] = {
     TriageState.PLANNED: frozenset({TriageState.RUNNING, TriageState.ERROR}),
     TriageState.RUNNING: frozenset({TriageState.RUNNING, TriageState.PLANNED, TriageState.CONFIRMED,
                                     TriageState.NOT_REPRODUCED, TriageState.INCONCLUSIVE,
-                                    TriageState.ERROR}),
+                                    TriageState.A_A_ONLY, TriageState.ERROR}),
     TriageState.CONFIRMED: frozenset(),
     TriageState.NOT_REPRODUCED: frozenset(),
     TriageState.INCONCLUSIVE: frozenset(),
+    TriageState.A_A_ONLY: frozenset(),
     TriageState.ERROR: frozenset(),
     TriageState.REFUSED: frozenset(),
 }
@@ -67,6 +69,8 @@ def triage_state(plan: dict[str, Any] | None = None, run: dict[str, Any] | None 
                  verdict: dict[str, Any] | None = None) -> TriageState:
     """The state a report is in, from what is stored about it (plan, run and verdict JSON)."""
     verdict = verdict or (run or {}).get("verdict")
+    if verdict and verdict.get("host_can_switch_kernel") is False:
+        return TriageState.A_A_ONLY  # one kernel both sides, whatever an older run stored as its outcome
     if verdict:
         return TriageState.of(str(verdict["outcome"]))
     if run:

@@ -2,6 +2,7 @@
 line, its last rerun and where the daemon has it."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from triagebot.records import Commit, Report
@@ -22,6 +23,12 @@ def _row_priority(report: Report, row) -> tuple[int, float]:
     own = bool(prefix) and row.name.startswith(prefix + ".")
     rank = 0 if row.name == headline else 1 if own else 2 if not row.name.startswith("perf-profile.") else 3
     return rank, -abs(row.change) if row.change_unit == "percent" else 0.0
+
+
+def metric_order(report: Report) -> list[int]:
+    """Indexes of the report's metric rows in the order people are shown them everywhere (`triage
+    show`, the Slack parent, the terminal): the headline, the testcase's own metrics, the rest."""
+    return sorted(range(len(report.metrics)), key=lambda index: _row_priority(report, report.metrics[index]))
 
 
 @dataclass(frozen=True)
@@ -73,7 +80,7 @@ def summary_lines(report: Report, *, all_rows: bool = False) -> list[SummaryLine
         lines.append(_field("raises", f"[{objection.kind}] \"{objection.evidence}\""))
     if report.metrics:
         rows = report.metrics
-        shown = rows if all_rows else sorted(rows, key=lambda row: _row_priority(report, row))[:TOP_METRIC_ROWS]
+        shown = rows if all_rows else [rows[index] for index in metric_order(report)[:TOP_METRIC_ROWS]]
         note = "" if all_rows or len(rows) <= TOP_METRIC_ROWS else \
             f", top {TOP_METRIC_ROWS}: the headline, then the testcase's own metrics, by change; --all for every row"
         lines.append(SummaryLine("heading", "metrics", f"metrics ({len(rows)} rows{note}):"))
@@ -131,6 +138,15 @@ def render_report(report: Report, *, all_rows: bool = False) -> str:
 _BLOCKS = "▁▂▃▄▅▆▇█"
 
 
+_COMMIT = re.compile(r"([0-9a-f]{12})[0-9a-f]*(.*)", re.DOTALL)
+
+
+def short_commit(commit: str) -> str:
+    """A commit as 12 hex digits, keeping what follows them: "c0ffee1234ab^" stays whole."""
+    match = _COMMIT.fullmatch(commit)
+    return match.group(1) + match.group(2) if match else commit
+
+
 def sample_plot(values: list[float], low: float, high: float) -> str:
     """One character a sample, its height between the run's lowest and highest value."""
     span = high - low
@@ -138,11 +154,21 @@ def sample_plot(values: list[float], low: float, high: float) -> str:
 
 
 def render_run(run: dict) -> str:
-    """The last rerun: its verdict, and each side's samples as a small plot in run order."""
-    lines = [f"  rerun:    on {run['host']}, {run['base_commit']} (base) against {run['suspect_commit']} (suspect), "
-             f"{run['status']}"]
+    """The last rerun: its verdict, and each side's samples as a small plot in run order. A run
+    whose host could not switch kernels says so: both sides ran one kernel (an A/A run)."""
+    from triagebot.verdict.same_kernel import A_A_ONLY, as_stored, is_same_kernel
+
+    run = as_stored(run)
+    base, suspect = short_commit(run["base_commit"]), short_commit(run["suspect_commit"])
+    if is_same_kernel(run):
+        lines = [f"  rerun:    on {run['host']}, A/A: base and suspect both on its running kernel (it cannot "
+                 f"switch kernels; {base} and {suspect} were not booted), {run['status']}"]
+    else:
+        lines = [f"  rerun:    on {run['host']}, {base} (base) against {suspect} (suspect), {run['status']}"]
     verdict = run.get("verdict")
-    if verdict:
+    if verdict and verdict.get("outcome") == A_A_ONLY:
+        lines.append(f"  outcome:  {A_A_ONLY} (no verdict on the commit): {verdict['reason']}")
+    elif verdict:
         lines.append(f"  verdict:  {verdict['outcome']}: {verdict['reason']}")
     elif run.get("error"):
         lines.append(f"  error:    {run['error']}")

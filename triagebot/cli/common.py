@@ -54,9 +54,35 @@ def database_path(args: argparse.Namespace) -> Path:
     return location.local_path
 
 
+def check_database_place(database: Path) -> None:
+    """StoreError naming the database and why it cannot be there: a directory given as the file,
+    a folder that is a file, or a folder that cannot be made (read-only filesystem, no permission)."""
+    from triagebot.store.protocol import StoreError
+    from triagebot.store.sqlite import ensure_private_dir
+
+    try:
+        if database.is_dir():
+            raise StoreError(f"database {database}: is a directory; give a file path, such as "
+                             f"{database / 'triage.db'}")
+        folder = next((parent for parent in database.parents if parent.exists()), None)
+        if folder is not None and not folder.is_dir():
+            raise StoreError(f"database {database}: {folder} is a file, not a folder")
+    except OSError as error:  # a folder on the way that may not be looked into, a name too long
+        raise StoreError(f"database {database}: {error.strerror or error}") from None
+    try:
+        ensure_private_dir(database.parent)
+    except OSError as error:
+        raise StoreError(f"database {database}: cannot make its folder {error.filename or database.parent}: "
+                         f"{error.strerror or error}") from None
+
+
 @contextmanager
 def open_store(args: argparse.Namespace) -> Iterator[SqlStore]:
     """The store at the command's database (a SQLite file, created 0600 in a 0700 directory if
-    missing, or a PostgreSQL database), its schema migrated."""
-    with database_location(args).open() as store:
+    missing, or a PostgreSQL database), its schema migrated; a SQLite path that cannot hold a
+    database is refused in one line first (check_database_place)."""
+    location = database_location(args)
+    if location.url is None:
+        check_database_place(location.local_path)
+    with location.open() as store:
         yield store

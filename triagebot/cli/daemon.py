@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from triagebot import logs
 from triagebot.cli.common import add_db_argument, add_rules_argument, database_path, open_store
@@ -9,6 +11,7 @@ from triagebot.daemon import DEFAULT_HEALTH_PORT, DaemonOptions, serve
 from triagebot.errors import TriageError
 from triagebot.notify import outbox
 from triagebot.rules.settings import settings_for
+from triagebot.store.protocol import Store
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,4 +55,14 @@ def run(args: argparse.Namespace) -> int:
                             health_port=health_port(args.health_port, args.once),
                             health_address=args.health_address, notify_retry_seconds=args.notify_retry_seconds,
                             stale_days=args.stale_days)
-    return serve(settings, database_path(args), lambda: open_store(args), options)
+    return serve(settings, database_path(args), lambda: _writable_store(args), options)
+
+
+@contextmanager
+def _writable_store(args: argparse.Namespace) -> Iterator[Store]:
+    """The store, checked writable at the start: the daemon on a read-only database (which
+    `list` and `show` may still read) stops with that one line instead of failing every step."""
+    with open_store(args) as store:
+        with store.transaction():
+            pass
+        yield store

@@ -11,6 +11,7 @@ on stderr says how many were, and `triage list --failed` lists them.
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 from datetime import UTC, datetime
 
@@ -20,6 +21,7 @@ from triagebot.errors import TriageError
 from triagebot.ingest.runner import IngestResult, describe_error, ingest_once
 from triagebot.ingest.sources import build_source
 from triagebot.rules.settings import settings_for
+from triagebot.store.protocol import StoreError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
                     result = ingest_once(source, store, jobs=args.jobs, progress=progress, bounds=settings.bounds)
                 finally:
                     progress.end()
+            except (StoreError, sqlite3.Error):
+                raise  # the database failed, not this source: the next one would fail the same way
             except TriageError as error:
                 print(f"triage ingest: {error}", file=sys.stderr)
                 failures += 1

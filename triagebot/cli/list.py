@@ -14,6 +14,7 @@ from triagebot.cli.common import add_db_argument, add_json_argument, database_lo
 from triagebot.cli.keys import record_key
 from triagebot.dates import SINCE_FORMS, parse_since
 from triagebot.records import KINDS, report_to_json
+from triagebot.verdict.same_kernel import A_A_ONLY, run_outcome
 
 UNSURE_KINDS = ("human-report", "human-perf-complaint", "reply")
 
@@ -25,9 +26,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--list", dest="list_name", help="mailing list name, e.g. linux-ext4")
     parser.add_argument("--since", help=f"messages dated at or after: {SINCE_FORMS}")
     parser.add_argument("--testcase", help="LKP testcase or benchmark, e.g. fsmark")
-    parser.add_argument("--verdict", choices=("confirmed", "not-reproduced", "inconclusive", "error", "none"),
-                        help="verdict of the rerun ('none': not rerun yet)")
-    parser.add_argument("--limit", type=int, default=50, help="at most this many (default 50; 0: all)")
+    parser.add_argument("--verdict", choices=("confirmed", "not-reproduced", "inconclusive", "error", A_A_ONLY,
+                                              "none"),
+                        help=f"outcome of the last rerun ('none': not rerun yet; '{A_A_ONLY}': base and suspect "
+                             "ran on one kernel, no verdict on the commit)")
+    parser.add_argument("--limit", type=_limit, default=50, help="at most this many (default 50; 0: all)")
     add_json_argument(parser, "JSON Lines, one record per line")
     parser.add_argument("--failed", action="store_true",
                         help="the quarantined messages the parser could not read, with the reason")
@@ -45,6 +48,25 @@ def _kinds(selected: list[str] | None) -> list[str] | None:
                       "human-bug", "syzbot")
                      if kind == "reports" else (kind,))
     return kinds
+
+
+def _limit(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative; give a count, or 0 for all")
+    return value
+
+
+def _filters_text(args: argparse.Namespace) -> str:
+    """The filters given, as typed: what `no records match` names."""
+    given = [f"--kind {kind}" for kind in args.kind or ()]
+    given += [f"--{name} {value}" for name, value in (("list", args.list_name), ("since", args.since),
+                                                      ("testcase", args.testcase), ("verdict", args.verdict))
+              if value]
+    return " ".join(given)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,14 +94,19 @@ def run(args: argparse.Namespace) -> int:
                 if why:
                     reasons[listed.key] = why
                     records.append(listed)
+        elif args.verdict:
+            # the last stored rerun's outcome (a same-kernel run: a-a-only, never a verdict)
+            wanted = None if args.verdict == "none" else args.verdict
+            records = [listed for listed in store.list_records(**filters)
+                       if run_outcome(store.latest_run(listed.key)) == wanted]
         else:
             records = store.list_records(**filters, limit=limit + 1 if limit else None)
         more = 0
         if limit and len(records) > limit:
-            more = len(records) - limit if args.uncertain else len(store.list_records(**filters)) - limit
+            more = (len(records) if args.uncertain or args.verdict else len(store.list_records(**filters))) - limit
             records = records[:limit]
-    if args.verdict and args.verdict != "none":
-        records = []  # no rerun has stored a verdict yet: the reproduce stage writes them
+    if not records and not args.json:
+        print(f"(no records match {_filters_text(args)})" if _filters_text(args) else "(no records)")
     for listed in records:
         report = listed.report
         if args.json:
@@ -91,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(data, ensure_ascii=False))
             continue
         change = f"{report.headline.change_percent:+g}% " if report.headline else ""
-        print(f"{(report.date or '')[:10]:10}  {report.kind:15}  {change}"
+        print(f"{(report.date or 'undated')[:10]:10}  {report.kind:15}  {change}"
               f"{(report.subject or '')[:90]}  <{record_key(listed)}>")
         if args.uncertain:
             print(f"            unsure: {'; '.join(reasons[listed.key])}")

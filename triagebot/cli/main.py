@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -90,6 +91,35 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:
+        # Every write is one transaction: what was committed is kept, the one under way is not.
+        print(f"triage {args.command}: interrupted; what was stored before is kept, the step under way "
+              f"was not stored", file=sys.stderr)
+        return 130
+    except sqlite3.Error as error:
+        print(f"triage {args.command}: {database_problem(args, error)}", file=sys.stderr)
+        return 1
+    except OSError as error:  # a path the command was given that cannot be looked at (EACCES, too long)
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"triage {args.command}: {where}{error.strerror or error}", file=sys.stderr)
+        return 1
+
+
+def database_problem(args: argparse.Namespace, error: sqlite3.Error) -> str:
+    """A database error met mid-command, in one line naming the file and what to do."""
+    where = "the database"
+    if hasattr(args, "db"):
+        from triagebot.cli.common import database_path
+
+        where = f"database {database_path(args)}"
+    text = str(error)
+    if "malformed" in text or "not a database" in text or isinstance(error, sqlite3.DatabaseError) and \
+            not isinstance(error, sqlite3.OperationalError):
+        return (f"{where}: {text}: the file is damaged; restore it from a backup (or try "
+                f"`sqlite3 FILE .recover`)")
+    if "full" in text:
+        return f"{where}: {text}: nothing of the step under way was stored; free some space and run it again"
+    return f"{where}: {text}"
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from triagebot.cli.common import (
     database_path,
     open_store,
 )
+from triagebot.cli.keys import resolve_key
 from triagebot.errors import TriageError
 from triagebot.reproduce.plan import HostShape, Plan, PlanResult, plan_command, plan_report
 from triagebot.rules.settings import settings_for
@@ -131,6 +132,7 @@ def _stored_report(args: argparse.Namespace):
         return None
     with open_store(args) as store:
         try:
+            message_id = resolve_key(store, message_id)  # a sha256-… short key or its prefix
             report = store.get_record(message_id)
         except UnreadableRecord as error:
             print(f"triage plan: {message_id}: {error}", file=sys.stderr)

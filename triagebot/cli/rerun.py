@@ -19,7 +19,10 @@ from triagebot.cli.common import (
     database_path,
     open_store,
 )
+from triagebot.cli.keys import resolve_key
+from triagebot.cli.plotfile import check_plot_path, write_plot
 from triagebot.errors import TriageError
+from triagebot.notify.render import short_commit
 from triagebot.records import Report
 from triagebot.reproduce.executors.choose import executor_for
 from triagebot.reproduce.host_lock import host_lock
@@ -31,6 +34,8 @@ from triagebot.reproduce.rounds import commits_of, rounds_within
 from triagebot.reproduce.runner import Sample, rerun
 from triagebot.rules.settings import Settings, settings_for
 from triagebot.store.protocol import Store, normalize_message_id
+from triagebot.verdict.same_kernel import A_A_ONLY
+from triagebot.verdict.sequential import LookSchedule
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,16 +46,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base", help="base commit (default: the report's base, else the culprit's parent)")
     parser.add_argument("--suspect", help="suspect commit (default: the report's culprit)")
     parser.add_argument("--budget", type=int, default=20, metavar="N",
-                        help="at most N runs a side (default 20: looks at 6, 10, 15, 20)")
+                        help=f"at most N runs a side, at least {MIN_BUDGET} (default 20: looks at 6, 10, 15, 20)")
+    parser.add_argument("--plot", metavar="FILE", help="also write the samples plot (PNG) to FILE")
     add_json_argument(parser, "print the stored run as JSON")
     parser.add_argument("--no-fetch", action="store_true",
                         help="do not fetch the report's LKP materials (job.yaml, reproduce, config): "
                              "plan from the mail")
 
 
+MIN_BUDGET = LookSchedule().rounds[0]  # the first look's runs a side: fewer decide nothing
+
+
 def _progress(sample: Sample) -> None:
-    print(f"  sample {sample.index:>3}  {sample.role:7} {sample.commit:14} {sample.value:>14.6g}  "
+    print(f"  sample {sample.index:>3}  {sample.role:7} {short_commit(sample.commit):14} {sample.value:>14.6g}  "
           f"({sample.seconds:.1f} s)", file=sys.stderr)
+
+
+def check_options(args: argparse.Namespace, command: str = "triage rerun") -> None:
+    """The options alone, before anything is read or fetched: TriageError naming the bad one."""
+    if args.budget < MIN_BUDGET:
+        raise TriageError(f"--budget {args.budget}: at least {MIN_BUDGET} runs a side are needed "
+                          f"(the first look takes {MIN_BUDGET})")
+    if args.plot:
+        check_plot_path(args.plot)
 
 
 def _with_materials(report: Report, store: Store, settings: Settings) -> Report:
@@ -64,11 +82,13 @@ def _with_materials(report: Report, store: Store, settings: Settings) -> Report:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_options(args)
     settings = settings_for(args.rules)
     rules = settings.rules_dir
     message_id = normalize_message_id(args.message_id)
     database = database_path(args)
     with open_store(args) as store:
+        message_id = resolve_key(store, message_id)  # a sha256-… short key or its prefix
         stored = store.get_record(message_id)
         if stored is None:
             print(f"triage rerun: {message_id}: no such message in {database}", file=sys.stderr)
@@ -98,11 +118,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"rerun of {message_id} on {host.name} (match {match.score:.2f}"
               f"{'; differs: ' + '; '.join(match.differences) if match.differences else ''})", file=sys.stderr)
         print(f"  plan: {' '.join(plan.argv)}  -> {plan.output_metric}, {plan.better} is better", file=sys.stderr)
+        if not host.can_switch_kernel:
+            print(f"triage rerun: {host.name} cannot switch kernels: base and suspect both run on its running "
+                  f"kernel (an A/A run). It measures noise and tests the plan; it ends as {A_A_ONLY}, never a "
+                  f"verdict on {short_commit(suspect)}", file=sys.stderr)
         with host_lock(database, host.name), executor_for(host) as executor:
             result = rerun(plan, host, executor, base, suspect, on_sample=_progress, rounds=rounds_within(args.budget),
                            floor_percent=settings.floors.floor_for(plan.report_metric or plan.metric))
         run_json = result.to_json() | {"host_match": {"score": match.score, "differences": list(match.differences)}}
         store.save_run(message_id, plan.to_json(), run_json)
+    if args.plot and result.samples:
+        write_plot(args.plot, run_json)
+        print(f"triage rerun: samples plot written to {args.plot}", file=sys.stderr)
     if args.json:
         print(json.dumps(run_json, ensure_ascii=False))
     elif result.status == "done":
@@ -118,13 +145,17 @@ def run(args: argparse.Namespace) -> int:
 def render_verdict(run_json: dict) -> str:
     """The verdict line, with how comparable the host was to the report's machine."""
     verdict = run_json["verdict"]
-    lines = [f"{verdict['outcome']}: {verdict['reason']}",
+    if verdict["outcome"] == A_A_ONLY:
+        head = f"{A_A_ONLY} (no verdict on the commit): {verdict['reason']}"
+    else:
+        head = f"{verdict['outcome']}: {verdict['reason']}"
+    lines = [head,
              f"  host:     {run_json['host']} (match {run_json['host_match']['score']:.2f} to the report's machine)"]
     if run_json["host_match"]["differences"]:
         lines.append("  differs:  " + "; ".join(run_json["host_match"]["differences"]))
     if not verdict.get("host_can_switch_kernel", True):
         lines.append("  note:     this host cannot switch kernels: base and suspect ran on the same kernel "
-                     "(an A/A run)")
+                     "(an A/A run); describe a lab host that can in hosts.toml for a verdict")
     elif verdict["outcome"] == "not-reproduced" and run_json["host_match"]["score"] < 0.5:
         lines.append("  note:     not reproduced on a very different machine: weak evidence against the report")
     return "\n".join(lines)

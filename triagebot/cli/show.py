@@ -47,8 +47,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"triage show: {message_id}: no such message in {database}", file=sys.stderr)
             return 1
     report = view.report
-    if args.json:
-        print(json.dumps(report_to_json(report), ensure_ascii=False))
+    if args.json:  # indented for a person at a terminal, one line for a pipe
+        print(json.dumps(report_to_json(report), ensure_ascii=False, indent=2 if sys.stdout.isatty() else None))
         return 0
     text = render_report(report, all_rows=args.all)
     if not report.message_id:  # the key it was opened by, to open it again

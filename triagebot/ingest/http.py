@@ -264,6 +264,9 @@ class RequestsClient:
                     finally:
                         response.close()
             except (self._requests.RequestException, self._urllib3_error, OSError) as error:
+                if name_unresolved(error):
+                    raise NameUnresolved(f"{urlsplit(current).hostname or current}: name does not resolve "
+                                         f"(offline?)") from error
                 if watch.expired:
                     raise AnswerFailed(f"{current}: no whole answer within the {deadline:g} s deadline "
                                       f"({type(error).__name__})") from error
@@ -303,6 +306,27 @@ def _retry_after(response: HttpResponse) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         return None
+
+
+class NameUnresolved(ResponseRefused):
+    """The host's name does not resolve (offline, or no DNS): said in one short line, not retried
+    within the poll (the next poll asks again) rather than as urllib3's text at every attempt."""
+
+
+def name_unresolved(error: BaseException) -> bool:
+    """Whether `error`, or what caused it through requests' and urllib3's wrappers, is a failed
+    name lookup (socket.gaierror, urllib3's NameResolutionError)."""
+    seen: set[int] = set()
+    pending: list[object] = [error]
+    while pending:
+        item = pending.pop()
+        if not isinstance(item, BaseException) or id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, socket.gaierror) or type(item).__name__ == "NameResolutionError":
+            return True
+        pending += [item.__cause__, item.__context__, getattr(item, "reason", None), *item.args]
+    return False
 
 
 def fetch(client: HttpClient, url: str, policy: HttpPolicy, *, limit: int, sleep: Sleeper = time.sleep,

@@ -226,6 +226,12 @@ def store_batch(store: Store, source_key: str, batch: Batch, *, jobs: int, clock
     result.seen += len(batch.messages)
     size = sum(len(fetched.raw) for fetched in batch.messages)
     result.bytes += size
+    headerless = [(name, record.get("kind")) for _, name, record in parsed
+                  if not (record.get("date") or record.get("from") or record.get("message_id"))]
+    if headerless:  # a text file given by mistake reads as a message with no headers at all
+        more = f" and {len(headerless) - 1} more" if len(headerless) > 1 else ""
+        result.events.append(f"{headerless[0][0]}{more}: no mail headers (no Date, From or Message-ID): stored "
+                             f"undated, as `{headerless[0][1]}`; is it a mail file?")
     with store.transaction():
         failed.extend(store_parsed(store, parsed, received_at, result))
         for fetched, name, error in failed:

@@ -87,12 +87,15 @@ def _summary(text: PlotText, medians: dict[str, float]) -> str:
     reported, measured = text.reported_change_percent, text.measured_change_percent
     if reported is not None and math.isfinite(reported):
         parts.append(f"reported {_percent(reported)}")
+    same_kernel = text.outcome == "a-a-only"
     if measured is not None and math.isfinite(measured):
-        parts.append(f"measured {_percent(measured)}")
+        parts.append(f"{'noise (one kernel, A/A)' if same_kernel else 'measured'} {_percent(measured)}")
     elif len(medians) == 2 and medians["base"]:
         ratio = medians["suspect"] / medians["base"]
         parts.append(f"medians differ by {_percent((ratio - 1) * 100)}")
-    if text.outcome:
+    if same_kernel:
+        parts.append("a-a-only: no verdict on the commit")
+    elif text.outcome:
         parts.append(f"verdict: {text.outcome}")
     return ", ".join(parts)
 

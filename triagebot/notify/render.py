@@ -13,12 +13,13 @@ progress (started, halfway: never per sample), for the verdict with its reason; 
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 from urllib.parse import quote
 
 from triagebot.records import Report, report_to_json
 from triagebot.states import TriageState
+from triagebot.summary import metric_order, short_commit
+from triagebot.verdict.same_kernel import A_A_ONLY
 
 Payload = dict[str, Any]
 Json = dict[str, Any]
@@ -45,6 +46,7 @@ STATE_EMOJI = {
     TriageState.CONFIRMED: ":red_circle:",
     TriageState.NOT_REPRODUCED: ":white_check_mark:",
     TriageState.INCONCLUSIVE: ":grey_question:",
+    TriageState.A_A_ONLY: ":left_right_arrow:",
     TriageState.ERROR: ":warning:",
     TriageState.REFUSED: ":no_entry_sign:",
 }
@@ -55,6 +57,8 @@ STATE_MEANING = {
     TriageState.CONFIRMED: "the rerun shows the reported change",
     TriageState.NOT_REPRODUCED: "the rerun rules the reported change out",
     TriageState.INCONCLUSIVE: "the budget of runs was spent without a decision",
+    TriageState.A_A_ONLY: "base and suspect ran on the same kernel (the host cannot switch kernels): "
+                          "noise measured, no verdict on the commit",
     TriageState.ERROR: "the rerun failed; see the thread",
     TriageState.REFUSED: "no safe rerun could be planned from the report; see the thread",
 }
@@ -85,13 +89,6 @@ def commit_url(tree: str | None, sha: str) -> str | None:
 
 # --- text helpers -------------------------------------------------------------------------------
 
-_COMMIT = re.compile(r"([0-9a-f]{12})[0-9a-f]*(.*)", re.DOTALL)
-
-
-def short_commit(commit: str) -> str:
-    """A commit as 12 hex digits, keeping what follows them: "c0ffee1234ab^" stays whole."""
-    match = _COMMIT.fullmatch(commit)
-    return match.group(1) + match.group(2) if match else commit
 
 
 def escape(text: str) -> str:
@@ -197,12 +194,12 @@ def _headline_text(report: Json) -> str:
     return report.get("subject") or "(no subject)"
 
 
-def _metric_table(report: Json) -> str | None:
+def _metric_table(report: Json, record: Report) -> str | None:
     rows = list(report.get("metrics") or [])
     if not rows:
         return None
-    headline = (report.get("headline") or {}).get("metric")
-    rows.sort(key=lambda row: row["name"] != headline)  # stable: the headline first, then as reported
+    if len(rows) == len(record.metrics):  # the order `triage show` prints them in
+        rows = [rows[index] for index in metric_order(record)]
     shown = rows[:MAX_METRIC_ROWS]
     width = min(48, max(len(row["name"]) for row in shown))
     lines = [f"{'metric':<{width}}  {'base':>12}  {'change':>8}  {'head':>12}"]
@@ -257,7 +254,7 @@ def parent_message(record: Report, state: str, *, plan: Json | None = None, run:
         _section(f"{summary}\nfrom {escape(report.get('from') or 'unknown')}"
                  + (f", {escape(report['date'])}" if report.get("date") else ""), fields),
     ]
-    table = _metric_table(report)
+    table = _metric_table(report, record)
     if table:
         blocks.append(_section(table))
     notes = []
@@ -268,7 +265,9 @@ def parent_message(record: Report, state: str, *, plan: Json | None = None, run:
         notes.append(escape(queued_text(queued)))
     if run:
         notes.append(f"run on {escape(run.get('host', '?'))}: {len(run.get('samples') or [])} samples")
-    if verdict:
+    if verdict and verdict.get("outcome") == A_A_ONLY:
+        notes.append(f"A/A run only: noise {percent(verdict.get('measured_change_percent'))}")
+    elif verdict:
         notes.append(f"verdict: *{verdict['outcome']}* ({percent(verdict.get('measured_change_percent'))} "
                      f"measured)")
     if lore:
@@ -366,8 +365,11 @@ def run_progress_reply(run: Json, moment: str, budget_samples: int | None = None
 
 
 def verdict_reply(verdict: Json | None, run: Json | None = None) -> Payload:
-    """The verdict with its reason and numbers; a run that ended in error says why."""
+    """The verdict with its reason and numbers; a run that ended in error says why; a same-kernel
+    (A/A) run says it is no verdict and gives the noise it measured."""
     verdict = verdict or (run or {}).get("verdict")
+    if verdict and verdict.get("outcome") == A_A_ONLY:
+        return _a_a_reply(verdict, run or {})
     if not verdict:
         error = (run or {}).get("error") or "the run ended without a verdict"
         return fit({"text": f"Run failed: {error}",
@@ -400,6 +402,29 @@ def verdict_reply(verdict: Json | None, run: Json | None = None) -> Payload:
     return fit({"text": text, "blocks": blocks})
 
 
+def _a_a_reply(verdict: Json, run: Json) -> Payload:
+    """A same-kernel run: what it measured (noise) and that it says nothing about the commit."""
+    noise = verdict.get("noise") or {}
+    spread = noise.get("spread_percent")
+    interval = f"[{percent(verdict.get('ci_low'))}, {percent(verdict.get('ci_high'))}]"
+    fields = [
+        f"*Noise (A against A)*\n{percent(verdict.get('measured_change_percent'))} {interval}",
+        "*Run-to-run spread*\n" + (f"±{spread:.1f}%" if isinstance(spread, (int, float)) else "n/a"),
+        f"*Runs*\n{verdict.get('runs_base', '?')} + {verdict.get('runs_suspect', '?')} on one kernel",
+        f"*Reported*\n{percent(verdict.get('reported_change_percent'))}",
+    ]
+    head = (f"{STATE_EMOJI[TriageState.A_A_ONLY]} *A/A run only: no verdict on the commit*\n"
+            f"{escape(verdict.get('reason') or '')}")
+    blocks = [_section(head, fields),
+              _context(":warning: describe a lab host that can switch kernels in hosts.toml for a verdict")]
+    text = f"A/A run only (a-a-only), no verdict on the commit. {verdict.get('reason') or ''}"
+    storage = storage_lines(run.get("plan") or {})
+    if storage:
+        blocks.append(_context(*(escape(line) for line in storage)))
+        text += " " + " ".join(storage)
+    return fit({"text": text, "blocks": blocks})
+
+
 def storage_lines(plan: Json) -> list[str]:
     """What a plan's benchmark ran on, and each way that differs from the report's storage."""
     lines = []
@@ -416,6 +441,8 @@ def with_section(payload: Payload, text: str) -> Payload:
 
 def plot_title(report: Report, run: Json) -> str:
     metric = (run.get("plan") or {}).get("metric") or (report.headline.metric if report.headline else "metric")
+    if (run.get("verdict") or {}).get("outcome") == A_A_ONLY:
+        return f"{metric}: A/A on {run.get('host', '?')}, both sides on its running kernel (noise, no verdict)"
     return (f"{metric}: base {short_commit(run.get('base_commit', '?'))} vs suspect "
             f"{short_commit(run.get('suspect_commit', '?'))} on {run.get('host', '?')}")
 

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from urllib.parse import quote, unquote, urlsplit
 
-from triagebot.ingest.http import fetch
+from triagebot.ingest.http import NameUnresolved, fetch
 from triagebot.ingest.protocol import (
     BodyTooLarge,
     HttpClient,
@@ -98,6 +98,10 @@ class _FailFast:
     def get(self, url: str, **kwargs) -> HttpResponse:
         try:
             return self._client.get(url, **kwargs)
+        except NameUnresolved as error:
+            host = urlsplit(url).hostname or url
+            raise HostUnreachable(f"{host} cannot be reached: its name does not resolve (not retried; "
+                                  f"offline?)") from error
         except ResponseRefused:
             raise
         except SourceError as error:

@@ -5,7 +5,9 @@ commit (when the host can switch kernels) and the running-kernel hook is checked
 argv runs in a fresh scratch directory with `{scratch}` filled in; its output and the files the
 plan collects are kept with the parsed metric. A failed sample is retried a bounded number of
 times, then the run ends as an error with the reason. Rounds of samples go to the adaptive
-verdict until it decides or the budget is spent.
+verdict until it decides or the budget is spent. On a host that cannot switch kernels both
+sides run on its running kernel: the run ends in `a-a-only` with the noise it measured, never
+in a verdict on the commit (verdict/same_kernel.py).
 
 Nothing here builds a command from message text: argv comes from a validated plan, hooks from
 the operator's hosts.toml.
@@ -24,6 +26,7 @@ from triagebot.reproduce.outputs import OutputError, parse_output
 from triagebot.reproduce.plan import Plan
 from triagebot.rules.floors import load_floors
 from triagebot.rules.hosts import Host
+from triagebot.verdict.same_kernel import a_a_verdict
 from triagebot.verdict.sequential import LookSchedule, decide_adaptively
 
 SCRATCH = "{scratch}"
@@ -70,6 +73,7 @@ class RunRecord:
     finished_at: str | None = None
     verdict: dict | None = None
     events: list[str] = field(default_factory=list)
+    same_kernel: bool = False  # the host cannot switch kernels: both sides on one kernel (A/A)
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -250,7 +254,7 @@ def rerun(plan: Plan, host: Host, executor: Executor, base_commit: str, suspect_
 
     The plan's commands run under `limits`, by default those scaled from the host (host_limits)."""
     record = RunRecord(host=host.name, base_commit=base_commit, suspect_commit=suspect_commit,
-                       plan=plan.to_json(), started_at=_now())
+                       plan=plan.to_json(), started_at=_now(), same_kernel=not host.can_switch_kernel)
     limits = limits if limits is not None else host_limits(host)
     runner = Runner(plan, host, executor, retries=retries, limits=limits)
     record.events.append(f"limits: {describe_limits(limits)}")
@@ -283,5 +287,7 @@ def rerun(plan: Plan, host: Host, executor: Executor, base_commit: str, suspect_
         record.status = "done"
         record.verdict = adaptive.verdict.to_json() | {"looks": len(adaptive.looks),
                                                        "host_can_switch_kernel": host.can_switch_kernel}
+        if record.same_kernel:  # noise and a working plan, never a verdict on the commit
+            record.verdict = a_a_verdict(record.verdict, record.to_json())
     record.finished_at = _now()
     return record

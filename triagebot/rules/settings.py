@@ -15,10 +15,12 @@ nothing, which is an error only for a step that needs them (`need_hosts`, `need_
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from triagebot.errors import RulesError
 from triagebot.ingest.bounds import PollBounds
 from triagebot.ingest.protocol import HttpPolicy
 from triagebot.rules.floors import FLOORS_FILE, MetricFloors, floors_from
@@ -85,5 +87,12 @@ def load_settings(rules: Path) -> Settings:
 
 
 def settings_for(cli_value: str | Path | None = None, environ: Mapping[str, str] | None = None) -> Settings:
-    """The settings of the rules directory `--rules` or the environment names."""
+    """The settings of the rules directory `--rules` or the environment names; RulesError when
+    the directory named is not there (a typo would otherwise read as "no hosts", "no sources")."""
+    environ = os.environ if environ is None else environ
+    named = cli_value or environ.get("TRIAGE_RULES")
+    if named and not Path(named).is_dir():
+        how = "--rules" if cli_value else "TRIAGE_RULES"
+        what = "not a directory" if Path(named).exists() else "no such directory"
+        raise RulesError(f"{how} {named}: {what}")
     return load_settings(rules_dir(cli_value, environ))

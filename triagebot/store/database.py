@@ -166,8 +166,11 @@ class SqlDatabase:
             try:
                 yield
             except BaseException:
-                self.execute(f"ROLLBACK TO SAVEPOINT {name}")
-                self.execute(f"RELEASE SAVEPOINT {name}")
+                # SQLite itself rolls the whole transaction back on some errors (a full disk,
+                # SQLITE_FULL): the savepoint is gone with it, and the first error is the one to tell.
+                if self._in_transaction():
+                    self.execute(f"ROLLBACK TO SAVEPOINT {name}")
+                    self.execute(f"RELEASE SAVEPOINT {name}")
                 raise
             else:
                 self.execute(f"RELEASE SAVEPOINT {name}")

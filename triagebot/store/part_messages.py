@@ -227,7 +227,7 @@ class Records:
                      list_name: str | None = None, since: str | datetime | None = None,
                      testcase: str | None = None,
                      limit: int | None = None) -> list[ListedRecord]:
-        """Records matching every given filter, newest first.
+        """Records matching every given filter, newest first; undated records after the dated ones.
 
         `kind` is one kind or several; `since` keeps messages dated at or after that moment
         (the record's `date`, or the receipt time where the record has none; naive = UTC);
@@ -246,7 +246,7 @@ class Records:
         parameters += values
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         sql = (f"SELECT r.message_id, r.record_json FROM records r JOIN messages m USING (message_id) {where}"
-               " ORDER BY COALESCE(r.date_utc, m.received_at) DESC, r.message_id")
+               " ORDER BY r.date_utc IS NULL, COALESCE(r.date_utc, m.received_at) DESC, r.message_id")
         if limit is not None:
             sql += " LIMIT ?"
             parameters.append(int(limit))

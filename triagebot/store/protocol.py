@@ -245,7 +245,8 @@ class RecordStore(Protocol):
                      list_name: str | None = None, since: str | datetime | None = None,
                      testcase: str | None = None,
                      limit: int | None = None) -> list[ListedRecord]:
-        """Records matching every given filter, newest first (by message date, else receipt)."""
+        """Records matching every given filter, newest first by message date; undated records
+        (by receipt, newest first) after every dated one."""
         ...
 
     def record_keys_starting(self, prefix: str, limit: int) -> list[str]:

@@ -16,6 +16,9 @@ Connection settings, and why:
   asks of data directories). An existing file or directory keeps the mode it has.
 Opening runs the migrations of `migrations.py`; a file written by a newer schema is refused
 (`SchemaTooNewError`) before anything in it is changed.
+- read-only: an existing database this process cannot write (a read-only filesystem, a file or
+  folder without write permission) is opened read-only, so `list`, `show` and `status` still
+  read it; a write then fails as a one-line `StoreError` naming the file and why.
 """
 from __future__ import annotations
 
@@ -25,9 +28,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import quote
 
 from triagebot.store.database import SqlDatabase, utc_now
-from triagebot.store.migrations import apply_migrations, refuse_newer, schema_version
+from triagebot.store.migrations import LATEST_VERSION, apply_migrations, refuse_newer, schema_version
 from triagebot.store.protocol import StoreBusyError, StoreError
 
 DEFAULT_BUSY_TIMEOUT_MS = 5000
@@ -79,9 +83,55 @@ class SqliteDatabase(SqlDatabase):
                  clock: Callable[[], datetime] = utc_now) -> None:
         super().__init__(str(path), clock)
         self.busy_timeout_ms = busy_timeout_ms
+        self.read_only: str | None = None  # why the database is open for reading only, if it is
         self.connection = self._open()
 
+    def _read_only_reason(self) -> str | None:
+        """Why an existing database cannot be written here (None: it can, or it is new)."""
+        if self.path == ":memory:" or not os.path.isfile(self.path):
+            return None
+        folder = os.path.dirname(os.path.abspath(self.path))
+        try:
+            if os.statvfs(folder).f_flag & os.ST_RDONLY:
+                return "on a read-only filesystem"
+        except OSError:
+            pass
+        if not os.access(self.path, os.W_OK):
+            return "the file is not writable"
+        if not os.access(folder, os.W_OK):  # SQLite keeps its -wal and -shm files beside it
+            return f"its folder {folder} is not writable"
+        return None
+
+    def _open_read_only(self, why: str) -> sqlite3.Connection:
+        """The database for reading only: `mode=ro`, else `immutable=1` (a read-only filesystem
+        where SQLite cannot make the WAL index: nothing can change the file there)."""
+        uri = "file:" + quote(os.path.abspath(self.path))
+        problem: sqlite3.Error | None = None
+        for options in ("?mode=ro", "?mode=ro&immutable=1"):
+            connection = sqlite3.connect(uri + options, uri=True, isolation_level=None,
+                                         timeout=self.busy_timeout_ms / 1000)
+            try:
+                version = schema_version(connection)
+            except sqlite3.DatabaseError as error:
+                connection.close()
+                problem = error
+                if "unable to open" in str(error):
+                    continue
+                raise StoreError(f"{self.path}: not a triagebot database ({error})") from None
+            refuse_newer(version, self.path)
+            if version < LATEST_VERSION:
+                connection.close()
+                raise StoreError(f"{self.path}: read-only ({why}) and written by an older triagebot (schema "
+                                 f"{version}, this one reads {LATEST_VERSION}): open it once where it can be "
+                                 f"written, to bring it up to date")
+            self.read_only = why
+            return connection
+        raise StoreError(f"{self.path}: cannot open the database ({why}): {problem}")
+
     def _open(self) -> sqlite3.Connection:
+        why = self._read_only_reason()
+        if why is not None:
+            return self._open_read_only(why)
         try:
             if self.path != ":memory:":
                 ensure_private_dir(Path(self.path).parent)
@@ -90,7 +140,11 @@ class SqliteDatabase(SqlDatabase):
             # transaction() issues BEGIN IMMEDIATE / COMMIT itself.
             connection = sqlite3.connect(self.path, isolation_level=None,
                                          timeout=self.busy_timeout_ms / 1000)
-        except (OSError, sqlite3.Error) as error:
+        except OSError as error:
+            raise StoreError(f"{self.path}: cannot open the database: {error.strerror or error}"
+                             + (f" ({error.filename})" if error.filename and error.filename != self.path else "")
+                             ) from None
+        except sqlite3.Error as error:
             raise StoreError(f"{self.path}: cannot open the database: {error}") from None
         try:
             connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
@@ -126,6 +180,8 @@ class SqliteDatabase(SqlDatabase):
 
     def _begin(self) -> None:
         """BEGIN IMMEDIATE: the write lock up front, waited for up to the busy timeout."""
+        if self.read_only:
+            raise StoreError(f"{self.path}: the database is read-only here ({self.read_only}); this writes to it")
         try:
             self.connection.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as error:

@@ -22,6 +22,9 @@ class Outcome(StrEnum):
     NOT_REPRODUCED = "not-reproduced"
     INCONCLUSIVE = "inconclusive"
     ERROR = "error"
+    # Base and suspect ran on one kernel (the host cannot switch kernels): noise, never a verdict
+    # on a commit (same_kernel.py). The statistics never return it; a same-kernel run is given it.
+    A_A_ONLY = "a-a-only"
 
 
 def classify(different: bool, toward: float, toward_low: float, toward_high: float,

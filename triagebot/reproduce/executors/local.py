@@ -62,14 +62,15 @@ def _rlimit_values(limits: Limits) -> list[tuple[int, int]]:
     return chosen
 
 
-def _limit_setter(limits: Limits | None, cgroup: Path | None, tmp: str | None) -> Callable[[], None] | None:
+def _limit_setter(limits: Limits | None, cgroup: Path | None, tmp: str | None,
+                  keep: tuple[str, ...] = ()) -> Callable[[], None] | None:
     if limits is None and cgroup is None and tmp is None:
         return None
     chosen = _rlimit_values(limits) if limits is not None else []
 
     def apply() -> None:  # runs in the child between fork and exec
         if tmp is not None:
-            private_tmp.mount_scratch_on_tmp(tmp)
+            private_tmp.mount_scratch_on_tmp(tmp, keep)
         if cgroup is not None:
             join(cgroup)
         for kind, value in chosen:
@@ -154,8 +155,10 @@ class LocalExecutor:
         # a command in a scratch directory (a plan's, not a hook) sees it as its /tmp
         tmp = cwd if (scratch_child(self.scratch_root, cwd) and not private_tmp.under_tmp(cwd)
                       and self._private_tmp_problem() is None) else None
+        # what of the host's /tmp the program itself needs (a virtualenv made there) stays seen
+        keep = private_tmp.programs_under_tmp(argv[0], self._environment(cwd, env)["PATH"]) if tmp else ()
         try:
-            return self._run(argv, timeout, cwd, env, _limit_setter(limits, cgroup, tmp))
+            return self._run(argv, timeout, cwd, env, _limit_setter(limits, cgroup, tmp, keep))
         finally:
             if cgroup is not None:
                 PidsCgroups.remove(cgroup)
