@@ -78,7 +78,7 @@ def test_a_postgresql_url_opens_the_server_and_writes_nothing_here(tmp_path: Pat
     assert migrated.returncode == 0, migrated.stderr
     assert migrated.stdout.strip().endswith(f"schema version {LATEST_VERSION} (postgresql)")
     listed = triage("list", cwd=tmp_path, TRIAGE_DB=url)
-    assert listed.returncode == 0 and listed.stdout == "" and listed.stderr == ""
+    assert listed.returncode == 0 and listed.stdout == "(no records)\n" and listed.stderr == ""
     assert list(tmp_path.iterdir()) == []
 
 
