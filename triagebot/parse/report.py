@@ -10,6 +10,7 @@ from triagebot.parse import prose
 from triagebot.parse.classify import classify, is_patch_review, is_plain_patch, is_report_thread
 from triagebot.parse.commits import find_commits
 from triagebot.parse.draft import Draft, LanguageRequest, complete
+from triagebot.parse.finite import NUMBER_GATE, finite_only
 from triagebot.parse.language import rough_sentences
 from triagebot.parse.limits import MAX_LINE_CHARS
 from triagebot.parse.measurements import read_measurements
@@ -264,6 +265,7 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
     request = None
     if kind.startswith("lkp-"):
         fields = _lkp_fields(own, attachments)
+        defects = (*defects, *fields.pop("defects"))
     elif kind == "syzbot":
         syzbot, commits = _syzbot(subject, own)
         fields = {"syzbot": syzbot, "commits": tuple(commits),
@@ -279,7 +281,7 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
             fields, quoted = _with_quoted_context(fields, split.quoted)
         if fields.get("measurements"):
             fields = _with_numbers(fields, split.quoted)
-    return Draft(Report(
+    report = Report(
         message_id=message_id,
         in_reply_to=in_reply_to,
         subject=subject,
@@ -293,7 +295,10 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
         thread_links=tuple(thread_links),
         defects=tuple(defects),
         **fields,
-    ), request)
+    )
+    if NUMBER_GATE.search(body):
+        report = finite_only(report)
+    return Draft(report, request)
 
 
 _FIXES_LINE = re.compile(r"^[ \t]*Fixes:.*$", re.MULTILINE)
@@ -333,6 +338,7 @@ def _lkp_fields(own: str, attachments: tuple[DecodedAttachment, ...]) -> dict:
         "compiler": facts.compiler,
         "lkp_config": facts.lkp_config,
         "also_impacted": tuple(facts.also_impacted),
+        "defects": tuple(facts.parameter_defects),
     }
 
 
