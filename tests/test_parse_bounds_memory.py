@@ -57,19 +57,19 @@ CASES = {
     "an archive page of 1M <a> tags": """
         page = (b"<html><head><title>x</title></head><body><pre>Subject: fio\\n</pre>"
                 + b"<a href=x>y</a>" * 1_000_000 + b"</body></html>\\n")
-        assert refused(page) == "archive page refused: HTML of 2,000,010 tags, over 20,000", refused(page)
+        assert refused(page) == "archive page refused: HTML of 2,000,010 tags, over 10,000", refused(page)
         print("ok")
     """,
     "an archive page of 200k <pre> blocks": """
         page = b"<html><head><title>x</title></head><body>" + b"<pre>fio -20%</pre>\\n" * 200_000 + b"</body></html>\\n"
-        assert refused(page) == "archive page refused: HTML of 400,008 tags, over 20,000", refused(page)
+        assert refused(page) == "archive page refused: HTML of 400,008 tags, over 10,000", refused(page)
         print("ok")
     """,
     "an HTML-only mail of 1M tags": """
         raw = (HEAD + b"MIME-Version: 1.0\\nContent-Type: text/html; charset=utf-8\\n\\n<html><body><p>"
                b"fio randwrite dropped 20% after the commit</p>" + b"<b>x</b>" * 500_000 + b"</body></html>\\n")
         report = parse_message(raw, Source("eml"))
-        assert "HTML of 1,000,006 tags, over 20,000: tags stripped without parsing" in report.defects, report.defects
+        assert "HTML of 1,000,006 tags, over 10,000: tags stripped without parsing" in report.defects, report.defects
         print("ok")
     """,
 }

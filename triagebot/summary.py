@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from triagebot.records import Report
+from triagebot.visible import visible
 
 TOP_METRIC_ROWS = 15
 
@@ -83,4 +84,5 @@ def render_report(report: Report, *, all_rows: bool = False) -> str:
         lines.append("  (facts above come from quoted text)")
     for defect in report.defects:
         lines.append(f"  defect:   {defect}")
-    return "\n".join(lines)
+    # every line holds someone's text: hidden characters shown as escapes, line by line
+    return "\n".join(visible(line) for line in lines)

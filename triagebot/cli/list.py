@@ -14,6 +14,7 @@ from triagebot.cli.common import add_db_argument, add_json_argument, database_pa
 from triagebot.cli.keys import record_key
 from triagebot.errors import TriageError
 from triagebot.records import KINDS, report_to_json
+from triagebot.visible import visible
 
 SINCE_FORMS = "YYYY-MM-DD, an ISO date-time (2024-06-01T12:00:00+00:00), today, yesterday, or Nd (N days ago)"
 _DAYS_AGO = re.compile(r"(\d{1,5})d")
@@ -93,8 +94,10 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(data, ensure_ascii=False))
             continue
         change = f"{report.headline.change_percent:+g}% " if report.headline else ""
+        # a subject or Message-ID is anyone's text: bidi controls and zero-width characters are
+        # shown as escapes, so what a terminal shows is what was sent
         print(f"{(report.date or '')[:10]:10}  {report.kind:15}  {change}"
-              f"{(report.subject or '')[:90]}  <{record_key(listed)}>")
+              f"{visible((report.subject or '')[:90])}  <{visible(record_key(listed))}>")
     if more and not args.json:
         print(f"({more} more, use --limit {limit + more} or --limit 0 for all)")
     return 0
@@ -111,4 +114,4 @@ def _print_failed(rows, as_json: bool) -> None:
                               "error": row.error}, ensure_ascii=False))
             continue
         where = row.source_url or row.list_name or ""
-        print(f"<{row.key}>  {row.failed_at}  {row.source_name}{' ' + where if where else ''}  {row.error}")
+        print(visible(f"<{row.key}>  {row.failed_at}  {row.source_name}{' ' + where if where else ''}  {row.error}"))

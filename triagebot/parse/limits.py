@@ -19,8 +19,9 @@ MAX_MIME_DEPTH = 16
 MAX_MIME_LINES = 1_000_000
 # Tags (counted as `<`) of one HTML page or HTML mail part given to the HTML parser, which spends
 # about 0.1 ms and hundreds of bytes on each element (1M `<a>`: 31 s, 1.3 GB); an archive page
-# holds about 60. A page over it is refused; a mail part over it has its tags stripped unparsed.
-MAX_HTML_TAGS = 20_000
+# holds about 60, an HTML mail a few thousand. A page over it is refused; a mail part over it has
+# its tags stripped unparsed.
+MAX_HTML_TAGS = 10_000
 MAX_PARTS = 1_000  # leaf MIME parts read; the rest are dropped
 MAX_DECODED_BYTES = 32 * 1024 * 1024  # decoded payload bytes read over all parts of one message
 MAX_LINE_CHARS = 10_000  # characters kept of one body line before the readers see it

@@ -7,7 +7,7 @@ from typing import Any
 
 from triagebot.parse.limits import MAX_COMMITS, MAX_MACHINE_CHARS
 from triagebot.records import PARAMETER_DEFECT, AlsoImpacted, Commit, Headline, TestMachine
-from triagebot.visible import has_hidden, visible
+from triagebot.visible import has_hidden, visible, without_format_characters
 
 # 2023+: "kernel test robot noticed a -5.7% regression of fsmark.files_per_sec on:"
 # 2019-22: "FYI, we noticed a -6.3% regression of aim7.jobs-per-min due to commit:"
@@ -195,7 +195,10 @@ def parse_lkp(text: str) -> LkpFacts:
     """Every structured LKP fact in a report body (own text, quotes already removed)."""
     facts = LkpFacts()
     facts.headline, facts.functional_title = parse_headline(text)
-    lines = text.split("\n")
+    # commit lines are read as a terminal shows them (a zero-width space does not split a SHA);
+    # the parameter block as sent, where a hidden character is a line that does not read
+    sent_lines = text.split("\n")
+    lines = without_format_characters(text)[0].split("\n")
     axes = _axes(lines)
     culprit: Commit | None = None
     seen: set[str] = set()
@@ -274,7 +277,7 @@ def parse_lkp(text: str) -> LkpFacts:
             machine_description = machine_match.group(1)
             continue
         if _PARAMETERS_START.match(line.strip()) and not facts.parameters and not facts.parameter_defects:
-            facts.parameters, facts.parameter_defects = _parameters(lines, index + 1)
+            facts.parameters, facts.parameter_defects = _parameters(sent_lines, index + 1)
             continue
         stripped = line.strip()
         if stripped.startswith(("bin/lkp ", "sudo bin/lkp ", "git clone https://github.com/intel/lkp-tests")):

@@ -81,8 +81,14 @@ def decode_header_value(raw: str | None) -> str:
 
 
 def _header_str(message: email.message.Message, name: str) -> str | None:
-    """A header's value as str: compat32 gives a Header object for 8-bit bytes in it."""
-    value = message.get(name)
+    """A header's value as str: compat32 gives a Header object for 8-bit bytes in it. Of
+    several Message-ID fields the last (public-inbox adds its own when a message reuses an
+    id); of other fields the first."""
+    if name.lower() == "message-id":
+        values = message.get_all(name)
+        value = values[-1] if values else None
+    else:
+        value = message.get(name)
     return None if value is None else str(value)
 
 
@@ -328,7 +334,8 @@ def _scan_header_block(header_text: str) -> tuple[dict[str, str], int] | None:
             return None
         count += 1
         name = name.lower()
-        if name in _FAST_HEADERS and name not in values:
+        # the last Message-ID field: public-inbox adds its own when a message reuses an id
+        if name in _FAST_HEADERS and (name not in values or name == "message-id"):
             current = values[name] = [line[colon + 1:]]
         else:
             current = None

@@ -32,6 +32,7 @@ from triagebot.records import (
     Source,
     Syzbot,
 )
+from triagebot.visible import without_format_characters
 
 _URL = re.compile(r"https?://[^\s<>\"'()\[\]]+")
 # The value runs from its first to its last non-space character: a lazy `(.+?)\s*$` there was
@@ -251,6 +252,12 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
     body, cut = cut_long_lines(body)
     if cut:
         defects = (*defects, cut)
+    # Commits are read as a terminal shows the text (commits.find_commits, lkp.parse_lkp): a
+    # zero-width space inside a SHA does not split it into a culprit prefix and another commit.
+    hidden = without_format_characters(body)[1] + without_format_characters(subject)[1]
+    if hidden:
+        defects = (*defects, f"{hidden} hidden format characters (zero-width, bidi controls) in the text, "
+                             "ignored in reading commits")
     if is_plain_patch(subject):
         # A patch posting: quoting and prose reading would be spent on a diff.
         split = split_quotes("")
