@@ -54,6 +54,17 @@ CASES = {
         assert "MIME message over 1,000,000 lines; the rest not read" in report.defects, report.defects
         print("ok")
     """,
+    "the same, a file not named .eml (read first as a pasted thread page)": """
+        import os, tempfile
+        from triagebot.inputs import read_messages
+        with tempfile.TemporaryDirectory() as scratch:
+            path = os.path.join(scratch, "message")
+            with open(path, "wb") as handle:
+                handle.write(HEAD + b"X-Fold: x" + b"\\n y" * 21_000_000 + b"\\n\\nI can reproduce it.\\n")
+            [(name, kind, raw)] = list(read_messages(path))
+        assert kind == "text" and len(raw) == 63_000_161, (kind, len(raw))
+        print("ok")
+    """,
     "an archive page of 1M <a> tags": """
         page = (b"<html><head><title>x</title></head><body><pre>Subject: fio\\n</pre>"
                 + b"<a href=x>y</a>" * 1_000_000 + b"</body></html>\\n")
