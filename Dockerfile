@@ -21,7 +21,7 @@ WORKDIR /opt/triagebot
 COPY pyproject.toml README.md ./
 COPY triagebot ./triagebot
 COPY rules ./rules
-RUN python3 -m pip install --no-cache-dir .
+RUN python3 -m pip install --no-cache-dir ".[postgres]"
 
 RUN useradd --system --create-home --home-dir /home/triage triage \
  && mkdir -p /data /rules && cp -r rules/. /rules/ && chown -R triage /data

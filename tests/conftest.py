@@ -25,3 +25,26 @@ def require_corpus() -> Path:
     if not CORPUS.is_dir():
         pytest.skip(f"the shared corpus is absent: {CORPUS} not found (tests read it from ../shared)")
     return CORPUS
+
+
+# -- the store on both backends (tests/support/postgres.py) -----------------------------------
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """One real PostgreSQL server for the session, on a Unix socket in a temporary directory."""
+    from tests.support.postgres import start_server
+
+    server = start_server()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def stores(request: pytest.FixtureRequest, tmp_path: Path):
+    """Stores of one backend by name; a test taking it runs once on SQLite, once on PostgreSQL."""
+    from tests.support.postgres import Stores
+
+    server = request.getfixturevalue("postgres_server") if request.param == "postgresql" else None
+    return Stores(request.param, tmp_path, server)

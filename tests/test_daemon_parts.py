@@ -14,6 +14,7 @@ from tests.conftest import FIXTURES, PROJECT
 from tests.support.fake_slack import FakeSlack
 from triagebot import flow
 from triagebot.health import DaemonMetrics, HealthServer
+from triagebot.ingest.bounds import PollBounds
 from triagebot.parse.report import parse_message
 from triagebot.records import Source, report_from_json, report_to_json
 from triagebot.rules.routing import parse_routing
@@ -155,8 +156,9 @@ def test_a_source_raising_anything_is_logged_and_the_next_source_still_polled(
 
     monkeypatch.setattr(daemon, "build_source",
                         lambda url, policy, **_: Broken() if url == broken_url else FileSource(path))
-    settings = SimpleNamespace(http=None, sources=[SimpleNamespace(url=broken_url, poll_minutes=1),
-                                                   SimpleNamespace(url=file_url, poll_minutes=1)])
+    settings = SimpleNamespace(http=None, bounds=PollBounds(),
+                               sources=[SimpleNamespace(url=broken_url, poll_minutes=1),
+                                        SimpleNamespace(url=file_url, poll_minutes=1)])
     metrics = DaemonMetrics()
     with SqliteStore(tmp_path / "d.db") as store:
         new_ids = daemon.poll_due_sources(settings, store, daemon.DaemonState(), metrics, jobs=1)

@@ -353,8 +353,12 @@ tools = {{ "mkfs.btrfs" = "/usr/sbin/mkfs.btrfs" }}
     assert "  prepare: mount -t btrfs /dev/disk/by-id/scratch-1 '{scratch}'\n" in shown
     assert "  release: umount '{scratch}' (after each sample, always)\n" in shown
     assert "  storage: btrfs made on scratch device /dev/disk/by-id/scratch-1" in shown
-    assert main(common) == 0  # the default shape has no scratch device: said
+    assert main([*common, "--threads", "2"]) == 0  # a made-up shape has no scratch device: said
     assert "  differs: filesystem: the report ran on btrfs on 1HDD; the host lists no scratch device" in \
         capsys.readouterr().out
+    assert main(common) == 0  # without --host: the daemon's host, the only one
+    planned = capsys.readouterr()
+    assert "  storage: btrfs made on scratch device /dev/disk/by-id/scratch-1" in planned.out
+    assert "triage plan: for host disk-lab, the daemon's: the most similar host (match " in planned.err
     assert main([*common, "--host", "nowhere"]) == 1
     assert "--host 'nowhere': no such host in" in capsys.readouterr().err

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -139,7 +140,7 @@ def _edit(text: str, old: str, new: str) -> str:
     (_edit(LOCAL, "threads = 2", 'threads = 2\ntools = { lkp-tests = "lkp" }'), 
      "tools.lkp-tests must be an absolute path"),
     (_edit(LOCAL, "threads = 2", 'threads = 2\ntools = { "a b" = "/opt/x" }'), "is not a tool name"),
-    ("[[hosts]]\nname = 'x'\n", "rules/hosts.toml:1: unknown key(s) hosts (expected host)"),
+    ("[[hosts]]\nname = 'x'\n", "rules/hosts.toml:1: unknown key(s) hosts (expected host, max_wait_minutes)"),
     ("[[host]\n", "not valid TOML"),
 ])
 def test_validation_names_file_line_and_entry(text: str, problem: str) -> None:
@@ -299,3 +300,36 @@ def test_corpus_machines_all_score_within_bounds() -> None:
         # this 2-thread machine differs from every lab box the corpus names
         assert match.differences, path.name
     assert seen >= 10
+
+
+BISECTING = CASCADE.replace("[host.ssh]", '''
+list_commits = ["git", "-C", "/src/linux", "rev-list", "--reverse", "--first-parent", "{good}..{bad}"]
+build_patched = ["sudo", "/usr/local/sbin/build-patched", "{commit}", "{mbox}"]
+[host.ssh]''')
+
+
+def test_the_bisect_and_fix_hooks_load_and_substitute() -> None:
+    (host,) = hosts(BISECTING)
+    assert host.list_commits_argv("v6.8", "abc1234")[-1] == "v6.8..abc1234"
+    assert host.build_patched_argv("abc1234", "/srv/scratch/x/fix.mbx") == (
+        "sudo", "/usr/local/sbin/build-patched", "abc1234", "/srv/scratch/x/fix.mbx")
+    with pytest.raises(ValueError, match="not a commit"):
+        host.list_commits_argv("-rf", "abc1234")  # never an option to the hook
+    (plain,) = hosts(CASCADE)
+    with pytest.raises(ValueError, match="cannot bisect"):
+        plain.list_commits_argv("v6.8", "abc1234")
+    with pytest.raises(ValueError, match="cannot test fixes"):
+        plain.build_patched_argv("abc1234", "/tmp/x")
+
+
+@pytest.mark.parametrize("line, problem", [
+    # a shell string
+    ('list_commits = "git rev-list {good}..{bad}"', "must be an argv list"),
+    # a placeholder this hook does not fill
+    ('list_commits = ["git", "rev-list", "{good}..{commit}"]', "unknown placeholder {commit}"),
+    # the mbox never named: the hook could not know what to apply
+    ('build_patched = ["/usr/local/sbin/build", "{commit}"]', "build_patched must mention {mbox}"),
+])
+def test_bad_bisect_and_fix_hooks_are_refused_with_file_and_line(line: str, problem: str) -> None:
+    with pytest.raises(RulesError, match=re.escape(problem)):
+        hosts(CASCADE.replace("[host.ssh]", f"{line}\n[host.ssh]"))

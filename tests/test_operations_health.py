@@ -1,5 +1,6 @@
 """Issue 17, part 2: /healthz says `degraded` (503, with the reason) when every source has failed
-its last polls in a row; /metrics carries each source's poll lag and the polls that healed a gap."""
+its last polls in a row (issue 21: or any one source, named); /metrics carries each source's poll
+lag and the polls that healed a gap."""
 from __future__ import annotations
 
 import json
@@ -9,6 +10,7 @@ from types import SimpleNamespace
 from tests.test_daemon_parts import get
 from triagebot import daemon
 from triagebot.health import FAILING_POLLS, DaemonMetrics, HealthServer
+from triagebot.ingest.bounds import PollBounds
 from triagebot.ingest.protocol import Batch, SourceError
 from triagebot.store.sqlite import SqliteStore
 
@@ -32,7 +34,8 @@ class Healing:
 
 def _poll(tmp_path: Path, monkeypatch, sources: dict, times: int) -> DaemonMetrics:
     monkeypatch.setattr(daemon, "build_source", lambda url, policy, **_: sources[url]())
-    settings = SimpleNamespace(http=None, sources=[SimpleNamespace(url=url, poll_minutes=1) for url in sources])
+    settings = SimpleNamespace(http=None, bounds=PollBounds(),
+                               sources=[SimpleNamespace(url=url, poll_minutes=1) for url in sources])
     metrics = DaemonMetrics()
     with SqliteStore(tmp_path / "d.db") as store:
         for _ in range(times):
@@ -46,7 +49,8 @@ def test_healthz_degraded_when_every_source_failed_its_last_polls(tmp_path, monk
     try:
         assert get(f"http://127.0.0.1:{server.port}/healthz")[0] == 200  # two failures: a blip
         with SqliteStore(tmp_path / "d.db") as store:
-            settings = SimpleNamespace(http=None, sources=[SimpleNamespace(url=DOWN, poll_minutes=1)])
+            settings = SimpleNamespace(http=None, bounds=PollBounds(),
+                                       sources=[SimpleNamespace(url=DOWN, poll_minutes=1)])
             daemon.poll_due_sources(settings, store, daemon.DaemonState(), metrics, jobs=1)
         status, kind, body = get(f"http://127.0.0.1:{server.port}/healthz")
         answer = json.loads(body)
@@ -59,15 +63,21 @@ def test_healthz_degraded_when_every_source_failed_its_last_polls(tmp_path, monk
         server.stop()
 
 
-def test_one_source_still_polling_keeps_healthz_ok_and_gap_heals_are_counted(tmp_path, monkeypatch):
+def test_one_failing_source_is_named_while_another_polls_and_gap_heals_are_counted(tmp_path, monkeypatch):
+    metrics = _poll(tmp_path, monkeypatch, {DOWN: Failing, UP: Healing}, FAILING_POLLS - 1)
+    assert metrics.problems() == []  # two failures: a blip
     metrics = _poll(tmp_path, monkeypatch, {DOWN: Failing, UP: Healing}, FAILING_POLLS + 1)
-    assert metrics.problems() == []
+    # issue 21: the source that fails is named, though the other one works
+    assert list(metrics.degraded_sources()) == [DOWN] and "NameResolutionError" in metrics.degraded_sources()[DOWN]
+    assert [reason for reason in metrics.problems() if "every source" not in reason] == \
+        [f"source {DOWN} degraded: {metrics.degraded_sources()[DOWN]}"]
     assert metrics.registry.get_sample_value("triage_gap_heals_total", {"source": UP}) == FAILING_POLLS + 1
     assert metrics.registry.get_sample_value("triage_gap_heals_total", {"source": DOWN}) is None
     lag = metrics.registry.get_sample_value("triage_poll_lag_seconds", {"source": UP})
     assert lag is not None and lag >= 0
     metrics.poll_failed(UP)
-    assert metrics.problems() == []  # UP failed once only
+    metrics.poll_troubled(UP, "a blip")
+    assert UP not in metrics.degraded_sources()  # UP failed once only
 
 
 class Delivering:

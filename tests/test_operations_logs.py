@@ -14,6 +14,7 @@ import pytest
 
 from triagebot import daemon, logs
 from triagebot.health import DaemonMetrics
+from triagebot.ingest.bounds import PollBounds
 from triagebot.ingest.protocol import HttpPolicy
 from triagebot.store.sqlite import SqliteStore
 
@@ -65,7 +66,7 @@ def _failed_poll_log(tmp_path, url: str, log_format: str, stream) -> list[str]:
     logs.configure(stream=stream, log_format=log_format)
     policy = HttpPolicy(attempts=3, backoff_seconds=0.01, backoff_max_seconds=0.02, timeout_seconds=5,
                         deadline_seconds=10)
-    settings = SimpleNamespace(http=policy, sources=[SimpleNamespace(url=url, poll_minutes=15)])
+    settings = SimpleNamespace(http=policy, bounds=PollBounds(), sources=[SimpleNamespace(url=url, poll_minutes=15)])
     with SqliteStore(tmp_path / "d.db") as store:
         daemon.poll_due_sources(settings, store, daemon.DaemonState(), DaemonMetrics(), jobs=1)
     return stream.getvalue().splitlines()

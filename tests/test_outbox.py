@@ -1,4 +1,5 @@
-"""The outbox: exactly once, in order, nothing dropped — real SQLite, real slack_sdk, local Slack."""
+"""The outbox: exactly once, in order, nothing dropped — real SQLite and PostgreSQL, real slack_sdk,
+local Slack."""
 from __future__ import annotations
 
 import base64
@@ -13,7 +14,7 @@ from triagebot.notify import outbox, render
 from triagebot.notify.plot import strip_plot
 from triagebot.notify.slack import SlackNotifier, plot_file_name
 from triagebot.states import TriageState
-from triagebot.store.sqlite import SqliteStore
+from triagebot.store.sql import SqlStore
 
 TOKEN = "xoxb-1234-5678-outbox"
 CHANNEL_ID = "C0TRIAGE1"
@@ -30,8 +31,9 @@ def slack():
 
 
 @pytest.fixture
-def store(tmp_path: Path):
-    with SqliteStore(tmp_path / "triage.db") as opened:
+def store(stores):
+    """The store on each backend (tests/support/postgres.py): the outbox is the same on both."""
+    with stores.open() as opened:
         for message_id in ("one@example.org", "two@example.org"):
             opened.put_message(message_id, raw(message_id), "test", None, "2026-12-01T00:00:00+00:00")
         yield opened
@@ -45,7 +47,7 @@ def text(value: str) -> dict:
     return {"text": value, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": value}}]}
 
 
-def enqueue_thread(store: SqliteStore, message_id: str, channel: str = "#perf-triage") -> None:
+def enqueue_thread(store: SqlStore, message_id: str, channel: str = "#perf-triage") -> None:
     store.enqueue(message_id, "parent", channel, text(f"parent of {message_id}"))
     store.enqueue(message_id, "plan", channel, text(f"plan of {message_id}"))
     store.enqueue(message_id, "verdict", channel, text(f"verdict of {message_id}"))
@@ -88,7 +90,7 @@ def test_a_post_in_doubt_after_a_crash_is_found_on_slack_not_posted_again(store,
     # A crash right after Slack took the plan reply, before it was marked sent: the row is back
     # in doubt exactly as mark_sending left it.
     plan = next(row for row in store.outbox() if row.kind == "plan")
-    store._connection.execute("UPDATE outbox SET status = 'sending', posted_ts = NULL WHERE outbox_id = ?",
+    store.database.execute("UPDATE outbox SET status = 'sending', posted_ts = NULL WHERE outbox_id = ?",
                               (plan.outbox_id,))
     before = len(slack.messages(CHANNEL_ID))
     result = outbox.deliver(store, notifier)
@@ -103,7 +105,7 @@ def test_a_plot_in_doubt_is_found_by_its_file_name_and_a_parent_by_its_metadata(
     enqueue_thread(store, "one@example.org")
     notifier = notifier_for(slack)
     outbox.deliver(store, notifier)
-    store._connection.execute("UPDATE outbox SET status = 'sending' WHERE kind IN ('plot', 'parent')")
+    store.database.execute("UPDATE outbox SET status = 'sending' WHERE kind IN ('plot', 'parent')")
     before = len(slack.messages(CHANNEL_ID))
     result = outbox.deliver(store, notifier_for(slack))  # a new process: no channel IDs known yet
     assert result.found == 2 and result.sent == 0
@@ -190,7 +192,7 @@ def test_a_revoked_token_holds_rows_instead_of_dropping_them(store, slack) -> No
     assert result.held == 1
     [row] = store.outbox("held")
     assert "invalid_auth" in row.last_error
-    payload = json.loads(store._connection.execute("SELECT payload_json FROM outbox").fetchone()[0])
+    payload = json.loads(store.database.execute("SELECT payload_json FROM outbox").fetchone()[0])
     assert payload == text("parent")  # kept whole for the retry
 
 

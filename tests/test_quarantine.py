@@ -91,9 +91,9 @@ def test_the_key_is_the_message_id_when_the_headers_name_one_else_the_hash_of_th
 
 # -- the store -------------------------------------------------------------------------------
 
-def test_a_quarantined_message_is_kept_once_and_leaves_when_it_is_stored(tmp_path: Path) -> None:
+def test_a_quarantined_message_is_kept_once_and_leaves_when_it_is_stored(stores) -> None:
     raw = poison()
-    with SqliteStore(tmp_path / "t.db", clock=lambda: NOW) as store:
+    with stores.open(clock=lambda: NOW) as store:
         key = store.quarantine_message(raw, source_name="lore", error="binary data", parser_version="v1",
                                        received_at=NOW, list_name="linux-ext4", source_url="http://x/p/")
         assert key == "poison@example.org"
@@ -132,10 +132,10 @@ def test_an_older_database_gains_the_quarantine_table(tmp_path: Path) -> None:
 
 # -- ingest ----------------------------------------------------------------------------------
 
-def test_a_batch_with_an_unreadable_message_stores_the_others_and_quarantines_it(tmp_path: Path) -> None:
+def test_a_batch_with_an_unreadable_message_stores_the_others_and_quarantines_it(stores) -> None:
     messages = (fetched(mail("good-1@example.org", "one")), fetched(poison(), "http://lore/poison/"),
                 fetched(mail("good-2@example.org", "two")))
-    with SqliteStore(tmp_path / "t.db") as store:
+    with stores.open() as store:
         result = IngestResult()
         assert store_batch(store, "lore:test", Batch(messages, cursor="after-three"), jobs=1, clock=lambda: NOW,
                            result=result)
@@ -182,8 +182,7 @@ def test_a_parser_bug_on_one_message_loses_nothing(tmp_path: Path, monkeypatch: 
         assert store.get_cursor("lore:test") == "c"
 
 
-def test_a_record_the_store_refuses_quarantines_that_message_only(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_record_the_store_refuses_quarantines_that_message_only(stores, monkeypatch: pytest.MonkeyPatch) -> None:
     real = runner.report_to_json
 
     def render(report):
@@ -195,7 +194,7 @@ def test_a_record_the_store_refuses_quarantines_that_message_only(tmp_path: Path
     monkeypatch.setattr(runner, "report_to_json", render)
     messages = (fetched(mail("a@example.org", "fine")), fetched(mail("b@example.org", "refused")),
                 fetched(mail("c@example.org", "fine too")))
-    with SqliteStore(tmp_path / "t.db") as store:
+    with stores.open() as store:
         result = IngestResult()
         store_batch(store, "lore:test", Batch(messages, cursor="c"), jobs=1, clock=lambda: NOW, result=result)
         assert sorted(result.new_ids) == ["a@example.org", "c@example.org"]
@@ -211,8 +210,8 @@ class _Exploding:
         raise ZeroDivisionError("division by zero in a source")
 
 
-def test_a_source_raising_anything_fails_its_poll_with_one_line(tmp_path: Path) -> None:
-    with SqliteStore(tmp_path / "t.db") as store:
+def test_a_source_raising_anything_fails_its_poll_with_one_line(stores) -> None:
+    with stores.open() as store:
         store.set_cursor("test:exploding", "where it was")
         with pytest.raises(SourceError) as caught:
             ingest_once(_Exploding(), store, jobs=1)
@@ -220,7 +219,7 @@ def test_a_source_raising_anything_fails_its_poll_with_one_line(tmp_path: Path) 
         assert store.get_cursor("test:exploding") == "where it was"
 
 
-def test_a_stop_between_messages_drops_the_batch_in_hand_and_loses_nothing(tmp_path: Path) -> None:
+def test_a_stop_between_messages_drops_the_batch_in_hand_and_loses_nothing(stores, tmp_path: Path) -> None:
     path = mbox(tmp_path / "five.mbox", [mail(f"s{index}@example.org", f"s{index}") for index in range(5)])
     asked = []
 
@@ -228,7 +227,7 @@ def test_a_stop_between_messages_drops_the_batch_in_hand_and_loses_nothing(tmp_p
         asked.append(1)
         return len(asked) >= 3
 
-    with SqliteStore(tmp_path / "t.db") as store:
+    with stores.open() as store:
         source = FileSource(path)
         stopped = ingest_once(source, store, jobs=1, should_stop=stop_at_the_third_question)
         assert stopped.stopped and stopped.new_ids == [] and store.count_messages() == 0
@@ -239,15 +238,15 @@ def test_a_stop_between_messages_drops_the_batch_in_hand_and_loses_nothing(tmp_p
 
 # -- the commands ----------------------------------------------------------------------------
 
-def test_ingest_of_an_mbox_with_a_poison_message_stores_the_rest_and_lists_it(tmp_path: Path) -> None:
-    database = tmp_path / "t.db"
+def test_ingest_of_an_mbox_with_a_poison_message_stores_the_rest_and_lists_it(stores, tmp_path: Path) -> None:
+    database = stores.url()  # a file, or a postgresql:// URL: the commands take either
     path = mbox(tmp_path / "three.mbox", [mail("one@example.org", "one"), poison(), mail("two@example.org", "two")])
     result = triage("ingest", "--db", str(database), "--jobs", "1", str(path))
     assert result.returncode == 0, result.stderr
     assert f"{path}: 2 new of 3 messages, 1 quarantined" in result.stdout
     assert "1 message quarantined: see triage list --failed" in result.stderr
     assert "Traceback" not in result.stderr
-    with SqliteStore(database) as store:
+    with stores.open() as store:
         assert store.count_messages() == 2 and store.count_quarantined() == 1
     listed = triage("list", "--db", str(database), "--failed")
     [line] = listed.stdout.splitlines()

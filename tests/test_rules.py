@@ -61,6 +61,17 @@ def test_sources_values_are_read_as_given(tmp_path: Path) -> None:
                                 SourceSettings("openwall", "https://example.org/oss/", 15.0))
 
 
+def test_poll_bounds_come_from_sources_toml_with_defaults(tmp_path: Path) -> None:
+    from triagebot.ingest.bounds import MIB, PollBounds
+
+    assert load_settings(sources_dir(tmp_path, "[http]\n")).bounds == PollBounds()
+    (tmp_path / "b").mkdir()
+    settings = load_settings(sources_dir(tmp_path / "b", "[bounds]\npoll_messages = 300\npoll_mib = 64\n"
+                                                         "poll_seconds = 120\nmib_per_day = 512\nentry_attempts = 5\n"))
+    assert settings.bounds == PollBounds(messages=300, bytes=64 * MIB, seconds=120, bytes_per_day=512 * MIB,
+                                         entry_attempts=5)
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ('[[lore]]\nurl = "http://a/"\n[[lore]]\nurl = "file:///etc/"\n',
      ":3: [[lore]] entry 2: url must be an http(s) list URL ending in '/', not 'file:///etc/'"),
@@ -72,8 +83,12 @@ def test_sources_values_are_read_as_given(tmp_path: Path) -> None:
      ":2: [http]: timeout_seconds must be a number from 1 to 600, not True"),
     ('[http]\nuser_agent = ""\n', ":1: [http]: user_agent must be a non-empty string, not ''"),
     ('[http]\ntimeout_secs = 5\n', ":1: [http]: unknown key(s) timeout_secs (expected attempts,"),
-    ('\n[[mbox]]\nurl = "http://a/"\n', ":2: unknown key(s) mbox (expected http, lore, openwall)"),
+    ('\n[[mbox]]\nurl = "http://a/"\n', ":2: unknown key(s) mbox (expected bounds, http, lore, openwall)"),
     ('lore = "http://a/"\n', ":1: lore must be an array of tables ([[lore]]), not 'http://a/'"),
+    # issue 21: the poll bounds are validated like the rest
+    ('[bounds]\npoll_messages = 0\n', ":1: [bounds]: poll_messages must be a number from 1 to 100000, not 0"),
+    ('[bounds]\nmib_per_day = "lots"\n', ":1: [bounds]: mib_per_day must be a number from 1 to 100000, not 'lots'"),
+    ('[bounds]\npoll_minutes = 5\n', ":1: [bounds]: unknown key(s) poll_minutes (expected entry_attempts,"),
     ('[[lore]]\nurl = "http://a/"\n[[lore]\n', ":3: not valid TOML: "),
 ])
 def test_a_bad_sources_file_names_file_line_entry_and_problem(tmp_path: Path, text: str, message: str) -> None:

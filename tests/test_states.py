@@ -1,12 +1,10 @@
 """Records: the triage states, their allowed moves, and the store refusing any other move."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from triagebot.states import OPEN_STATES, RUN_STATES, TriageState, triage_state
-from triagebot.store.sqlite import SqliteStore
+from triagebot.store.sql import SqlStore
 
 S = TriageState
 
@@ -54,15 +52,15 @@ def test_state_from_what_is_stored() -> None:
 
 
 @pytest.fixture
-def store(tmp_path: Path):
-    with SqliteStore(tmp_path / "t.db") as opened:
+def store(stores):
+    with stores.open() as opened:
         opened.put_message("r@x", b"Message-ID: <r@x>\n\nbody\n", "eml", None,
                            "2026-12-01T00:00:00+00:00")
         opened.start_triage("r@x", "#perf")
         yield opened
 
 
-def test_the_store_makes_the_daemons_moves(store: SqliteStore) -> None:
+def test_the_store_makes_the_daemons_moves(store: SqlStore) -> None:
     for state in ("planned", S.RUNNING, "running", "planned", "running", "confirmed"):
         store.set_triage("r@x", state)
         row = store.get_triage("r@x")
@@ -76,7 +74,7 @@ def test_the_store_makes_the_daemons_moves(store: SqliteStore) -> None:
     ("planned", "running", "error", "planned"),  # so is an error: nothing reruns it by itself
     ("planned", "new"),  # nothing goes back to new
 ])
-def test_the_store_refuses_any_other_move_and_writes_nothing(store: SqliteStore,
+def test_the_store_refuses_any_other_move_and_writes_nothing(store: SqlStore,
                                                              path: tuple[str, ...]) -> None:
     *before, last = path
     for state in before:
@@ -88,7 +86,7 @@ def test_the_store_refuses_any_other_move_and_writes_nothing(store: SqliteStore,
     assert store.get_triage("r@x") == kept
 
 
-def test_unknown_states_and_reports_without_a_row_are_refused(store: SqliteStore) -> None:
+def test_unknown_states_and_reports_without_a_row_are_refused(store: SqlStore) -> None:
     with pytest.raises(ValueError, match="unknown triage state 'done'"):
         store.set_triage("r@x", "done")
     with pytest.raises(ValueError, match="unknown triage state 'done'"):

@@ -1,8 +1,11 @@
-"""Store stage: SqliteStore against real SQLite files in tmp_path."""
+"""Store stage: the whole `Store` on both backends — SQLite files in tmp_path and a real PostgreSQL
+server the tests start (the `stores` fixture, tests/support/postgres.py) — and what is SQLite's own
+(its file, its settings, its migrations runner)."""
 from __future__ import annotations
 
 import itertools
 import os
+import re
 import sqlite3
 import stat
 import threading
@@ -30,6 +33,7 @@ from triagebot.store.protocol import (
     is_synthetic_message_id,
     synthetic_message_id,
 )
+from triagebot.store.sql import SqlStore
 from triagebot.store.sqlite import SqliteStore, open_private, resolve_db_path
 from triagebot.threads import choose_root, parent_edges
 
@@ -57,12 +61,12 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(db_path: Path):
-    with SqliteStore(db_path) as opened:
+def store(stores):
+    with stores.open() as opened:
         yield opened
 
 
-def put(store: SqliteStore, message_id: str, raw: bytes | None = None,
+def put(store: SqlStore, message_id: str, raw: bytes | None = None,
         list_name: str | None = "oe-lkp", received_at: str = RECEIVED) -> bool:
     if raw is None:
         raw = f"Message-ID: <{message_id}>\n\nbody\n".encode()
@@ -72,12 +76,11 @@ def put(store: SqliteStore, message_id: str, raw: bytes | None = None,
 
 # -- messages ---------------------------------------------------------------------------------
 
-def test_sqlite_store_satisfies_the_protocol(store: SqliteStore) -> None:
+def test_the_store_satisfies_the_protocol(store: SqlStore) -> None:
     assert isinstance(store, Store)
 
 
-def test_same_message_id_twice_keeps_one_row_and_the_first_bytes(store: SqliteStore,
-                                                                  db_path: Path) -> None:
+def test_same_message_id_twice_keeps_one_row_and_the_first_bytes(store: SqlStore, stores) -> None:
     assert put(store, "a@example.org", b"first copy\n") is True
     # Same id, other bytes and metadata (another list's copy): nothing changes.
     assert store.put_message("<a@example.org>", b"second copy\n", "lore", "linux-kernel",
@@ -88,11 +91,10 @@ def test_same_message_id_twice_keeps_one_row_and_the_first_bytes(store: SqliteSt
     assert message is not None
     assert (message.source_name, message.list_name, message.received_at) == \
         ("mbox", "oe-lkp", RECEIVED)
-    with sqlite3.connect(db_path) as other:
-        assert other.execute("SELECT count(*) FROM messages").fetchone()[0] == 1
+    assert stores.rows("SELECT count(*) FROM messages") == [(1,)]
 
 
-def test_angle_brackets_and_spaces_are_not_part_of_the_id(store: SqliteStore) -> None:
+def test_angle_brackets_and_spaces_are_not_part_of_the_id(store: SqlStore) -> None:
     put(store, " <b@example.org> ")
     assert store.has_message("b@example.org")
     assert store.has_message("<b@example.org>")
@@ -108,23 +110,23 @@ def test_angle_brackets_and_spaces_are_not_part_of_the_id(store: SqliteStore) ->
     b"no trailing newline\r",  # a lone CR at the very end
     b"\n",  # smallest message
 ], ids=["crlf", "non-utf8", "all-bytes", "lone-cr", "newline"])
-def test_raw_bytes_round_trip_exactly(db_path: Path, raw: bytes) -> None:
-    with SqliteStore(db_path) as store:
+def test_raw_bytes_round_trip_exactly(stores, raw: bytes) -> None:
+    with stores.open() as store:
         store.put_message("r@example.org", raw, "eml", None, RECEIVED)
         assert store.get_raw("r@example.org") == raw
-    with SqliteStore(db_path) as reopened:  # and from disk, not a cache
+    with stores.open() as reopened:  # and from disk, not a cache
         assert reopened.get_raw("r@example.org") == raw
         assert [item.raw for item in reopened.iter_raw()] == [raw]
 
 
-def test_raw_must_be_bytes(store: SqliteStore) -> None:
+def test_raw_must_be_bytes(store: SqlStore) -> None:
     with pytest.raises(TypeError):
         store.put_message("t@example.org", "text, not bytes",  # type: ignore[arg-type]
                           "eml", None, RECEIVED)
     assert store.count_messages() == 0
 
 
-def test_unknown_ids_give_none(store: SqliteStore) -> None:
+def test_unknown_ids_give_none(store: SqlStore) -> None:
     assert store.get_raw("nobody@example.org") is None
     assert store.get_message("nobody@example.org") is None
     assert store.get_record("nobody@example.org") is None
@@ -132,7 +134,7 @@ def test_unknown_ids_give_none(store: SqliteStore) -> None:
     assert store.thread_root("nobody@example.org") is None
 
 
-def test_iter_raw_pages_through_every_message_in_insertion_order(store: SqliteStore) -> None:
+def test_iter_raw_pages_through_every_message_in_insertion_order(store: SqlStore) -> None:
     ids = [f"m{index:04d}@example.org" for index in range(600)]  # more than one page of 256
     store.ingest_batch(IncomingMessage(message_id, f"raw {message_id}".encode(), "mbox", RECEIVED)
                        for message_id in ids)
@@ -158,8 +160,7 @@ def test_synthetic_message_id_is_stable_and_marked() -> None:
 
 # -- batches ----------------------------------------------------------------------------------
 
-def test_ingest_batch_reports_new_ids_and_a_repeat_changes_nothing(store: SqliteStore,
-                                                                  db_path: Path) -> None:
+def test_ingest_batch_reports_new_ids_and_a_repeat_changes_nothing(store: SqlStore, stores) -> None:
     batch = [
         IncomingMessage("p@example.org", b"parent", "lore", RECEIVED, list_name="oe-lkp",
                         record=record("p@example.org"), parser_version="v1"),
@@ -173,9 +174,8 @@ def test_ingest_batch_reports_new_ids_and_a_repeat_changes_nothing(store: Sqlite
         ["p@example.org", "c@example.org"]
 
     def snapshot() -> list:
-        with sqlite3.connect(db_path) as other:
-            return [other.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
-                    for table in ("messages", "records", "thread_nodes", "thread_edges")]
+        return [stores.rows(f"SELECT * FROM {table} ORDER BY 1")
+                for table in ("messages", "records", "thread_nodes", "thread_edges")]
 
     before = snapshot()
     changed = [IncomingMessage(item.message_id, b"other bytes", "openwall", RECEIVED,
@@ -193,8 +193,7 @@ def test_ingest_batch_reports_new_ids_and_a_repeat_changes_nothing(store: Sqlite
 
 # -- records ----------------------------------------------------------------------------------
 
-def test_record_upsert_replaces_one_row_and_keeps_the_raw(store: SqliteStore,
-                                                          db_path: Path) -> None:
+def test_record_upsert_replaces_one_row_and_keeps_the_raw(store: SqlStore, stores) -> None:
     put(store, "u@example.org", b"raw stays")
     first = report("u@example.org", testcase="fsmark", metrics=[
         {"name": "x", "base": 1.5, "base_stddev_percent": None, "change": 2.0, "change_unit": "percent",
@@ -212,14 +211,13 @@ def test_record_upsert_replaces_one_row_and_keeps_the_raw(store: SqliteStore,
     assert store.get_record("u@example.org") == second
     assert store.get_record_version("u@example.org") == "parser-2"
     assert store.get_raw("u@example.org") == b"raw stays"
-    with sqlite3.connect(db_path) as other:
-        rows = other.execute("SELECT schema, kind, testcase, record_json FROM records").fetchall()
+    rows = stores.rows("SELECT schema, kind, testcase, record_json FROM records")
     assert len(rows) == 1
     assert rows[0][:3] == (1, "lkp-improvement", "fio")
-    assert "caf\u00e9" in rows[0][3]  # JSON text, readable with the sqlite3 shell
+    assert "caf\u00e9" in rows[0][3]  # JSON text, readable with the sqlite3 shell or psql
 
 
-def test_record_needs_a_stored_message_and_a_readable_row(store: SqliteStore, db_path: Path) -> None:
+def test_record_needs_a_stored_message_and_a_readable_row(store: SqlStore, stores) -> None:
     with pytest.raises(StoreError, match="no stored message ghost@example.org"):
         store.put_record("ghost@example.org", report("ghost@example.org"), "v1")
     put(store, "s@example.org")
@@ -227,13 +225,13 @@ def test_record_needs_a_stored_message_and_a_readable_row(store: SqliteStore, db
     # A row another program wrote in a schema this triagebot does not know: an error naming the
     # database and the message, not a half-read record.
     store.put_record("s@example.org", report("s@example.org"), "v1")
-    with sqlite3.connect(db_path) as other:
-        other.execute("UPDATE records SET record_json = ? WHERE message_id = ?", ('{"schema": 9}', "s@example.org"))
-    with pytest.raises(UnreadableRecord, match=r"triage\.db: the stored record of s@example.org cannot be read"):
+    stores.write("UPDATE records SET record_json = ? WHERE message_id = ?", ('{"schema": 9}', "s@example.org"))
+    unreadable = re.escape(f"{store.path}: the stored record of s@example.org cannot be read")
+    with pytest.raises(UnreadableRecord, match=unreadable):
         store.get_record("s@example.org")
 
 
-def test_list_records_filters(store: SqliteStore) -> None:
+def test_list_records_filters(store: SqlStore) -> None:
     rows = [
         # id, list, kind, testcase, date (with offsets: the filter compares moments, not text)
         ("r1@x", "oe-lkp", "lkp-regression", "fsmark", "2024-03-01T01:00:00+05:00"),  # 02-29 20:00Z
@@ -265,9 +263,23 @@ def test_list_records_filters(store: SqliteStore) -> None:
     assert ids(kind="syzbot") == []
 
 
+def test_record_keys_by_prefix_ignore_ascii_case_and_take_wildcards_literally(store: SqlStore) -> None:
+    keys = ["sha256-abc1@triagebot.invalid", "sha256-abc2@triagebot.invalid", "sha256-ab_x@triagebot.invalid",
+            "sha256-ab%y@triagebot.invalid", "other@x"]
+    for key in keys:
+        put(store, key)
+        store.put_record(key, report(key), "v1")
+    assert store.record_keys_starting("sha256-abc", 5) == keys[:2]
+    assert store.record_keys_starting("SHA256-ABC", 5) == keys[:2]  # a short key typed in capitals
+    assert store.record_keys_starting("sha256-abc", 1) == keys[:1]
+    assert store.record_keys_starting("sha256-ab_", 5) == ["sha256-ab_x@triagebot.invalid"]  # `_` is no wildcard
+    assert store.record_keys_starting("sha256-ab%", 5) == ["sha256-ab%y@triagebot.invalid"]  # nor is `%`
+    assert store.record_keys_starting("sha256-z", 5) == []
+
+
 # -- threads ----------------------------------------------------------------------------------
 
-def test_reply_whose_parent_never_arrives_joins_its_siblings(store: SqliteStore) -> None:
+def test_reply_whose_parent_never_arrives_joins_its_siblings(store: SqlStore) -> None:
     put(store, "reply1@x")
     store.link_thread("reply1@x", "<root@x>", ["<root@x>"])
     put(store, "reply2@x")
@@ -282,7 +294,7 @@ def test_reply_whose_parent_never_arrives_joins_its_siblings(store: SqliteStore)
     assert store.thread_root("alone@x") == "alone@x"
 
 
-def test_child_stored_before_its_parent(store: SqliteStore) -> None:
+def test_child_stored_before_its_parent(store: SqlStore) -> None:
     put(store, "child@x", received_at="2024-01-01T00:00:00+00:00")
     store.link_thread("child@x", "parent@x", ["parent@x"])
     put(store, "other@x")
@@ -295,7 +307,7 @@ def test_child_stored_before_its_parent(store: SqliteStore) -> None:
     assert "other@x" not in store.thread_of("parent@x")
 
 
-def test_late_message_merges_two_threads(store: SqliteStore) -> None:
+def test_late_message_merges_two_threads(store: SqlStore) -> None:
     # b and c each point at a parent the other does not know; d's References tie them.
     for message_id, in_reply_to, references in [("b@x", "a@x", ["a@x"]), ("c@x", "q@x", ["q@x"]),
                                                 ("d@x", "q@x", ["a@x", "q@x"])]:
@@ -314,7 +326,7 @@ def test_late_message_merges_two_threads(store: SqliteStore) -> None:
     [("a@x", "c@x", ["c@x"]), ("b@x", "a@x", ["a@x"]), ("c@x", "b@x", ["b@x"]),
      ("d@x", "c@x", ["c@x"])],
 ], ids=["two-cycle", "self-and-repeat", "three-cycle"])
-def test_loops_in_references_terminate_and_stay_one_thread(store: SqliteStore, headers) -> None:
+def test_loops_in_references_terminate_and_stay_one_thread(store: SqlStore, headers) -> None:
     for message_id, in_reply_to, references in headers:
         put(store, message_id)
         store.link_thread(message_id, in_reply_to, references)
@@ -325,7 +337,7 @@ def test_loops_in_references_terminate_and_stay_one_thread(store: SqliteStore, h
     assert all(store.thread_root(message_id) == root for message_id in ids)
 
 
-def test_thread_root_and_members_do_not_depend_on_arrival_order(tmp_path: Path) -> None:
+def test_thread_root_and_members_do_not_depend_on_arrival_order(stores) -> None:
     headers = [
         ("root@x", None, []),
         ("r1@x", "root@x", ["root@x"]),
@@ -335,7 +347,7 @@ def test_thread_root_and_members_do_not_depend_on_arrival_order(tmp_path: Path) 
     ]
     outcomes = set()
     for number, order in enumerate(itertools.permutations(headers)):
-        with SqliteStore(tmp_path / f"order{number}.db") as store:
+        with stores.open(f"order{number}") as store:
             for message_id, in_reply_to, references in order:
                 put(store, message_id)
                 store.link_thread(message_id, in_reply_to, references)
@@ -359,13 +371,13 @@ def test_parent_edges_and_choose_root_units() -> None:
 
 # -- cursors and atomicity --------------------------------------------------------------------
 
-def test_cursor_survives_close_and_reopen(db_path: Path) -> None:
-    with SqliteStore(db_path) as store:
+def test_cursor_survives_close_and_reopen(stores) -> None:
+    with stores.open() as store:
         assert store.get_cursor("lore:oe-lkp") is None
         store.set_cursor("lore:oe-lkp", "2024-06-01T00:00:00Z|tag:abc")
         store.set_cursor("lore:oe-lkp", "2024-06-02T00:00:00Z|tag:def")
         store.set_cursor("openwall:oss-security", "2024/06/02")
-    with SqliteStore(db_path) as reopened:
+    with stores.open() as reopened:
         assert reopened.get_cursor("lore:oe-lkp") == "2024-06-02T00:00:00Z|tag:def"
         assert reopened.get_cursor("openwall:oss-security") == "2024/06/02"
         assert reopened.get_cursor("mbox:other") is None
@@ -375,8 +387,8 @@ class Boom(Exception):
     pass
 
 
-def test_exception_inside_transaction_leaves_neither_messages_nor_cursor(db_path: Path) -> None:
-    with SqliteStore(db_path) as store:
+def test_exception_inside_transaction_leaves_neither_messages_nor_cursor(stores) -> None:
+    with stores.open() as store:
         store.set_cursor("lore:oe-lkp", "old")
         with pytest.raises(Boom):
             with store.transaction():
@@ -388,26 +400,26 @@ def test_exception_inside_transaction_leaves_neither_messages_nor_cursor(db_path
         assert store.get_cursor("lore:oe-lkp") == "old"
         assert not store.has_message("t1@x")
         assert store.thread_of("t0@x") == []
-    with SqliteStore(db_path) as reopened:
+    with stores.open() as reopened:
         assert reopened.get_cursor("lore:oe-lkp") == "old"
         assert reopened.count_messages() == 0
 
 
-def test_failing_batch_leaves_neither_messages_nor_cursor(db_path: Path) -> None:
-    with SqliteStore(db_path) as store:
+def test_failing_batch_leaves_neither_messages_nor_cursor(stores) -> None:
+    with stores.open() as store:
         store.set_cursor("mbox:ext4", "0")
         batch = [IncomingMessage("ok@x", b"fine", "mbox", RECEIVED, record=record("ok@x")),
                  IncomingMessage("bad@x", b"fine", "mbox", RECEIVED, record={"no": "schema"})]
         with pytest.raises(ValueError):
             store.ingest_batch(batch, cursor=("mbox:ext4", "2"))
-    with SqliteStore(db_path) as reopened:
+    with stores.open() as reopened:
         assert reopened.count_messages() == 0
         assert reopened.get_cursor("mbox:ext4") == "0"
         assert reopened.ingest_batch(batch[:1], cursor=("mbox:ext4", "1")) == ["ok@x"]
         assert reopened.get_cursor("mbox:ext4") == "1"
 
 
-def test_failure_in_a_nested_call_rolls_back_only_that_call(store: SqliteStore) -> None:
+def test_failure_in_a_nested_call_rolls_back_only_that_call(store: SqlStore) -> None:
     with store.transaction():
         put(store, "kept@x")
         with pytest.raises(StoreError):
@@ -416,13 +428,24 @@ def test_failure_in_a_nested_call_rolls_back_only_that_call(store: SqliteStore) 
     assert store.has_message("kept@x") and store.get_cursor("k") == "v"
 
 
+def test_a_database_error_in_a_nested_call_rolls_back_only_that_call(store: SqlStore) -> None:
+    """A constraint the database itself refuses (PostgreSQL then refuses every statement of the
+    transaction until a rollback): the caller's transaction goes on past it, on both backends."""
+    with store.transaction():
+        put(store, "kept@x")
+        with pytest.raises(Exception, match="(?i)foreign key"):
+            store.enqueue("missing@x", "parent", "#perf", {"text": "no such report"})
+        store.set_cursor("k", "v")
+    assert store.has_message("kept@x") and store.get_cursor("k") == "v" and store.outbox() == []
+
+
 # -- concurrency ------------------------------------------------------------------------------
 
-def hold_write_lock(db_path: Path, seconds: float, locked: threading.Event,
+def hold_write_lock(stores, seconds: float, locked: threading.Event,
                     errors: list) -> None:
     """A second writer: takes the write lock, writes, holds it, then commits."""
     try:
-        with SqliteStore(db_path) as other:
+        with stores.open() as other:
             with other.transaction():
                 put(other, "from-other@x")
                 locked.set()
@@ -432,13 +455,13 @@ def hold_write_lock(db_path: Path, seconds: float, locked: threading.Event,
         locked.set()
 
 
-def test_second_writer_waits_for_the_lock_instead_of_failing(db_path: Path) -> None:
-    with SqliteStore(db_path) as store:
+def test_second_writer_waits_for_the_lock_instead_of_failing(stores) -> None:
+    with stores.open() as store:
         locked, errors = threading.Event(), []
-        holder = threading.Thread(target=hold_write_lock, args=(db_path, 0.6, locked, errors))
+        holder = threading.Thread(target=hold_write_lock, args=(stores, 0.6, locked, errors))
         holder.start()
         assert locked.wait(5)
-        # A reader is not blocked by the writer (WAL) and does not see its uncommitted row.
+        # A reader is not blocked by the writer (WAL, MVCC) and does not see its uncommitted row.
         assert not store.has_message("from-other@x")
         started = time.monotonic()
         assert put(store, "from-main@x") is True
@@ -450,14 +473,14 @@ def test_second_writer_waits_for_the_lock_instead_of_failing(db_path: Path) -> N
         assert store.existing_ids(both) == both
 
 
-def test_writer_gives_up_after_the_busy_timeout_with_a_clear_error(db_path: Path) -> None:
-    with SqliteStore(db_path, busy_timeout_ms=100) as store:
+def test_writer_gives_up_after_the_busy_timeout_with_a_clear_error(stores) -> None:
+    with stores.open(busy_timeout_ms=100) as store:
         locked, errors = threading.Event(), []
-        holder = threading.Thread(target=hold_write_lock, args=(db_path, 1.5, locked, errors))
+        holder = threading.Thread(target=hold_write_lock, args=(stores, 1.5, locked, errors))
         holder.start()
         assert locked.wait(5)
         started = time.monotonic()
-        with pytest.raises(StoreBusyError, match=str(db_path)) as raised:
+        with pytest.raises(StoreBusyError, match=re.escape(store.path)) as raised:
             put(store, "from-main@x")
         waited = time.monotonic() - started
         holder.join()
@@ -468,13 +491,15 @@ def test_writer_gives_up_after_the_busy_timeout_with_a_clear_error(db_path: Path
         assert store.has_message("from-other@x")
 
 
-def test_connection_settings(store: SqliteStore, db_path: Path) -> None:
-    connection = store._connection
+def test_connection_settings(db_path: Path) -> None:
+    store = SqliteStore(db_path)
+    connection = store.connection
     assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert connection.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     assert connection.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
     with sqlite3.connect(db_path) as other:  # WAL is a property of the file, not the connection
         assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    store.close()
 
 
 # -- schema and migrations --------------------------------------------------------------------
@@ -512,11 +537,10 @@ def test_migrations_build_the_schema_from_an_empty_file(tmp_path: Path) -> None:
     assert user_version(empty) == LATEST_VERSION
 
 
-def test_reserved_tables_enforce_their_links(store: SqliteStore) -> None:
-    with pytest.raises(sqlite3.IntegrityError):  # foreign keys are on
-        store._connection.execute(
-            "INSERT INTO plans (message_id, created_at, plan_json)"
-            " VALUES ('nobody@x', 'now', '{}')")
+def test_reserved_tables_enforce_their_links(store: SqlStore) -> None:
+    with pytest.raises(Exception, match="(?i)foreign key"):  # foreign keys are on, on both
+        store.database.execute("INSERT INTO plans (message_id, created_at, plan_json) VALUES (?, ?, ?)",
+                               ("nobody@x", "now", "{}"))
 
 
 def test_newer_schema_is_refused_with_the_path_and_left_untouched(db_path: Path) -> None:
@@ -629,3 +653,16 @@ def test_the_rerun_host_lock_is_created_0600(tmp_path: Path, permissive_umask: N
     with host_lock(tmp_path / "t.db", "lab-local"):
         pass
     assert _mode(tmp_path / "t.db.host-lab-local.lock") == 0o600
+
+
+def test_a_bisection_is_saved_as_it_stands_and_read_back_in_order(store: SqliteStore) -> None:
+    first = store.save_bisect("<bisect@lab>", {"status": "running", "steps": [{"commit": "abc"}]})
+    # each step replaces the stored state; a second bisection of the same report is its own row
+    assert store.save_bisect("bisect@lab", {"status": "found", "steps": [1, 2]}, first) == first
+    second = store.save_bisect("bisect@lab", {"status": "running", "steps": []})
+    stored = store.bisects("bisect@lab")
+    assert [item["bisect_id"] for item in stored] == [first, second]
+    assert stored[0]["status"] == "found" and stored[0]["steps"] == [1, 2]
+    assert store.bisects("other@lab") == []
+    with pytest.raises(TriageError, match="no bisection 999"):
+        store.save_bisect("bisect@lab", {"status": "found"}, 999)

@@ -2,14 +2,21 @@
 
 Each pass: deliver what the outbox holds (after a crash: the posts in doubt are looked up on
 Slack first), poll the sources that are due (rules/sources.toml), take on new reports, plan
-them, rerun the planned ones on free lab hosts, deliver again. Every stage is a step over
-stored state (flow.py), so a restart resumes where the last process stopped.
+them, hand the planned ones the schedule picks to free lab hosts, deliver again. Every stage is
+a step over stored state (flow.py), so a restart resumes where the last process stopped.
+
+Runs go through a dispatcher (dispatch/protocol.py). On the embedded default it is a
+ThreadDispatcher: one thread per busy host, each with its own store connection, so every lab
+host runs at once. Workers write their notifications to the outbox and wake the loop, which
+alone delivers them (one sender keeps the outbox's order and its exactly-once look-ups); when a
+run ends the loop gives the freed host its next report at once, not at the next tick.
 
 Notifications go to Slack when SLACK_BOT_TOKEN is set (SLACK_API_URL overrides the API's
 address), else to the terminal. SIGTERM and SIGINT stop the loop after the current step or
 sample, or between the messages of a poll (the batch in hand is left for the next poll); a run
 cut short starts over at the next start. Logs are JSON lines on stderr; /healthz and /metrics
-are served on 127.0.0.1 (`--health-address`, `--health-port`).
+are served on 127.0.0.1 (`--health-address`, `--health-port`), with the team's read-only pages
+(triagebot/web/) beside them.
 
 Nothing one source or one message does stops the loop: a source whose poll fails, with any
 exception, is logged with the reason (and shown by `triage status`) and the other sources are
@@ -19,6 +26,7 @@ next tick, so a bad input cannot make the process exit and restart for ever.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -31,11 +39,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from triagebot import flow
+from triagebot.dispatch.inprocess import ThreadDispatcher
+from triagebot.dispatch.protocol import Dispatcher
 from triagebot.errors import TriageError
 from triagebot.health import DaemonMetrics, HealthServer
 from triagebot.ingest.protocol import SourceError
-from triagebot.ingest.runner import LAST_POLL_KEY, PollFailed, describe_error, ingest_once
+from triagebot.ingest.runner import DAY_BOUND_MARK, LAST_POLL_KEY, IngestResult, PollFailed, describe_error, ingest_once
 from triagebot.ingest.sources import build_source
+from triagebot.lifecycle import follow
 from triagebot.logs import event
 from triagebot.notify import outbox
 from triagebot.notify.slack import NotifyError, SlackNotifier
@@ -43,6 +54,7 @@ from triagebot.notify.terminal import TerminalNotifier
 from triagebot.rules.settings import Settings
 from triagebot.states import TriageState
 from triagebot.store.protocol import OUTBOX_STATUSES, Store
+from triagebot.web.views import Site
 
 log = logging.getLogger("triagebot.daemon")
 
@@ -55,6 +67,7 @@ class DaemonState:
 
     last_poll: dict[str, float] = field(default_factory=dict)
     stop: bool = False
+    behind: set[str] = field(default_factory=set)  # sources whose last poll ended at a bound: due again
 
 
 # what an http retry's event line says: the retry was logged when it happened (ingest/http.py)
@@ -84,17 +97,25 @@ def poll_due_sources(settings: Settings, store, state: DaemonState, metrics: Dae
     """Poll the sources that are due; returns the new message ids.
 
     A source that fails, whatever it raises, is logged with the reason and recorded for
-    `triage status`; the sources after it are polled all the same."""
+    `triage status`; the sources after it are polled all the same. Each source's share of a pass
+    is one poll under `settings.bounds` (messages, bytes, seconds): a source whose poll ended at
+    a bound goes on at the next pass, after the other due sources had their turn."""
     new_ids: list[str] = []
     for source_settings in settings.sources:
         if state.stop:
             break
         due = state.last_poll.get(source_settings.url, -1e18) + source_settings.poll_minutes * 60
-        if now() < due:
+        if now() < due and source_settings.url not in state.behind:
             continue
-        state.last_poll[source_settings.url] = now()
+        if now() >= due:  # a scheduled poll (not one going on with what a bound left): the interval starts here
+            state.last_poll[source_settings.url] = now()
+        state.behind.discard(source_settings.url)
         try:
-            new_ids.extend(_poll_one(source_settings, settings, store, state, metrics, jobs))
+            result = _poll_one(source_settings, settings, store, state, metrics, jobs, now)
+            if result is not None:
+                new_ids.extend(result.new_ids)
+                if result.bounded and not result.bounded.endswith(DAY_BOUND_MARK):
+                    state.behind.add(source_settings.url)
         except Exception as error:  # noqa: BLE001 - even recording the outcome failed: log it, go on
             metrics.poll_failed(source_settings.url)
             event(log, logging.ERROR, "poll failed", event="poll.failed", source=source_settings.url,
@@ -103,13 +124,14 @@ def poll_due_sources(settings: Settings, store, state: DaemonState, metrics: Dae
 
 
 def _poll_one(source_settings, settings: Settings, store, state: DaemonState, metrics: DaemonMetrics,
-              jobs: int | None) -> list[str]:
+              jobs: int | None, now: Callable[[], float] = time.monotonic) -> IngestResult | None:
     url = source_settings.url
     metrics.last_poll.labels(url).set(time.time())
     outcome: dict = {"at": store.now_text()}
     try:
-        source = build_source(url, settings.http, sleep=_stoppable_sleep(state))
-        result = ingest_once(source, store, jobs=jobs, should_stop=lambda: state.stop)
+        source = build_source(url, settings.http, sleep=_stoppable_sleep(state), bounds=settings.bounds)
+        result = ingest_once(source, store, jobs=jobs, should_stop=lambda: state.stop, bounds=settings.bounds,
+                             monotonic=now, progress=lambda *_: metrics.beat())  # storing parts: alive
     except Exception as error:  # noqa: BLE001 - one source's failure, of any kind, is that poll's alone
         metrics.polls.labels(url, "error").inc()
         metrics.poll_failed(url)
@@ -119,7 +141,8 @@ def _poll_one(source_settings, settings: Settings, store, state: DaemonState, me
               next=next_step(source_settings.poll_minutes, time.time()))
         store.set_cursor(LAST_POLL_KEY + url,
                          json.dumps(outcome | {"outcome": "error", "error": describe_error(error)}))
-        return []
+        metrics.poll_troubled(url, describe_error(error))
+        return None
     for line in result.events:
         if RETRY_MARK in line:
             continue  # logged as it happened (fetch.retry)
@@ -132,17 +155,23 @@ def _poll_one(source_settings, settings: Settings, store, state: DaemonState, me
     if result.stopped:
         event(log, logging.INFO, "poll stopped: the rest is read at the next poll", event="poll.stopped",
               source=url, new=len(result.new_ids))
-        return result.new_ids
+        return result
     metrics.polls.labels(url, "ok").inc()
     metrics.poll_ok(url, result.events)
+    if result.skipped:
+        metrics.poll_troubled(url, f"{len(result.skipped)} entr{'y' if len(result.skipped) == 1 else 'ies'} "
+                                   "the server would not give (quarantined: triage list --failed)")
+    if result.bounded:
+        event(log, logging.WARNING, "poll ended at a bound: the rest is read at the next pass", event="poll.bounded",
+              source=url, bound=result.bounded)
     metrics.saw_dates(url, [report.date if (report := store.get_record(message_id)) else None
                             for message_id in result.new_ids])
     event(log, logging.INFO, "polled", event="poll.done", source=url, new=len(result.new_ids),
           quarantined=len(result.quarantined))
     store.set_cursor(LAST_POLL_KEY + url, json.dumps(outcome | {
         "outcome": "ok", "new": len(result.new_ids), "events": len(result.events),
-        "quarantined": len(result.quarantined)}))
-    return result.new_ids
+        "quarantined": len(result.quarantined), "skipped": len(result.skipped), "bounded": result.bounded}))
+    return result
 
 
 def make_notifier(database: Path, environ=os.environ):
@@ -175,6 +204,7 @@ class DaemonOptions:
     health_port: int | None = None  # /healthz and /metrics (0: any free port; None: not served)
     health_address: str = "127.0.0.1"
     notify_retry_seconds: float = outbox.DEFAULT_RETRY_SECONDS
+    stale_days: float = follow.DEFAULT_STALE_DAYS  # a decided report without mail this long is stale
 
 
 def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractContextManager[Store]],
@@ -194,7 +224,9 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
     port = options.health_port
     if port is not None:
         try:
-            health = HealthServer(metrics, host=options.health_address, port=port).start()
+            # the team's pages (reports, one report, the lab) beside /healthz and /metrics
+            site = Site(open_store=open_store, settings=settings, database=database)
+            health = HealthServer(metrics, host=options.health_address, port=port, site=site).start()
         except OSError as error:
             raise TriageError(f"--health-port {port}: cannot listen on {options.health_address}:{port}: "
                               f"{error}") from None
@@ -215,17 +247,27 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
 
             lab = flow.DaemonContext(settings=settings, database=database, deliver=deliver,
                            budget=options.budget, stop_requested=lambda: state.stop, heartbeat=metrics.beat)
+            dispatcher = ThreadDispatcher(open_store, lambda own, job: flow.run_job(own, worker_lab, job))
+            # a worker's notifications are delivered by this loop, woken for them
+            worker_lab = dataclasses.replace(lab, deliver=dispatcher.wake)
             event(log, logging.INFO, "daemon started", event="daemon.started", db=str(database),
                   rules=str(settings.rules_dir), sources=[source.url for source in settings.sources])
-            while not state.stop:
-                metrics.beat()
-                run_pass(settings, store, state, lab, metrics, admit_days=options.admit_days)
-                if options.once:
-                    break
-                deadline = time.monotonic() + options.tick
-                while not state.stop and time.monotonic() < deadline:
-                    time.sleep(min(1.0, options.tick))
+            try:
+                while not state.stop:
                     metrics.beat()
+                    run_pass(settings, store, state, lab, metrics, admit_days=options.admit_days,
+                             dispatcher=dispatcher, stale_days=options.stale_days)
+                    if options.once:
+                        drain(store, lab, dispatcher, metrics, state)
+                        break
+                    deadline = time.monotonic() + options.tick
+                    while not state.stop and time.monotonic() < deadline:
+                        if dispatcher.wait(min(1.0, options.tick)):
+                            after_runs(store, lab, dispatcher, metrics, state)
+                        metrics.beat()
+            finally:
+                dispatcher.join()  # a stop reaches each run after its sample in progress
+                after_runs(store, lab, dispatcher, metrics, state)
     finally:
         if health is not None:
             health.stop()
@@ -233,18 +275,68 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
     return 0
 
 
+def _step(metrics: DaemonMetrics, name: str, action: Callable[[], object]) -> None:
+    """Run one step; one that raises is logged and counted, and the loop goes on."""
+    try:
+        action()
+    except Exception as error:  # noqa: BLE001 - the loop outlives any one step's failure
+        metrics.step_failures.labels(name).inc()
+        event(log, logging.ERROR, "step failed: the daemon goes on at the next tick", event="pass.failed",
+              step=name, error=describe_error(error), exc_info=True)
+
+
+def dispatch(store, lab: flow.DaemonContext, dispatcher: Dispatcher, metrics: DaemonMetrics) -> None:
+    """Give free hosts their next reports, then show the lab in /metrics."""
+    flow.assign(store, lab, dispatcher)
+    view = flow.lab_now(store, lab, dispatcher)
+    metrics.set_lab(lab_snapshot(view))
+
+
+def lab_snapshot(view) -> dict:
+    """The lab view as /metrics shows it (health.py reads plain data, never the store)."""
+    return {"hosts": {host.name: view.busy.get(host.name) for host in view.hosts if host.can_switch_kernel},
+            "queues": {name: [(item.message_id, view.waiting_since[item.message_id].timestamp())
+                              for item in queue] for name, queue in view.schedule.queues.items()}}
+
+
+def after_runs(store, lab: flow.DaemonContext, dispatcher: Dispatcher, metrics: DaemonMetrics,
+               state: DaemonState) -> None:
+    """A worker woke the loop: deliver its notifications, count the runs that ended, and give
+    the freed hosts their next reports."""
+    _step(metrics, "deliver", lab.deliver)
+    for done in dispatcher.finished():
+        if done.outcome is not None:
+            metrics.runs.labels(done.outcome).inc()
+    if not state.stop:
+        _step(metrics, "run", lambda: dispatch(store, lab, dispatcher, metrics))
+        _step(metrics, "deliver", lab.deliver)
+
+
+def drain(store, lab: flow.DaemonContext, dispatcher: Dispatcher, metrics: DaemonMetrics,
+          state: DaemonState) -> None:
+    """`--once`: wait for every run the pass started, and the runs freed hosts take after them."""
+    while not state.stop:
+        after_runs(store, lab, dispatcher, metrics, state)
+        if not dispatcher.running():
+            break
+        dispatcher.wait(1.0)
+        metrics.beat()
+
+
 def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonContext, metrics: DaemonMetrics, *,
-             admit_days: float) -> None:
-    """One pass: deliver, poll, admit, plan, run, deliver. A step that raises is logged and skipped."""
+             admit_days: float, dispatcher: Dispatcher | None = None,
+             stale_days: float = follow.DEFAULT_STALE_DAYS) -> None:
+    """One pass: deliver, poll, admit, plan, run, deliver. A step that raises is logged and skipped.
+
+    Runs are handed to `dispatcher` (they go on after the pass); without one they are run here,
+    one at a time (flow.run_planned)."""
     def step(name: str, action: Callable[[], object]) -> None:
-        try:
-            action()
-        except Exception as error:  # noqa: BLE001 - the loop outlives any one step's failure
-            metrics.step_failures.labels(name).inc()
-            event(log, logging.ERROR, "step failed: the daemon goes on at the next tick", event="pass.failed",
-                  step=name, error=describe_error(error), exc_info=True)
+        _step(metrics, name, action)
 
     def run_planned() -> None:
+        if dispatcher is not None:
+            dispatch(store, lab, dispatcher, metrics)
+            return
         for message_id in flow.run_planned(store, lab):
             metrics.runs.labels(store.get_triage(message_id).state).inc()
 
@@ -253,7 +345,11 @@ def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonCont
             lab.deliver()
 
     step("deliver", lab.deliver)
-    step("poll", lambda: poll_due_sources(settings, store, state, metrics))
+    new_ids: list[str] = []
+    step("poll", lambda: new_ids.extend(poll_due_sources(settings, store, state, metrics)))
+    # after the verdict: what the new mail says of the reports taken on (fixed, reverted, ...)
+    step("follow", lambda: (follow.observe(store, new_ids), follow.join_reports(store, new_ids),
+                            follow.mark_stale(store, days=stale_days)))
     if not state.stop:
         step("admit", admit)
         step("plan", lambda: flow.plan_new(store, lab))

@@ -22,34 +22,41 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TypeVar
 
+from triagebot.dispatch.inprocess import InlineDispatcher
+from triagebot.dispatch.protocol import Dispatcher, RunJob
 from triagebot.errors import TriageError
+from triagebot.lab_queue import LabView, lab_view, preferred_host
 from triagebot.logs import event
 from triagebot.notify import render
 from triagebot.notify.plot import run_plot
 from triagebot.records import Report, Source
 from triagebot.reproduce.executors.choose import executor_for
-from triagebot.reproduce.host_lock import host_lock
-from triagebot.reproduce.hosts import choose_host
+from triagebot.reproduce.host_lock import host_busy, host_lock
 from triagebot.reproduce.limits import host_shape
 from triagebot.reproduce.materials import with_materials_over_http
 from triagebot.reproduce.plan import Plan, Refusal, plan_from_json, plan_report
 from triagebot.reproduce.rounds import commits_of, rounds_within
 from triagebot.reproduce.runner import Sample, rerun
+from triagebot.reproduce.schedule import Assignment
 from triagebot.rules.hosts import HOSTS_FILE, Host
 from triagebot.rules.settings import Settings
-from triagebot.states import RUN_STATES
-from triagebot.store.protocol import Store, StoreError, TriageRow, UnreadableRecord, utc_text
+from triagebot.states import TriageState
+from triagebot.store.protocol import Store, StoreBusyError, StoreError, TriageRow, UnreadableRecord, utc_text
 
 log = logging.getLogger("triagebot.daemon")
 
 REPORT_KINDS = ("lkp-regression", "human-report")  # what the daemon takes on: claimed slowdowns
 MAX_REASON = 500  # characters of an unexpected error kept as a report's reason
+T = TypeVar("T")
 
 
 class StopRequested(Exception):
@@ -67,6 +74,26 @@ class DaemonContext:
     budget: int = 20  # runs a side at most
     stop_requested: Callable[[], bool] = lambda: False
     heartbeat: Callable[[], None] = lambda: None
+    # A run's writes wait out another writer (the loop storing a poll's batch) this long, a
+    # second at a time, rather than lose the run to the store's busy timeout.
+    busy_patience_s: float = 600.0
+    sleep: Callable[[float], None] = time.sleep
+
+
+def patiently(lab: DaemonContext, write: Callable[[], T]) -> T:
+    """`write()`, tried again while the store stays busy (StoreBusyError), for up to
+    `lab.busy_patience_s`: runs on several hosts write the store beside the loop."""
+    waited = 0.0
+    while True:
+        try:
+            return write()
+        except StoreBusyError:
+            if waited >= lab.busy_patience_s:
+                raise
+            event(log, logging.INFO, "store busy: the run's write waits", event="run.store_busy",
+                  waited_seconds=waited)
+            lab.sleep(1.0)
+            waited += 1.0
 
 
 def admit(store: Store, lab: DaemonContext, admit_days: float, now: datetime | None = None) -> list[str]:
@@ -74,6 +101,9 @@ def admit(store: Store, lab: DaemonContext, admit_days: float, now: datetime | N
     since = utc_text((now or datetime.now(UTC)) - timedelta(days=admit_days))
     admitted = []
     for message_id in store.reports_to_admit(REPORT_KINDS, since):
+        joined = store.joined_to(message_id)
+        if joined is not None and joined.relation == "also-seen":  # a re-report: on its first report's parent
+            continue
         try:
             report = _stored_report(store, message_id)
         except UnreadableRecord:  # taken on all the same: planning it ends it in `error`, saying why
@@ -129,7 +159,7 @@ def _plan_one(store: Store, lab: DaemonContext, row: TriageRow, hosts: tuple[Hos
     """Plan one new report (or refuse it), with its replies."""
     report = _stored_report(store, row.message_id)
     stored = report  # the parent shows the report as stored, not with the materials merged in
-    match = choose_host(hosts, report.test_machine, parameters=report.parameters)
+    match, alternatives = preferred_host(hosts, report)
     notes: list[str] = []
     if match is None:
         plan_json = Refusal(f"no host in {lab.settings.rules_dir / HOSTS_FILE}", ("a lab host",),
@@ -146,7 +176,7 @@ def _plan_one(store: Store, lab: DaemonContext, row: TriageRow, hosts: tuple[Hos
     state = "planned" if plan_json["kind"] == "plan" else "refused"
     reply = render.plan_reply(plan_json)
     if state == "planned" and match is not None:
-        reply = _with_host_line(reply, match, notes)
+        reply = _with_host_line(reply, match, notes, alternatives)
     with store.transaction():
         store.set_triage(row.message_id, state, plan=plan_json, host=host_name or "")
         store.enqueue(row.message_id, "plan", row.channel, reply)
@@ -186,9 +216,12 @@ def _reason(error: BaseException) -> str:
     return text if len(text) <= MAX_REASON else text[:MAX_REASON - 1] + "…"
 
 
-def _with_host_line(reply: dict, match, notes: list[str]) -> dict:
+def _with_host_line(reply: dict, match, notes: list[str], alternatives: tuple[str, ...] = ()) -> dict:
     """The plan reply with the host it runs on (and whether that host can run it at all)."""
     line = f"Host: `{render.escape(match.host.name)}` (match {match.score:.2f} to the report's machine)"
+    if alternatives:
+        line += " or the first free of the equally similar " + ", ".join(
+            f"`{render.escape(name)}`" for name in alternatives)
     if match.differences:
         line += "; differs: " + "; ".join(render.escape(item) for item in match.differences)
     if not match.host.can_switch_kernel:
@@ -200,32 +233,156 @@ def _with_host_line(reply: dict, match, notes: list[str]) -> dict:
 
 
 def run_planned(store: Store, lab: DaemonContext) -> list[str]:
-    """Rerun each planned report whose host can switch kernels and is free; returns those decided."""
-    hosts = lab.settings.need_hosts()
-    decided = []
-    for row in store.triage_in(*RUN_STATES):
+    """Rerun planned reports one at a time, in the schedule's order, until no free host has one
+    to run (`triage daemon` runs them in parallel through a ThreadDispatcher instead); returns
+    the reports decided, in the order they were."""
+    dispatcher = InlineDispatcher(lambda: contextlib.nullcontext(store), lambda own, job: run_job(own, lab, job))
+    decided: list[str] = []
+    while not lab.stop_requested():
+        if not assign(store, lab, dispatcher):
+            break
+        done = dispatcher.finished()
+        decided.extend(item.job.message_id for item in done if item.outcome is not None)
+        if all(item.outcome is None for item in done):
+            break  # nothing moved on (a host taken by another process): the next pass tries again
+    return decided
+
+
+def take_up_cut_runs(store: Store, lab: DaemonContext, dispatcher: Dispatcher) -> list[str]:
+    """Reports left `running` by a process that is gone (nobody runs them, their host's lock is
+    free) wait again: their run starts over, on the host the schedule gives them."""
+    running = set(dispatcher.running().values())
+    again = []
+    for row in store.triage_in(TriageState.RUNNING):
+        if row.message_id in running or (row.host and host_busy(lab.database, row.host)):
+            continue
+        store.set_triage(row.message_id, TriageState.PLANNED, note="its run was cut short: it starts over")
+        event(log, logging.INFO, "run cut short: starts over", event="run.resumed", message_id=row.message_id,
+              host=row.host)
+        again.append(row.message_id)
+    return again
+
+
+def lab_now(store: Store, lab: DaemonContext, dispatcher: Dispatcher | None = None,
+            now: datetime | None = None) -> LabView:
+    """The hosts and the schedule as the daemon sees them now."""
+    return lab_view(store, lab.database, lab.settings.need_hosts(),
+                    timedelta(minutes=lab.settings.max_wait_minutes), now or datetime.now(UTC),
+                    dispatcher.running() if dispatcher is not None else None)
+
+
+def assign(store: Store, lab: DaemonContext, dispatcher: Dispatcher, now: datetime | None = None) -> list[RunJob]:
+    """Give the free hosts the reports the schedule picks, each move to `running` committed with
+    its job (dispatch/protocol.py); then tell each waiting report's parent where it is queued.
+    Returns the jobs handed over."""
+    take_up_cut_runs(store, lab, dispatcher)
+    view = lab_now(store, lab, dispatcher, now)
+    hosts = {host.name: host for host in view.hosts}
+    jobs = []
+    for assignment in view.schedule.assignments:
         if lab.stop_requested():
             break
-        host = _host_named(hosts, row.host)
-        if host is None or not host.can_switch_kernel or row.plan is None:
-            continue  # not runnable here: stays planned (the plan reply said why)
-        with contextlib.ExitStack() as held:
-            try:
-                held.enter_context(host_lock(lab.database, host.name))
-            except TriageError as error:  # the host is busy with another rerun: try next pass
-                event(log, logging.INFO, "host busy", event="run.queued", message_id=row.message_id,
-                      host=host.name, reason=str(error))
+        row = store.get_triage(assignment.message_id)
+        if row is None or row.state != TriageState.PLANNED:
+            continue
+        try:
+            plan_json, moved = _plan_on(store, lab, row, hosts[assignment.host], assignment)
+        except StoreError:
+            raise
+        except Exception as error:  # noqa: BLE001 - one report's failure is that report's error
+            fail_report(store, lab, row, "planning for its host", error)
+            continue
+        job = RunJob(row.message_id, assignment.host)
+        try:
+            with store.transaction():
+                store.set_triage(row.message_id, TriageState.RUNNING, plan=plan_json, host=assignment.host)
+                if moved is not None:
+                    store.enqueue(row.message_id, "moved", row.channel, render.moved_reply(moved))
+                dispatcher.enqueue(store, job)
+        except BaseException:
+            dispatcher.abandon()
+            raise
+        event(log, logging.INFO, "run dispatched", event="run.dispatched", message_id=row.message_id,
+              host=assignment.host, waited_seconds=round(assignment.waited.total_seconds()),
+              past_cap=assignment.past_cap)
+        dispatcher.launch()
+        jobs.append(job)
+    if jobs:
+        view = lab_now(store, lab, dispatcher, now)
+    announce_queue(store, lab, view)
+    return jobs
+
+
+def _plan_on(store: Store, lab: DaemonContext, row: TriageRow, host: Host,
+             assignment: Assignment) -> tuple[dict | None, str | None]:
+    """The plan to run on the assigned host: the stored one when made for it, else made again
+    for it, with what differs stated when the report gave up its most similar host."""
+    if row.host == host.name:
+        return None, None  # the stored plan stands
+    report, notes = with_materials_over_http(_stored_report(store, row.message_id), store, lab.settings.http)
+    plan = plan_report(report, lab.settings.need_templates(), host=host_shape(host))
+    if not isinstance(plan, Plan):
+        raise TriageError(f"no plan on {host.name}, the host it was given: {plan.reason}")
+    moved = assignment.moved_note(timedelta(minutes=lab.settings.max_wait_minutes))
+    if moved is not None:
+        plan = dataclasses.replace(plan, notes=(*plan.notes, moved))
+    return plan.to_json(), moved
+
+
+QUEUED_KIND = "update-queued-"  # + a sequence number: one parent update per change of place
+
+
+def announce_queue(store: Store, lab: DaemonContext, view: LabView) -> int:
+    """Update the parent of each waiting report whose place changed: "queued behind N on HOST"."""
+    updated = 0
+    for queue in view.schedule.queues.values():
+        for item in queue:
+            row = store.get_triage(item.message_id)
+            if row is None or row.state != TriageState.PLANNED:
+                continue
+            said = [other.kind for other in store.outbox(message_id=item.message_id)
+                    if other.kind.startswith(QUEUED_KIND)]
+            place = f"{item.ahead}@{item.host}"
+            if said and said[-1].split(":", 1)[1] == place:
                 continue
             try:
-                outcome = _run_one(store, lab, row, host)
-            except StoreError:
-                raise
-            except Exception as error:  # noqa: BLE001 - one report's failure is that report's error
-                fail_report(store, lab, row, "the run", error)
-                outcome = "error"
-        if outcome is not None:
-            decided.append(row.message_id)
-    return decided
+                report = _stored_report(store, item.message_id)
+            except (TriageError, UnreadableRecord):
+                continue  # its run will end it in error, saying why
+            store.enqueue(item.message_id, f"{QUEUED_KIND}{len(said) + 1}:{place}", row.channel,
+                          render.parent_message(report, "planned", plan=row.plan, queued=(item.ahead, item.host)))
+            updated += 1
+    if updated:
+        lab.deliver()
+    return updated
+
+
+def run_job(store: Store, lab: DaemonContext, job: RunJob) -> str | None:
+    """Carry out one dispatched job (any worker, with a store of its own): the report's run on
+    its host under the host's lock, ending in its verdict or error. None when nothing was
+    decided: the job is stale, the run stopped, or another process holds the host."""
+    row = store.get_triage(job.message_id)
+    if row is None or row.state != TriageState.RUNNING or row.host != job.host:
+        return None  # moved on meanwhile: not this job's to run
+    host = _host_named(lab.settings.need_hosts(), job.host)
+    if host is None:
+        fail_report(store, lab, row, "the run", TriageError(f"host {job.host} is no longer in hosts.toml"))
+        return TriageState.ERROR
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(host_lock(lab.database, host.name))
+        except TriageError as error:  # another process's rerun holds the host: wait again
+            store.set_triage(row.message_id, TriageState.PLANNED, note=str(error))
+            event(log, logging.INFO, "host busy", event="run.queued", message_id=row.message_id,
+                  host=host.name, reason=str(error))
+            return None
+        try:
+            return _run_one(store, lab, row, host)
+        except StoreError:
+            raise
+        except Exception as error:  # noqa: BLE001 - one report's failure is that report's error
+            fail_report(store, lab, row, "the run", error)
+            return TriageState.ERROR
 
 
 def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> str | None:
@@ -238,7 +395,7 @@ def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> st
         raise TriageError(f"{row.message_id} names no culprit commit to rerun")
     rounds = rounds_within(lab.budget)
     first_look = 2 * rounds.rounds[0]
-    store.set_triage(row.message_id, "running")
+    patiently(lab, lambda: store.set_triage(row.message_id, "running"))
     event(log, logging.INFO, "run started", event="run.started", message_id=row.message_id, host=host.name,
           base=base, suspect=suspect)
     samples: list[Sample] = []
@@ -250,12 +407,14 @@ def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> st
         if moment is not None:
             partial = {"host": host.name, "base_commit": base, "suspect_commit": suspect,
                        "samples": [{"role": item.role, "value": item.value} for item in samples]}
-            with store.transaction():
-                store.enqueue(row.message_id, f"progress-{moment}", row.channel,
-                              render.run_progress_reply(partial, moment, first_look))
-                if moment == "started":
-                    store.enqueue(row.message_id, "update-running", row.channel,
-                                  render.parent_message(report, "running", plan=row.plan, run=partial))
+            def tell() -> None:
+                with store.transaction():
+                    store.enqueue(row.message_id, f"progress-{moment}", row.channel,
+                                  render.run_progress_reply(partial, moment, first_look))
+                    if moment == "started":
+                        store.enqueue(row.message_id, "update-running", row.channel,
+                                      render.parent_message(report, "running", plan=row.plan, run=partial))
+            patiently(lab, tell)
             lab.deliver()
         if lab.stop_requested():
             raise StopRequested()
@@ -265,23 +424,29 @@ def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> st
             result = rerun(plan, host, executor, base, suspect, on_sample=on_sample, rounds=rounds,
                            floor_percent=lab.settings.floors.floor_for(plan.report_metric or plan.metric))
     except StopRequested:
-        store.set_triage(row.message_id, "planned", note="stopped during a run: it starts over")
+        patiently(lab, lambda: store.set_triage(row.message_id, "planned",
+                                                note="stopped during a run: it starts over"))
         event(log, logging.INFO, "run stopped: starts over next time", event="run.stopped",
               message_id=row.message_id, samples=len(samples))
         return None
     run_json = result.to_json()
     state = (run_json.get("verdict") or {}).get("outcome") or "error"
-    with store.transaction():
-        store.save_run(row.message_id, plan.to_json(), run_json)
-        store.set_triage(row.message_id, state)
-        store.enqueue(row.message_id, "verdict", row.channel, render.verdict_reply(None, run_json))
-        if any(sample["role"] == "base" for sample in run_json["samples"]) and \
-                any(sample["role"] == "suspect" for sample in run_json["samples"]):
-            store.enqueue(row.message_id, "plot", row.channel, {
-                "title": render.plot_title(report, run_json),
-                "png_base64": base64.b64encode(run_plot(run_json)).decode()})
-        store.enqueue(row.message_id, "update-final", row.channel,
-                      render.parent_message(report, state, plan=row.plan, run=run_json))
+    plot = None
+    if any(sample["role"] == "base" for sample in run_json["samples"]) and \
+            any(sample["role"] == "suspect" for sample in run_json["samples"]):
+        plot = {"title": render.plot_title(report, run_json),
+                "png_base64": base64.b64encode(run_plot(run_json)).decode()}
+
+    def decide() -> None:
+        with store.transaction():
+            store.save_run(row.message_id, plan.to_json(), run_json)
+            store.set_triage(row.message_id, state)
+            store.enqueue(row.message_id, "verdict", row.channel, render.verdict_reply(None, run_json))
+            if plot is not None:
+                store.enqueue(row.message_id, "plot", row.channel, plot)
+            store.enqueue(row.message_id, "update-final", row.channel,
+                          render.parent_message(report, state, plan=row.plan, run=run_json))
+    patiently(lab, decide)
     event(log, logging.INFO, "run decided", event="run.decided", message_id=row.message_id, outcome=state,
           reason=(run_json.get("verdict") or {}).get("reason") or run_json.get("error"))
     lab.deliver()

@@ -1,7 +1,10 @@
-"""Presentation: a readable text summary of one Report for the terminal."""
+"""Presentation: one report as `triage show` prints it and the web page shows it: its summary, line by
+line, its last rerun and where the daemon has it."""
 from __future__ import annotations
 
-from triagebot.records import Report
+from dataclasses import dataclass
+
+from triagebot.records import Commit, Report
 from triagebot.visible import visible
 
 TOP_METRIC_ROWS = 15
@@ -22,67 +25,148 @@ def _row_priority(report: Report, row) -> tuple[int, float]:
     return rank, -abs(row.change) if row.change_unit == "percent" else 0.0
 
 
-def render_report(report: Report, *, all_rows: bool = False) -> str:
-    lines = [f"{report.kind}  {report.message_id or '(no Message-ID)'}",
-             f"  subject:  {report.subject}",
-             f"  from:     {report.from_}",
-             f"  date:     {report.date or '(unknown)'}"]
+@dataclass(frozen=True)
+class SummaryLine:
+    """One line of a report's summary, as `triage show` prints it and the web page shows it.
+
+    `form` says how it is laid out: "field" (label, then text), "commit" (a commit's role as
+    label; `commit` holds it, for a link), "heading" (a line of its own, rows follow), "row"
+    (a table row under the heading before it) or "note" (a remark on the whole record)."""
+
+    form: str
+    label: str
+    text: str
+    commit: Commit | None = None
+
+
+def _field(label: str, text: str) -> SummaryLine:
+    return SummaryLine("field", label, text)
+
+
+def summary_lines(report: Report, *, all_rows: bool = False) -> list[SummaryLine]:
+    """The summary of one report, line by line (the headline line, kind and id, is not one)."""
+    lines = [_field("subject", report.subject),
+             _field("from", report.from_),
+             _field("date", report.date or "(unknown)")]
     if report.headline:
         headline = report.headline
-        lines.append(f"  headline: {headline.metric} {headline.change_percent:+g}% {headline.direction}")
+        lines.append(_field("headline", f"{headline.metric} {headline.change_percent:+g}% {headline.direction}"))
     for commit in report.commits:
         subject = f' ("{commit.subject}")' if commit.subject else ""
         where = f"  [{commit.tree} {commit.branch}]" if commit.tree else ""
-        lines.append(f"  {commit.role + ':':11}{commit.sha}{subject}{where}")
+        lines.append(SummaryLine("commit", commit.role, f"{commit.sha}{subject}{where}", commit))
     if report.testcase:
-        lines.append(f"  testcase: {report.testcase}")
+        lines.append(_field("testcase", report.testcase))
     if report.parameters:
-        lines.append("  params:   " + " ".join(f"{k}={v}" for k, v in report.parameters))
+        lines.append(_field("params", " ".join(f"{k}={v}" for k, v in report.parameters)))
     if report.test_machine:
         machine = report.test_machine
         tbox = f" [{machine.tbox_group}]" if machine.tbox_group else ""
-        lines.append(f"  machine:  {machine.description}{tbox}")
+        lines.append(_field("machine", f"{machine.description}{tbox}"))
     if report.syzbot:
-        lines.append(f"  syzbot:   {report.syzbot.title}  {report.syzbot.dashboard or ''}")
+        lines.append(_field("syzbot", f"{report.syzbot.title}  {report.syzbot.dashboard or ''}"))
     numbers = report.stance_numbers
     if report.stance != "none":
-        said = report.stance_evidence
-        if numbers is not None and said and said.startswith(numbers.evidence):
-            # The stance came from the writer's numbers (printed below); any words they overruled follow.
-            rest = said[len(numbers.evidence):].lstrip("; ")
-            evidence = "  from the writer's numbers" + (f"; {rest}" if rest else "")
-        else:
-            evidence = f'  "{said}"' if said else ""
-        lines.append(f"  stance:   {report.stance}{evidence}")
+        lines.append(_field("stance", f"{report.stance}{stance_evidence(report)}"))
     if numbers is not None:
-        lines.append(f"  numbers:  {numbers.evidence}")
+        lines.append(_field("numbers", numbers.evidence))
     for objection in report.objections:
-        lines.append(f"  raises:   [{objection.kind}] \"{objection.evidence}\"")
+        lines.append(_field("raises", f"[{objection.kind}] \"{objection.evidence}\""))
     if report.metrics:
         rows = report.metrics
         shown = rows if all_rows else sorted(rows, key=lambda row: _row_priority(report, row))[:TOP_METRIC_ROWS]
         note = "" if all_rows or len(rows) <= TOP_METRIC_ROWS else \
             f", top {TOP_METRIC_ROWS}: the headline, then the testcase's own metrics, by change; --all for every row"
-        lines.append(f"  metrics ({len(rows)} rows{note}):")
+        lines.append(SummaryLine("heading", "metrics", f"metrics ({len(rows)} rows{note}):"))
         for row in shown:
             unit = "%" if row.change_unit == "percent" else ""
             base_sd = f" ±{row.base_stddev_percent:g}%" if row.base_stddev_percent is not None else ""
             head_sd = f" ±{row.head_stddev_percent:g}%" if row.head_stddev_percent is not None else ""
-            lines.append(f"    {_format_number(row.base) + base_sd:>16} {row.change:>+9g}{unit:1} "
-                         f"{_format_number(row.head) + head_sd:>16}  {row.name}")
+            lines.append(SummaryLine("row", "metrics", f"{_format_number(row.base) + base_sd:>16} "
+                                     f"{row.change:>+9g}{unit:1} {_format_number(row.head) + head_sd:>16}  {row.name}"))
     if report.failures:
-        lines.append(f"  failures ({len(report.failures)} rows):")
+        lines.append(SummaryLine("heading", "failures", f"failures ({len(report.failures)} rows):"))
         for failure in report.failures[:TOP_METRIC_ROWS]:
-            lines.append(f"    {failure.base_fail}:{failure.base_runs} -> "
-                         f"{failure.head_fail}:{failure.head_runs}  {failure.name}")
+            lines.append(SummaryLine("row", "failures", f"{failure.base_fail}:{failure.base_runs} -> "
+                                     f"{failure.head_fail}:{failure.head_runs}  {failure.name}"))
     for reproducer in report.reproducers:
         what = reproducer.command or reproducer.url or ("(attached job file)" if reproducer.content else "")
-        lines.append(f"  repro:    [{reproducer.kind}] {what}")
+        lines.append(_field("repro", f"[{reproducer.kind}] {what}"))
     if report.kernel_config:
-        lines.append("  config:   " + " ".join(f"{k}={v}" for k, v in report.kernel_config))
+        lines.append(_field("config", " ".join(f"{k}={v}" for k, v in report.kernel_config)))
     if report.quoted:
-        lines.append("  (facts above come from quoted text)")
+        lines.append(SummaryLine("note", "", "(facts above come from quoted text)"))
     for defect in report.defects:
-        lines.append(f"  defect:   {defect}")
+        lines.append(_field("defect", defect))
+    return lines
+
+
+def stance_evidence(report: Report) -> str:
+    """What the stance line adds after the stance: the writer's words, or that their numbers decided."""
+    numbers = report.stance_numbers
+    said = report.stance_evidence
+    if numbers is not None and said and said.startswith(numbers.evidence):
+        # The stance came from the writer's numbers (printed below); any words they overruled follow.
+        rest = said[len(numbers.evidence):].lstrip("; ")
+        return "  from the writer's numbers" + (f"; {rest}" if rest else "")
+    return f'  "{said}"' if said else ""
+
+
+def format_line(line: SummaryLine) -> str:
+    """One summary line as the terminal shows it."""
+    if line.form == "commit":
+        return f"  {line.label + ':':11}{line.text}"
+    if line.form == "row":
+        return f"    {line.text}"
+    if line.form in ("heading", "note"):
+        return f"  {line.text}"
+    return f"  {line.label + ':':10}{line.text}"
+
+
+def render_report(report: Report, *, all_rows: bool = False) -> str:
+    lines = [f"{report.kind}  {report.message_id or '(no Message-ID)'}"]
+    lines += [format_line(line) for line in summary_lines(report, all_rows=all_rows)]
     # every line holds someone's text: hidden characters shown as escapes, line by line
     return "\n".join(visible(line) for line in lines)
+
+
+_BLOCKS = "▁▂▃▄▅▆▇█"
+
+
+def sample_plot(values: list[float], low: float, high: float) -> str:
+    """One character a sample, its height between the run's lowest and highest value."""
+    span = high - low
+    return "".join(_BLOCKS[min(7, int((value - low) / span * 8))] if span > 0 else _BLOCKS[3] for value in values)
+
+
+def render_run(run: dict) -> str:
+    """The last rerun: its verdict, and each side's samples as a small plot in run order."""
+    lines = [f"  rerun:    on {run['host']}, {run['base_commit']} (base) against {run['suspect_commit']} (suspect), "
+             f"{run['status']}"]
+    verdict = run.get("verdict")
+    if verdict:
+        lines.append(f"  verdict:  {verdict['outcome']}: {verdict['reason']}")
+    elif run.get("error"):
+        lines.append(f"  error:    {run['error']}")
+    samples = run.get("samples", [])
+    values = [sample["value"] for sample in samples]
+    if values:
+        low, high = min(values), max(values)
+        for role in ("base", "suspect"):
+            side = [sample["value"] for sample in samples if sample["role"] == role]
+            if side:
+                middle = sorted(side)[len(side) // 2]
+                lines.append(f"  {role + ':':9} {sample_plot(side, low, high)}  median {middle:.6g} over "
+                             f"{len(side)} runs ({low:.6g} .. {high:.6g})")
+    return "\n".join(lines)
+
+
+def render_triage(triage, notifications) -> str:
+    """Where the daemon has this report: its state, channel, and what it has told the team."""
+    host = f", host {triage.host}" if triage.host else ""
+    lines = [f"  triage:   {triage.state} since {triage.updated_at} ({triage.channel}{host})"]
+    for row in notifications:
+        where = f" ts {row.posted_ts}" if row.posted_ts else ""
+        problem = f": {row.last_error}" if row.status != "sent" and row.last_error else ""
+        lines.append(f"    {row.kind:18} {row.status}{where}{problem}")
+    return "\n".join(lines)

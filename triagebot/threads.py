@@ -2,7 +2,7 @@
 headers give, and which id a thread hangs from.
 
 A message's parent is its In-Reply-To, else the last entry of its References; References
-lists the ancestors oldest first. The store (store/sqlite_threads.py) keeps every edge,
+lists the ancestors oldest first. The store (store/part_threads.py) keeps every edge,
 placeholders included; a display of some messages (parse/thread.py) hangs each message from
 its nearest present ancestor along the same edges.
 

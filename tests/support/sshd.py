@@ -74,7 +74,7 @@ class TestSshd:
 
     __test__ = False  # not a test class, whatever pytest thinks of the name
 
-    def __init__(self, directory: Path, port: int | None = None) -> None:
+    def __init__(self, directory: Path, port: int | None = None, environment: dict[str, str] | None = None) -> None:
         self.sshd = find_sshd()
         self.keygen = shutil.which("ssh-keygen")
         if self.sshd is None or self.keygen is None or shutil.which("ssh") is None:
@@ -90,6 +90,8 @@ class TestSshd:
         self.config = directory / "sshd_config"
         self.log = directory / "sshd.log"
         self.process: subprocess.Popen[bytes] | None = None
+        # set in every session (sshd's SetEnv: it overrides sshd's own PATH), e.g. a lab's PATH
+        self.environment = dict(environment or {})
         self._prepare()
 
     def _keygen(self, path: Path, comment: str) -> None:
@@ -119,6 +121,8 @@ class TestSshd:
             f"AllowUsers {self.user}",
             "MaxStartups 50",
             "LogLevel ERROR",
+            *([f"SetEnv {' '.join(f'{name}={value}' for name, value in self.environment.items())}"]
+              if self.environment else []),
             "",
         ]))
         if os.geteuid() == 0 and not PRIVSEP_DIR.is_dir():

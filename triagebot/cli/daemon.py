@@ -18,6 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tick", type=float, default=30.0, help="seconds between checks for due sources")
     parser.add_argument("--admit-days", type=float, default=14.0, metavar="DAYS",
                         help="take on reports dated at most DAYS ago (default 14): a backfill is not triaged")
+    parser.add_argument("--stale-days", type=float, default=30.0, metavar="DAYS",
+                        help="a decided report with no mail for DAYS is moved to stale (default 30)")
     parser.add_argument("--budget", type=int, default=20, metavar="N", help="at most N runs a side (default 20)")
     parser.add_argument("--health-port", metavar="PORT",
                         help=f"port for /healthz and /metrics (default {DEFAULT_HEALTH_PORT}, none with --once; "
@@ -48,5 +50,6 @@ def run(args: argparse.Namespace) -> int:
         raise TriageError(f"no sources in {settings.rules_dir / 'sources.toml'}: nothing to watch")
     options = DaemonOptions(once=args.once, tick=args.tick, admit_days=args.admit_days, budget=args.budget,
                             health_port=health_port(args.health_port, args.once),
-                            health_address=args.health_address, notify_retry_seconds=args.notify_retry_seconds)
+                            health_address=args.health_address, notify_retry_seconds=args.notify_retry_seconds,
+                            stale_days=args.stale_days)
     return serve(settings, database_path(args), lambda: open_store(args), options)

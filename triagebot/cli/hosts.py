@@ -16,7 +16,7 @@ from triagebot.cli.common import (
     add_db_argument,
     add_json_argument,
     add_rules_argument,
-    database_path,
+    database_location,
     open_store,
 )
 from triagebot.records import Report
@@ -65,7 +65,7 @@ def _load_report(args: argparse.Namespace, message_id_arg: str) -> Report | str:
         message_id = normalize_message_id(message_id_arg)
     except ValueError:
         return f"{message_id_arg!r}: not a Message-ID"
-    database = database_path(args)
+    database = database_location(args)
     if not database.exists():
         return f"{message_id}: no such message ({database} does not exist yet)"
     with open_store(args) as store:

@@ -15,7 +15,7 @@ import sys
 from datetime import UTC, datetime
 
 from triagebot.batch import default_jobs
-from triagebot.cli.common import add_db_argument, add_rules_argument, database_path, open_store
+from triagebot.cli.common import add_db_argument, add_rules_argument, database_location, open_store
 from triagebot.errors import TriageError
 from triagebot.ingest.runner import IngestResult, describe_error, ingest_once
 from triagebot.ingest.sources import build_source
@@ -70,16 +70,17 @@ def run(args: argparse.Namespace) -> int:
         references = [source.url for source in settings.sources]
         if not references:
             raise TriageError(f"no SOURCE given and no sources in {settings.rules_dir / 'sources.toml'}")
-    database = database_path(args)
+    database = database_location(args)
     failures = 0
     quarantined = 0
     with open_store(args) as store:
         for reference in references:
             try:
-                source = build_source(reference, settings.http, list_name=args.list_name, since=args.since)
+                source = build_source(reference, settings.http, list_name=args.list_name, since=args.since,
+                                      bounds=settings.bounds)
                 progress = _Progress(reference, enabled=not args.quiet and sys.stderr.isatty())
                 try:
-                    result = ingest_once(source, store, jobs=args.jobs, progress=progress)
+                    result = ingest_once(source, store, jobs=args.jobs, progress=progress, bounds=settings.bounds)
                 finally:
                     progress.end()
             except TriageError as error:

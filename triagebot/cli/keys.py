@@ -6,10 +6,19 @@ any unique prefix of the stored key), as well as by the full one.
 """
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from triagebot.errors import TriageError
-from triagebot.store.protocol import SYNTHETIC_ID_DOMAIN, ListedRecord, RecordStore, normalize_message_id
+from triagebot.store.protocol import (
+    SYNTHETIC_ID_DOMAIN,
+    AliasStore,
+    ListedRecord,
+    RecordStore,
+    normalize_message_id,
+)
+
+if TYPE_CHECKING:
+    from triagebot.store.location import StoreLocation
 
 # hex digits of the raw bytes' SHA-256 a short key keeps: 48 bits, unique among millions of
 # messages, short enough to type
@@ -33,10 +42,19 @@ def record_key(listed: ListedRecord) -> str:
     return short_key(listed.key) if listed.key else "(no Message-ID)"
 
 
-def resolve_key(store: RecordStore, key: str) -> str:
-    """A full stored key for `key`: itself when stored, else the one stored key a short
+class _Keys(RecordStore, AliasStore, Protocol):
+    pass
+
+
+def resolve_key(store: _Keys, key: str) -> str:
+    """A full stored key for `key`: itself when stored, else the record it is another name of
+    (the lore copy of an archive page: its Message-ID), else the one stored key a short
     `sha256-…` key begins (TriageError when none or several do)."""
-    if store.get_record(key) is not None or not key.startswith(SYNTHETIC_PREFIX) or "@" in key:
+    if store.get_record(key) is not None:
+        return key
+    if (named := store.resolve_alias(key)) is not None and store.get_record(named) is not None:
+        return named
+    if not key.startswith(SYNTHETIC_PREFIX) or "@" in key:
         return key
     matches = store.record_keys_starting(key, _PREFIX_PROBE)
     if len(matches) > 1:
@@ -52,7 +70,7 @@ class KeyRefused(Exception):
         self.status = status
 
 
-def asked_key(command: str, text: str, database: Path) -> str:
+def asked_key(command: str, text: str, database: StoreLocation) -> str:
     """The Message-ID or key `triage COMMAND` was given, normalised, in a database that exists
     (KeyRefused: exit 2 for a value that is no Message-ID, 1 for a database not there yet)."""
     try:

@@ -7,35 +7,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
-from datetime import UTC, datetime, timedelta
 
-from triagebot.cli.common import add_db_argument, add_json_argument, database_path, open_store
+from triagebot.cli.common import add_db_argument, add_json_argument, database_location, open_store
 from triagebot.cli.keys import record_key
-from triagebot.errors import TriageError
+from triagebot.dates import SINCE_FORMS, parse_since
 from triagebot.records import KINDS, report_to_json
 from triagebot.visible import visible
-
-SINCE_FORMS = "YYYY-MM-DD, an ISO date-time (2024-06-01T12:00:00+00:00), today, yesterday, or Nd (N days ago)"
-_DAYS_AGO = re.compile(r"(\d{1,5})d")
-
-
-def parse_since(value: str, now: datetime | None = None) -> datetime:
-    """--since as a moment (naive = UTC); TriageError naming the value and the accepted forms."""
-    text = value.strip().lower()
-    today = (now or datetime.now(UTC)).astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-    if text == "today":
-        return today
-    if text == "yesterday":
-        return today - timedelta(days=1)
-    days = _DAYS_AGO.fullmatch(text)
-    if days:
-        return today - timedelta(days=int(days.group(1)))
-    try:
-        moment = datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise TriageError(f"--since {value!r}: not a date; give {SINCE_FORMS}") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,7 +41,7 @@ def _kinds(selected: list[str] | None) -> list[str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    database = database_path(args)
+    database = database_location(args)
     if not database.exists():
         print(f"(no records: {database} does not exist yet)")
         return 0

@@ -20,13 +20,21 @@ COMMANDS = {
     "list": ("triagebot.cli.list", "list stored records, filtered"),
     "reparse": ("triagebot.cli.reparse", "parse the kept raw messages again with this parser"),
     "rerun": ("triagebot.cli.rerun", "rerun a stored report on the lab, base against suspect, and decide"),
+    "bisect": ("triagebot.cli.bisect", "bisect a report's good..bad range on the lab, each step decided by the "
+               "verdict's statistics"),
+    "test-fix": ("triagebot.cli.test_fix", "test the fix posted in a report's thread: suspect against "
+                 "suspect+fix on the lab; a drafted Tested-by: reply"),
     "hosts": ("triagebot.cli.hosts", "list the lab's hosts; --match scores them against a report"),
     "plan": ("triagebot.cli.plan", "plan a rerun of a stored report or a pasted command, or say why not"),
     "verdict": ("triagebot.cli.verdict", "recompute a report's verdict from its stored samples"),
     "preview": ("triagebot.cli.preview", "the Slack messages (Block Kit JSON, and as text) for a stored report, "
                 "without sending"),
     "rules": ("triagebot.cli.rules", "rules init DIR: write the default rules to DIR, to edit"),
+    "web": ("triagebot.cli.web", "serve the read-only pages: reports by state, one report, the lab (--public: "
+            "what may leave the team)"),
+    "reply": ("triagebot.cli.reply", "the reply upstream after a verdict: printed, or --send through rules/mail.toml"),
     "decide": ("triagebot.cli.decide", "decide confirm / no-repro / inconclusive from numbers given by hand"),
+    "db": ("triagebot.cli.db", "the store itself: db copy FROM TO (SQLite <-> PostgreSQL), db migrate"),
 }
 
 

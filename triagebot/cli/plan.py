@@ -4,7 +4,10 @@ Prints the argv the runner would start (never run here), the metric and its bett
 what was scaled to the host and why, or the refusal's reason. `--json` prints the plan's or the
 refusal's JSON object. A report that links LKP materials but carries no job.yaml has the
 linked directory's job.yaml fetched (kept in the store) and planned from; `--no-fetch` plans
-from the stored report alone. Exit 0 for a plan, 1 for a refusal or an unknown id, 2 for usage errors.
+from the stored report alone. A report is planned for the host the daemon runs it on (or would:
+triagebot.lab_queue.daemon_host), named on stderr; `--host` names another hosts.toml host, and
+`--threads`/`--memory-gb`/`--scratch-gb` a made-up shape (the default shape for `--command`).
+Exit 0 for a plan, 1 for a refusal or an unknown id, 2 for usage errors.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from triagebot.cli.common import (
     add_db_argument,
     add_json_argument,
     add_rules_argument,
+    database_location,
     database_path,
     open_store,
 )
@@ -40,22 +44,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", metavar="NAME",
                         help="plan for this hosts.toml host (its threads, memory, scratch space, scratch "
                              "devices and programs) instead of --threads/--memory-gb/--scratch-gb")
-    parser.add_argument("--threads", type=int, default=_DEFAULT_HOST.threads,
-                        help=f"host threads to fit the plan to (default {_DEFAULT_HOST.threads})")
-    parser.add_argument("--memory-gb", type=int, default=_DEFAULT_HOST.memory_gb,
-                        help=f"host memory in GB (default {_DEFAULT_HOST.memory_gb})")
-    parser.add_argument("--scratch-gb", type=int, default=_DEFAULT_HOST.scratch_gb,
-                        help=f"host scratch space in GB (default {_DEFAULT_HOST.scratch_gb})")
+    parser.add_argument("--threads", type=int,
+                        help=f"fit the plan to a made-up host of this many threads (default {_DEFAULT_HOST.threads}; "
+                             "without these three options a report is planned for the daemon's host)")
+    parser.add_argument("--memory-gb", type=int, help=f"its memory in GB (default {_DEFAULT_HOST.memory_gb})")
+    parser.add_argument("--scratch-gb", type=int, help=f"its scratch space in GB (default {_DEFAULT_HOST.scratch_gb})")
 
 
 def run(args: argparse.Namespace) -> int:
     if (args.message_id is None) == (args.command is None):
         print("triage plan: give a MESSAGE-ID or --command, not both", file=sys.stderr)
         return 2
-    if min(args.threads, args.memory_gb, args.scratch_gb) < 1:
+    shaped = [value for value in (args.threads, args.memory_gb, args.scratch_gb) if value is not None]
+    if min(shaped, default=1) < 1:
         print("triage plan: --threads, --memory-gb and --scratch-gb must be at least 1", file=sys.stderr)
         return 2
-    host = HostShape(args.threads, args.memory_gb, args.scratch_gb)
+    if shaped and args.host:
+        print("triage plan: --host or --threads/--memory-gb/--scratch-gb, not both", file=sys.stderr)
+        return 2
+    host = HostShape(args.threads or _DEFAULT_HOST.threads, args.memory_gb or _DEFAULT_HOST.memory_gb,
+                     args.scratch_gb or _DEFAULT_HOST.scratch_gb)
     try:
         settings = settings_for(args.rules)
         templates = settings.need_templates()
@@ -70,6 +78,12 @@ def run(args: argparse.Namespace) -> int:
         report = _stored_report(args)
         if report is None:
             return 1
+        if not args.host and not shaped:
+            try:
+                host = _daemon_host_shape(args, settings, report)
+            except TriageError as error:
+                print(f"triage plan: {error}", file=sys.stderr)
+                return 1
         if not args.no_fetch:
             report = _with_materials(args, report, settings.http)
         result = plan_report(report, templates, host=host)
@@ -89,8 +103,24 @@ def _host_shape(settings, name: str) -> HostShape:
     raise TriageError(f"--host {name!r}: no such host in {settings.rules_dir / 'hosts.toml'}")
 
 
+def _daemon_host_shape(args: argparse.Namespace, settings, report) -> HostShape:
+    """The shape of the host the daemon runs the report on (said on stderr, with why)."""
+    from datetime import UTC, datetime, timedelta
+
+    from triagebot.lab_queue import daemon_host
+    from triagebot.reproduce.limits import host_shape
+
+    with open_store(args) as store:
+        host, why = daemon_host(store, database_path(args), settings.need_hosts(),
+                                timedelta(minutes=settings.max_wait_minutes), report, datetime.now(UTC))
+    if host is None:
+        raise TriageError(f"no host to plan for: {why}")
+    print(f"triage plan: for host {host.name}, the daemon's: {why}", file=sys.stderr)
+    return host_shape(host)
+
+
 def _stored_report(args: argparse.Namespace):
-    database = database_path(args)
+    database = database_location(args)
     try:
         message_id = normalize_message_id(args.message_id)
     except ValueError:

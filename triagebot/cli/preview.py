@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from triagebot.cli.common import add_db_argument, add_json_argument, add_rules_argument, database_path, open_store
+from triagebot.cli.common import add_db_argument, add_json_argument, add_rules_argument, database_location, open_store
 from triagebot.cli.keys import KeyRefused, asked_key, resolve_key
 from triagebot.notify import render
 from triagebot.notify.terminal import payload_to_text
@@ -46,7 +46,7 @@ def payloads(store, message_id: str, rules: str | None) -> list[dict]:
 
 
 def run(args: argparse.Namespace) -> int:
-    database = database_path(args)
+    database = database_location(args)
     try:
         message_id = asked_key("preview", args.message_id, database)
     except KeyRefused as refused:

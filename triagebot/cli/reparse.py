@@ -7,15 +7,16 @@ fails to parse now keeps the record it has (the error is printed).
 Quarantined messages (the parser could not read them) are tried again the same way: those
 quarantined by another parser version (`--all`: every one). One that parses now is stored as a
 normal message with its record and leaves the quarantine, in one transaction; one that still
-fails stays, with the new error and parser version.
+fails stays, with the new error and parser version. A list entry a poll skipped (the server
+would not give its message) is not a message: the polls of its source retry it, not this.
 """
 from __future__ import annotations
 
 import argparse
 import sys
 
-from triagebot.cli.common import add_db_argument, database_path, open_store
-from triagebot.ingest.protocol import FetchedMessage
+from triagebot.cli.common import add_db_argument, database_location, open_store
+from triagebot.ingest.protocol import SKIPPED_ENTRY_SOURCE, FetchedMessage
 from triagebot.ingest.runner import (
     PARSER_VERSION,
     IngestResult,
@@ -35,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    database = database_path(args)
+    database = database_location(args)
     if not database.exists():
         print(f"triage reparse: {database}: no such database", file=sys.stderr)
         return 1
@@ -63,6 +64,8 @@ def retry_quarantined(store: Store, *, every: bool = False) -> tuple[int, int, i
     """Parse the quarantined messages again; (retried, stored now, still failing)."""
     retried = released = failing = 0
     for row in store.iter_quarantined():
+        if row.source_name == SKIPPED_ENTRY_SOURCE:
+            continue  # a list entry the server would not give: its source's polls retry it
         if not every and row.parser_version == PARSER_VERSION:
             continue
         retried += 1

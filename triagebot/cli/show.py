@@ -10,11 +10,13 @@ import argparse
 import json
 import sys
 
-from triagebot.cli.common import add_db_argument, add_json_argument, database_path, open_store
+from triagebot.cli.common import add_db_argument, add_json_argument, database_location, open_store
 from triagebot.cli.keys import KeyRefused, asked_key, resolve_key, short_key
-from triagebot.parse.thread import build_threads, render_thread, reports_by_key
+from triagebot.lifecycle.show import after_verdict
+from triagebot.parse.thread import render_thread
 from triagebot.records import report_to_json
-from triagebot.summary import render_report
+from triagebot.report_view import gather_report
+from triagebot.summary import render_report, render_run, render_triage
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,50 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all", action="store_true", help="every metric row, not the top ones")
 
 
-_BLOCKS = "▁▂▃▄▅▆▇█"
-
-
-def sample_plot(values: list[float], low: float, high: float) -> str:
-    """One character a sample, its height between the run's lowest and highest value."""
-    span = high - low
-    return "".join(_BLOCKS[min(7, int((value - low) / span * 8))] if span > 0 else _BLOCKS[3] for value in values)
-
-
-def render_run(run: dict) -> str:
-    """The last rerun: its verdict, and each side's samples as a small plot in run order."""
-    lines = [f"  rerun:    on {run['host']}, {run['base_commit']} (base) against {run['suspect_commit']} (suspect), "
-             f"{run['status']}"]
-    verdict = run.get("verdict")
-    if verdict:
-        lines.append(f"  verdict:  {verdict['outcome']}: {verdict['reason']}")
-    elif run.get("error"):
-        lines.append(f"  error:    {run['error']}")
-    samples = run.get("samples", [])
-    values = [sample["value"] for sample in samples]
-    if values:
-        low, high = min(values), max(values)
-        for role in ("base", "suspect"):
-            side = [sample["value"] for sample in samples if sample["role"] == role]
-            if side:
-                middle = sorted(side)[len(side) // 2]
-                lines.append(f"  {role + ':':9} {sample_plot(side, low, high)}  median {middle:.6g} over "
-                             f"{len(side)} runs ({low:.6g} .. {high:.6g})")
-    return "\n".join(lines)
-
-
-def render_triage(triage, notifications) -> str:
-    """Where the daemon has this report: its state, channel, and what it has told the team."""
-    host = f", host {triage.host}" if triage.host else ""
-    lines = [f"  triage:   {triage.state} since {triage.updated_at} ({triage.channel}{host})"]
-    for row in notifications:
-        where = f" ts {row.posted_ts}" if row.posted_ts else ""
-        problem = f": {row.last_error}" if row.status != "sent" and row.last_error else ""
-        lines.append(f"    {row.kind:18} {row.status}{where}{problem}")
-    return "\n".join(lines)
-
-
 def run(args: argparse.Namespace) -> int:
-    database = database_path(args)
+    database = database_location(args)
     try:
         message_id = asked_key("show", args.message_id, database)
     except KeyRefused as refused:
@@ -76,8 +36,9 @@ def run(args: argparse.Namespace) -> int:
         return refused.status
     with open_store(args) as store:
         message_id = resolve_key(store, message_id)
-        report = store.get_record(message_id)
-        if report is None:
+        view = gather_report(store, message_id)
+        after = after_verdict(store, message_id) if view is not None else ""
+        if view is None:
             held = store.get_quarantined(message_id)
             if held is not None:
                 print(f"triage show: {message_id}: quarantined since {held.received_at} (the parser could not "
@@ -85,25 +46,26 @@ def run(args: argparse.Namespace) -> int:
                 return 1
             print(f"triage show: {message_id}: no such message in {database}", file=sys.stderr)
             return 1
-        if args.json:
-            print(json.dumps(report_to_json(report), ensure_ascii=False))
-            return 0
-        thread_records = [item for item in (store.get_record(key) for key in store.thread_of(message_id)) if item]
-        latest_run = store.latest_run(message_id)
-        triage = store.get_triage(message_id)
-        notifications = store.outbox(message_id=message_id)
+    report = view.report
+    if args.json:
+        print(json.dumps(report_to_json(report), ensure_ascii=False))
+        return 0
     text = render_report(report, all_rows=args.all)
     if not report.message_id:  # the key it was opened by, to open it again
         text = text.replace("(no Message-ID)", f"(no Message-ID; key {short_key(message_id)})", 1)
     print(text)
-    if latest_run is not None:
-        print(render_run(latest_run))
-    if triage is not None:
-        print(render_triage(triage, notifications))
-    if len(thread_records) > 1:
-        by_key = reports_by_key(thread_records)
-        for thread in build_threads(thread_records):
-            if message_id in {key for key, _ in thread.order}:
-                print()
-                print(render_thread(thread, by_key))
+    if view.latest_run is not None:
+        print(render_run(view.latest_run))
+    if view.bisects:  # the bisection's text module brings the verdict's (numpy) only when there is one
+        from triagebot.reproduce.bisect import bisect_log, bisect_summary
+    for bisection in view.bisects:
+        print(f"  bisect {bisection['bisect_id']} on {bisection.get('host', '?')}: {bisect_summary(bisection)}")
+        print("\n".join(f"    {line}" for line in bisect_log(bisection).splitlines()))
+    if view.triage is not None:
+        print(render_triage(view.triage, view.notifications))
+    if after:
+        print(after)
+    if view.thread is not None:
+        print()
+        print(render_thread(view.thread, view.thread_reports))
     return 0

@@ -1,26 +1,31 @@
-"""`triage status`: what the daemon is doing — the queue, the lab hosts, the last poll of each source,
-the messages held in quarantine (the parser could not read them).
+"""`triage status`: what the daemon is doing — the queue, the lab hosts (busy with which report, or
+idle), each host's queue with waiting times, the last poll of each source, the messages held in
+quarantine (the parser could not read them).
 
-Read-only: it opens the database beside a running daemon (WAL: neither blocks the other) and
-tries each host's lock without waiting to tell busy from idle.
+Read-only: it opens the database beside a running daemon (WAL: neither blocks the other), tries
+each host's lock without waiting to tell busy from idle, and computes the daemon's schedule
+(triagebot.lab_queue) from the same stored state, so the queues shown are the daemon's.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from triagebot.cli.common import (
     add_db_argument,
     add_json_argument,
     add_rules_argument,
+    database_location,
     database_path,
     open_store,
 )
 from triagebot.ingest.runner import LAST_POLL_KEY
+from triagebot.lab_queue import lab_view
 from triagebot.notify.render import STATE_MEANING
-from triagebot.reproduce.host_lock import host_busy
+from triagebot.reproduce.schedule import describe_wait
 from triagebot.rules.settings import Settings, settings_for
 from triagebot.states import OPEN_STATES, TriageState
 from triagebot.store.protocol import Store, UnreadableRecord
@@ -41,12 +46,24 @@ def _subject(store: Store, message_id: str) -> str | None:
     return report.subject if report else None
 
 
-def gather(store: Store, database: Path, settings: Settings) -> dict:
+def gather(store: Store, database: Path, settings: Settings, now: datetime | None = None) -> dict:
+    now = now or datetime.now(UTC)
     queue = [{"message_id": row.message_id, "state": row.state, "host": row.host or None, "channel": row.channel,
               "since": row.updated_at, "subject": _subject(store, row.message_id)}
              for row in store.triage_in(*OPEN_STATES)]
-    hosts = [{"name": host.name, "reach": host.reach, "can_switch_kernel": host.can_switch_kernel,
-              "busy": host_busy(database, host.name)} for host in settings.need_hosts()]
+    view = lab_view(store, database, settings.need_hosts(), timedelta(minutes=settings.max_wait_minutes), now)
+    hosts = []
+    for host in view.hosts:
+        running = view.busy.get(host.name)
+        queued = view.schedule.queues.get(host.name, ())
+        hosts.append({"name": host.name, "reach": host.reach, "can_switch_kernel": host.can_switch_kernel,
+                      "busy": running is not None, "running": running or None,
+                      "queue": [{"message_id": item.message_id, "place": place,
+                                 "waited_seconds": round(item.waited.total_seconds())}
+                                for place, item in enumerate(queued, start=1)],
+                      "next": [{"message_id": item.message_id, "waited_seconds": round(item.waited.total_seconds()),
+                                "past_cap": item.past_cap}
+                               for item in view.schedule.assignments if item.host == host.name]})
     polls = []
     for source in settings.sources:
         last = store.get_cursor(LAST_POLL_KEY + source.url)
@@ -55,6 +72,8 @@ def gather(store: Store, database: Path, settings: Settings) -> dict:
     held = [{"message_id": row.message_id, "kind": row.kind, "channel": row.channel, "error": row.last_error}
             for row in store.outbox("held")]
     return {"database": str(database), "reports": store.triage_counts(), "queue": queue, "hosts": hosts,
+            "max_wait_minutes": settings.max_wait_minutes,
+            "unrunnable": list(view.schedule.unrunnable),
             "sources": polls, "outbox": store.outbox_counts(), "held": held,
             "quarantined": store.count_quarantined()}
 
@@ -72,10 +91,25 @@ def render(status: dict) -> str:
         host = f" on {item['host']}" if item["host"] else ""
         lines.append(f"  {item['state']:8} since {item['since']}{host}  <{item['message_id']}>  "
                      f"{item['subject'] or ''}")
-    lines += ["", "hosts:"]
+    lines += ["", f"hosts (a report waits {describe_wait(timedelta(minutes=status['max_wait_minutes']))} at "
+                  "most for its most similar host):"]
     for host in status["hosts"]:
         note = "" if host["can_switch_kernel"] else " (cannot switch kernels: reports are planned, not rerun)"
-        lines.append(f"  {host['name']:16} {host['reach']:5} {'busy' if host['busy'] else 'idle'}{note}")
+        running = ""
+        if host["busy"]:
+            running = f"  running <{host['running']}>" if host["running"] else "  (a rerun outside the daemon)"
+        lines.append(f"  {host['name']:16} {host['reach']:5} {'busy' if host['busy'] else 'idle'}{note}{running}")
+        for item in host["next"]:
+            lines.append(f"      next: <{item['message_id']}> waited "
+                         f"{describe_wait(timedelta(seconds=item['waited_seconds']))}"
+                         + (" (past the cap: the most similar free host)" if item["past_cap"] else "")
+                         + "; starts at the daemon's next step")
+        for item in host["queue"]:
+            lines.append(f"      {item['place']:>3}. <{item['message_id']}> waiting "
+                         f"{describe_wait(timedelta(seconds=item['waited_seconds']))}")
+    if status["unrunnable"]:
+        lines.append(f"  {len(status['unrunnable'])} planned report(s) wait for a host that can switch kernels "
+                     "(describe the lab in hosts.toml)")
     lines += ["", "sources:"]
     if not status["sources"]:
         lines.append("  none (rules/sources.toml lists none)")
@@ -102,11 +136,12 @@ def render(status: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     database = database_path(args)
-    if not database.exists():
-        print(f"triage status: {database}: no database yet (start `triage daemon` or `triage ingest`)",
+    if not database_location(args).exists():
+        print(f"triage status: {database_location(args)}: no database yet (start `triage daemon` or `triage ingest`)",
               file=sys.stderr)
         return 1
     with open_store(args) as store:
         status = gather(store, database, settings_for(args.rules))
+    status["database"] = str(database_location(args))  # the URL, for a PostgreSQL store
     print(json.dumps(status, ensure_ascii=False) if args.json else render(status))
     return 0

@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from triagebot.cli.common import add_db_argument, add_json_argument, database_path, open_store
+from triagebot.cli.common import add_db_argument, add_json_argument, database_location, open_store
 from triagebot.rules.floors import load_floors
 from triagebot.store.protocol import normalize_message_id
 from triagebot.verdict.sequential import LookSchedule, decide_adaptively, rounds_within
@@ -43,7 +43,7 @@ def recompute(run: dict) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     message_id = normalize_message_id(args.message_id)
-    database = database_path(args)
+    database = database_location(args)
     if not database.exists():
         print(f"triage verdict: {message_id}: no such message ({database} does not exist yet)", file=sys.stderr)
         return 1

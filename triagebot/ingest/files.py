@@ -42,6 +42,8 @@ _MAIL_STARTS = (b"from:", b"received:", b"return-path:", b"message-id:", b"date:
 class FileSource:
     """An mbox, mbox.gz, maildir (cur/ and new/), a directory of messages, or one message file."""
 
+    local = True  # what the user chose to import: the poll bounds (ingest/bounds.py) are for servers
+
     def __init__(self, path: str | os.PathLike[str], *, list_name: str | None = None,
                  chunk_messages: int = CHUNK_MESSAGES, chunk_bytes: int = CHUNK_BYTES) -> None:
         self.path = Path(path)

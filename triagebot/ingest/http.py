@@ -30,6 +30,7 @@ from urllib.parse import urljoin, urlsplit
 
 from triagebot.backoff import Backoff
 from triagebot.ingest.protocol import (
+    AnswerFailed,
     BodyTooLarge,
     HttpClient,
     HttpPolicy,
@@ -166,7 +167,7 @@ class _Decoder:
                     self._wbits = -zlib.MAX_WBITS
                     self._object = zlib.decompressobj(self._wbits)
                     continue
-                raise SourceError(f"{self.url}: damaged {self.encoding_name} body ({error})") from error
+                raise AnswerFailed(f"{self.url}: damaged {self.encoding_name} body ({error})") from error
             self._started = True
             out.append(chunk)
             room -= len(chunk)
@@ -191,7 +192,7 @@ class _Decoder:
 
     def check_end(self) -> None:
         if not self.identity and self._started and not self._done and not self._object.eof:
-            raise SourceError(f"{self.url}: truncated {self.encoding_name} body (the stream does not end)")
+            raise AnswerFailed(f"{self.url}: truncated {self.encoding_name} body (the stream does not end)")
 
 
 def _same_origin(url: str, target: str) -> bool:
@@ -264,7 +265,7 @@ class RequestsClient:
                         response.close()
             except (self._requests.RequestException, self._urllib3_error, OSError) as error:
                 if watch.expired:
-                    raise SourceError(f"{current}: no whole answer within the {deadline:g} s deadline "
+                    raise AnswerFailed(f"{current}: no whole answer within the {deadline:g} s deadline "
                                       f"({type(error).__name__})") from error
                 raise SourceError(f"{current}: {type(error).__name__}: {error}") from error
         raise ResponseRefused(f"{url}: more than {self._max_redirects} redirects: refused")
@@ -281,14 +282,14 @@ class RequestsClient:
         total = 0
         for chunk in response.raw.stream(CHUNK_BYTES, decode_content=False):
             if watch.expired:
-                raise SourceError(f"{url}: no whole answer within the {watch.seconds:g} s deadline")
+                raise AnswerFailed(f"{url}: no whole answer within the {watch.seconds:g} s deadline")
             data = decoder.decode(chunk, limit - total)
             total += len(data)
             if total > limit:
                 raise BodyTooLarge(url, limit)
             parts.append(data)
         if watch.expired:  # the socket shut under a body that ends with the connection
-            raise SourceError(f"{url}: no whole answer within the {watch.seconds:g} s deadline")
+            raise AnswerFailed(f"{url}: no whole answer within the {watch.seconds:g} s deadline")
         decoder.check_end()
         return b"".join(parts)
 
@@ -316,6 +317,7 @@ def fetch(client: HttpClient, url: str, policy: HttpPolicy, *, limit: int, sleep
     """
     rng = rng or random.Random()
     last_problem = "no attempt made"
+    answered = False  # the last try got an answer (AnswerFailed), not a connection failure
     for attempt in range(policy.attempts):
         try:
             response = client.get(url, timeout=policy.timeout_seconds,
@@ -324,8 +326,10 @@ def fetch(client: HttpClient, url: str, policy: HttpPolicy, *, limit: int, sleep
             raise  # the same answer again: not worth a retry
         except SourceError as error:
             last_problem = str(error)
+            answered = isinstance(error, AnswerFailed)
             response = None
         if response is not None:
+            answered = True
             if response.status == 404:
                 return response
             if response.status == 200:
@@ -336,7 +340,7 @@ def fetch(client: HttpClient, url: str, policy: HttpPolicy, *, limit: int, sleep
             elif response.status in RETRY_STATUSES:
                 last_problem = f"{url}: HTTP {response.status}"
             else:
-                raise SourceError(f"{url}: HTTP {response.status}")
+                raise AnswerFailed(f"{url}: HTTP {response.status}")
         if attempt + 1 == policy.attempts:
             break
         wait = Backoff(policy.backoff_seconds, policy.backoff_max_seconds, HTTP_JITTER).delay(attempt, rng)
@@ -349,4 +353,5 @@ def fetch(client: HttpClient, url: str, policy: HttpPolicy, *, limit: int, sleep
         # poll then fails and its events are lost); INFO: a command without logging set stays quiet
         event(log, logging.INFO, "retrying", event="fetch.retry", detail=retry, url=url)
         sleep(wait)
-    raise SourceError(f"{last_problem} (gave up after {policy.attempts} attempts)")
+    failed = AnswerFailed if answered else SourceError
+    raise failed(f"{last_problem} (gave up after {policy.attempts} attempts)")

@@ -28,8 +28,12 @@ read: a gap after it heals from `since`):
                                          # n and digest of their Message-IDs spot a change
      "since_refetch": 2,                 # polls since the tracked threads were last refetched
      "polled_at": 1764700000,            # our clock at the last poll that reached what was seen
-     "heal": {"from": 1764600000, "offset": 150, "gap": true},  # a search heal under way
-     "recheck": 1764600000}              # a healed window to read once more next poll
+     "heal": {"from": 1764600000, "offset": 150, "gap": true, "ids": ["<10 hex>", ...]},
+                                         # a search heal under way, the ids of its last results
+     "recheck": 1764600000,              # a healed window to read once more next poll
+     "retry": [{"key": "<16 hex>", "qkey": "<msgid>", "url": "<message URL>", "tries": 1}],
+                                         # skipped entries to try again, and how often tried
+     "left": false}                      # the poll that wrote it left work for the next one
 
 Bounds (each a named constant below): the feed is read up to FEED_MAX_BYTES and its newest
 FEED_MAX_ENTRIES entries; a poll fetches the threads of at most ENTRIES_PER_POLL new entries,
@@ -42,14 +46,28 @@ XML declares) is refused, so no entity is ever declared, let alone expanded. An 
 used only for the one Message-ID segment it names under the list URL: a link with `.`, `..`
 or empty path segments is unusable, and the thread URL is rebuilt from the Message-ID.
 
-Failures: the feed or a new entry's thread unreadable after `policy.attempts` tries raises
-SourceError, and nothing of that poll is returned, so the caller keeps the old cursor and the
-next poll does the same work again (messages stored twice are ignored by Message-ID); a feed
-refused for what it is (over its cap, redirected off the list's scheme, host and port) raises
-at once. An entry whose message is gone (404 for both t.mbox.gz and raw), refused (over
+Failures: the feed unreadable after `policy.attempts` tries, or a server that cannot be reached,
+raises SourceError, and the caller keeps the cursor of the last part stored (messages stored
+twice are ignored by Message-ID); a feed refused for what it is (over its cap, redirected off
+the list's scheme, host and port) raises at once. One entry never stops a poll: an entry whose
+thread the server will not give (AnswerFailed: an error status, a body that never ends within
+the deadline, a damaged gzip) or whose link cannot be read is skipped and handed back in
+`Batch.skipped` (the runner quarantines it with the reason); it is tried again at each of the
+next polls (the `retry` list in the cursor) up to `entry_attempts` polls, then given up;
+SERVER_FAILURES_IN_A_ROW entries failing in a row fail the poll instead (the server's trouble,
+not theirs; none is charged a try). An
+entry whose message is gone (404 for both t.mbox.gz and raw), refused (over
 RAW_MESSAGE_MAX_BYTES, redirected elsewhere) or that has no usable link is skipped with an
-event and not tried again. A refetch of the tracked threads that fails is logged as an
-event and retried on the next poll; what the poll found before it is returned.
+event. A refetch of the tracked threads that fails is logged as an event and retried on the
+next poll (a thread whose own answer fails is no longer tracked); what the poll found before it
+is returned.
+
+With a sink (`poll(cursor, sink)`, what the runner passes), each entry's thread is handed over
+as it is fetched, with the cursor after it (`left`: the next poll goes on), so memory holds one
+thread and a poll, or a heal, killed midway keeps what it stored. The sink may say stop (a poll
+bound reached): the poll then ends after that entry, its cursor saying `more`. Search pages that
+cycle are told by the results' ids: a heal keeps the digests of its last HEAL_CYCLE_WINDOW
+results and gives up on a page holding one of them.
 """
 from __future__ import annotations
 
@@ -72,6 +90,7 @@ from email.policy import compat32
 from triagebot.ingest.http import fetch
 from triagebot.ingest.lore_search import (
     DEFAULT_SINCE,
+    HEAL_ID_CHARS,
     HEAL_MARGIN_SECONDS,
     HEAL_MAX_RESULTS,
     HEAL_PAGES_PER_POLL,
@@ -84,6 +103,7 @@ from triagebot.ingest.lore_search import (
     since_epoch,
 )
 from triagebot.ingest.protocol import (
+    AnswerFailed,
     Batch,
     BodyTooLarge,
     FetchedMessage,
@@ -91,6 +111,8 @@ from triagebot.ingest.protocol import (
     HttpPolicy,
     HttpResponse,
     ResponseRefused,
+    Sink,
+    SkippedEntry,
     Sleeper,
     SourceError,
 )
@@ -116,6 +138,23 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _NULS = re.compile(rb"\0*")
 UNPACK_CHUNK_BYTES = 1 << 20  # gzip fed to zlib at a time when unpacking a thread mbox
 GZIP_MAX_MEMBERS = 64  # concatenated gzip members in one t.mbox.gz (public-inbox writes one)
+# Polls that try an entry whose message the server will not give (an error status, a body that
+# never ends, a link that cannot be read: that one at once) before it is given up; the entry is
+# quarantined with its reason meanwhile, and the list's other messages go on being stored.
+ENTRY_ATTEMPTS = 3
+RETRY_MAX_ENTRIES = 100  # entries waiting for another try; past it the oldest is given up
+# entries in a row whose answers fail: then it is the server, not the entries (lore answering
+# 503 under load): the poll fails, its cursor at the last entry fetched, and none of them is
+# charged a try (entries that fail are handed over only once an entry after them is fetched, or
+# at the poll's end)
+SERVER_FAILURES_IN_A_ROW = 5
+ENTRY_KEEP_BYTES = 64 * 1024  # of a skipped entry's Atom XML, kept in the quarantine
+# a skipped entry whose message URL is longer is given up at once (servers answer 414 to such
+# URLs; the retry list lives in the cursor); a longer Message-ID is not a quarantine key
+RETRY_URL_MAX_CHARS = 8192
+MESSAGE_ID_KEY_MAX_CHARS = 998  # the RFC 5322 line limit
+# digests of the results a heal has read, kept to notice pages that cycle (by their ids)
+HEAL_CYCLE_WINDOW = 2000
 
 
 class _TooLarge(Exception):
@@ -140,6 +179,16 @@ class _Tracked:
 
 
 @dataclass
+class _Retry:
+    """An entry skipped by a poll, to try again: where its message is and how often it failed."""
+
+    key: str  # what `seen` holds for it
+    quarantine_key: str
+    url: str
+    tries: int
+
+
+@dataclass
 class _State:
     seen: list[str] = field(default_factory=list)
     tracked: list[_Tracked] = field(default_factory=list)
@@ -147,6 +196,8 @@ class _State:
     polled_at: int | None = None  # our clock when a poll last reached back to what was seen
     heal: Heal | None = None  # a search heal under way
     recheck: int | None = None  # a gap heal's start, read once more on the next poll
+    retry: list[_Retry] = field(default_factory=list)  # skipped entries to try again
+    left: bool = False  # the poll that wrote it left work (`more`): the next one goes on with it
 
     @property
     def fresh(self) -> bool:
@@ -163,6 +214,12 @@ class _Work:
     touched: set[str] = field(default_factory=set)  # tracked roots whose thread was fetched
     handled: set[str] = field(default_factory=set)  # keys of the entries dealt with
     left: bool = False  # entries left for the next poll (entries_per_poll)
+    retry: list[_Retry] = field(default_factory=list)  # skipped entries still to try again
+    skipped: list[SkippedEntry] = field(default_factory=list)  # since the last part handed over
+    recovered: list[str] = field(default_factory=list)  # quarantine keys of entries fetched now
+    stopped: bool = False  # the sink said stop: no more entries this poll
+    failing: int = 0  # entries in a row whose answers failed (SERVER_FAILURES_IN_A_ROW)
+    checkpoint: Callable[[], None] = lambda: None  # hands what was fetched to the sink
 
 
 @dataclass(frozen=True)
@@ -170,6 +227,18 @@ class _Entry:
     key: str  # what `seen` holds for it
     label: str  # for event lines: the entry link, or its id
     url: str | None  # the message's URL ending in "/", under list_url; None: unusable entry
+    message_id: str | None = None
+    problem: str = "no usable link"  # why `url` is None
+    element: ET.Element | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def quarantine_key(self) -> str:
+        if self.message_id and len(self.message_id) <= MESSAGE_ID_KEY_MAX_CHARS:
+            return self.message_id
+        return f"entry-{self.key}@triagebot.invalid"
+
+    def xml(self) -> bytes:
+        return b"" if self.element is None else ET.tostring(self.element)[:ENTRY_KEEP_BYTES]
 
 
 class LoreSource:
@@ -203,7 +272,12 @@ class LoreSource:
                            list back to back, and lore's admins ask bots to pace themselves
                            (default 0, unpaced; `triage ingest` and the daemon pass
                            HEAL_REQUEST_INTERVAL_SECONDS)
+    entry_attempts         polls that try an entry whose message the server will not give
+                           before it is given up (default ENTRY_ATTEMPTS, 3)
+    heal_max_results       search results one heal reads at most (default HEAL_MAX_RESULTS)
     """
+
+    streams_parts = True  # poll(cursor, sink): parts handed over thread by thread (StreamingSource)
 
     def __init__(self, list_url: str, client: HttpClient, policy: HttpPolicy, *,
                  sleep: Sleeper = time.sleep, list_name: str | None = None,
@@ -214,15 +288,18 @@ class LoreSource:
                  rng: random.Random | None = None,
                  since: datetime | timedelta = DEFAULT_SINCE,
                  clock: Callable[[], float] = time.time,
-                 heal_interval_seconds: float = 0.0) -> None:
+                 heal_interval_seconds: float = 0.0,
+                 entry_attempts: int = ENTRY_ATTEMPTS,
+                 heal_max_results: int = HEAL_MAX_RESULTS) -> None:
         if not list_url.endswith("/"):
             list_url += "/"
         parts = urllib.parse.urlsplit(list_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"not an http(s) list URL: {list_url!r}")
-        if refetch_tracked_every < 1 or max_tracked < 0 or max_seen < 1 or entries_per_poll < 1:
-            raise ValueError("refetch_tracked_every, max_seen and entries_per_poll must be >= 1, "
-                             "max_tracked >= 0")
+        if refetch_tracked_every < 1 or max_tracked < 0 or max_seen < 1 or entries_per_poll < 1 \
+                or entry_attempts < 1 or heal_max_results < 1:
+            raise ValueError("refetch_tracked_every, max_seen, entries_per_poll, entry_attempts and "
+                             "heal_max_results must be >= 1, max_tracked >= 0")
         self.list_url = list_url
         segments = [segment for segment in parts.path.split("/") if segment]
         self.list_name = list_name or (segments[-1] if segments else parts.netloc)
@@ -239,6 +316,8 @@ class LoreSource:
         self.since = since
         self.clock = clock
         self.heal_interval_seconds = heal_interval_seconds
+        self.entry_attempts = entry_attempts
+        self.heal_max_results = heal_max_results
 
     @property
     def key(self) -> str:
@@ -254,7 +333,9 @@ class LoreSource:
 
     # -- polling ---------------------------------------------------------------------------
 
-    def poll(self, cursor: str | None) -> Batch:
+    def poll(self, cursor: str | None, sink: Sink | None = None) -> Batch:
+        """Messages new since `cursor`. With `sink`, the poll is handed over entry by entry
+        (each thread with the cursor after it) as it is fetched, and returns only the rest."""
         events: list[str] = []
         state = self._load_cursor(cursor, events)
         now = int(self.clock())
@@ -265,22 +346,41 @@ class LoreSource:
             state.heal = self._start_heal(state, gap, events)
         elif state.heal is None and state.recheck is not None:
             state.heal = Heal(state.recheck, gap=False)  # quiet: what the index lagged on
-        recheck = state.recheck
         heal = state.heal
 
-        work = _Work()
+        work = _Work(retry=list(state.retry))
         tracked = list(state.tracked)
         healed: list[_Entry] = []  # search results this poll dealt with
-        if heal is not None:
+
+        def done_entries() -> list[_Entry]:
+            return [entry for entry in entries
+                    if entry.key in seen or entry.key in work.handled or entry.key in work.fetched]
+
+        def checkpoint() -> None:
+            """Hand what was fetched since the last part to the sink, with the cursor after it."""
+            if sink is None or work.stopped or work.failing:
+                return  # failures are handed over once an entry after them was fetched
+            part_state = _State(self._merge_seen(done_entries() + healed, work.fetched, state.seen),
+                                tracked[:self.max_tracked], state.since_refetch, state.polled_at,
+                                state.heal, state.recheck, work.retry, left=True)
+            part = self._batch(work, part_state, events, more=True)
+            if not sink(part):
+                work.stopped = work.left = True
+
+        work.checkpoint = checkpoint
+        if not state.left:  # a poll of its own, not one going on with what the last one left
+            self._retry_skipped(work, tracked, events)
+        if heal is not None and not work.stopped:
             if self._heal(state, seen, work, tracked, healed, events):
                 if state.heal is None and heal.gap:  # healed: read it again next poll, since
                     # the server's search lags its feed (public-inbox-httpd keeps its index
                     # snapshot open for up to 30 s after new mail)
-                    recheck = heal.start if recheck is None else min(recheck, heal.start)
+                    state.recheck = heal.start if state.recheck is None else min(state.recheck,
+                                                                                 heal.start)
                 elif state.heal is None:
-                    recheck = None
+                    state.recheck = None
             else:
-                state.heal = recheck = None  # no search index here: the feed alone, as before
+                state.heal = state.recheck = None  # no search index here: the feed alone, as before
                 if gap:
                     events.append(f"{self.feed_url}: none of its {len(entries)} entries was "
                                   "seen before; messages may have been missed since the last "
@@ -298,13 +398,83 @@ class LoreSource:
         if not self.track_threads:
             tracked = []
 
-        done = [entry for entry in entries
-                if entry.key in seen or entry.key in work.handled or entry.key in work.fetched]
-        new_state = _State(self._merge_seen(done + healed, work.fetched, state.seen),
+        new_state = _State(self._merge_seen(done_entries() + healed, work.fetched, state.seen),
                            tracked[:self.max_tracked], since_refetch,
-                           state.polled_at if left else now, state.heal, recheck)
-        return Batch(tuple(work.messages.values()), self._dump_cursor(new_state), tuple(events),
-                     more=left)
+                           state.polled_at if left else now, state.heal, state.recheck,
+                           work.retry, left)
+        return self._batch(work, new_state, events, more=left)
+
+    def _batch(self, work: _Work, state: _State, events: list[str], *, more: bool) -> Batch:
+        """What was fetched since the last part, with `state` as its cursor; the work's
+        messages, events and skipped entries are handed over (and cleared)."""
+        batch = Batch(tuple(work.messages.values()), self._dump_cursor(state), tuple(events),
+                      more=more, skipped=tuple(work.skipped), recovered=tuple(work.recovered))
+        work.messages.clear()
+        work.skipped.clear()
+        work.recovered.clear()
+        events.clear()
+        return batch
+
+    # -- entries the server would not give ---------------------------------------------------
+
+    def _skip(self, entry: _Entry, reason: str, work: _Work, events: list[str]) -> None:
+        """Record an entry whose message could not be fetched: quarantined with its reason by
+        the runner, tried again at the next polls (a link that cannot be read: given up now)."""
+        reason = _short(reason)
+        retry = entry.url is not None and len(entry.url) <= RETRY_URL_MAX_CHARS and self.entry_attempts > 1
+        events.append(f"{self.feed_url}: skipped entry {entry.label}: {reason}"
+                      + ("; tried again at the next poll" if retry else ""))
+        work.skipped.append(SkippedEntry(entry.quarantine_key, entry.url, reason, 1, not retry,
+                                         entry.xml()))
+        if retry and entry.url is not None:
+            work.retry.append(_Retry(entry.key, entry.quarantine_key, entry.url, 1))
+            while len(work.retry) > RETRY_MAX_ENTRIES:
+                oldest = work.retry.pop(0)
+                work.skipped.append(SkippedEntry(
+                    oldest.quarantine_key, oldest.url,
+                    f"given up: more than {RETRY_MAX_ENTRIES} entries waiting for another try",
+                    oldest.tries, True))
+
+    def _failed(self, work: _Work, error: AnswerFailed) -> None:
+        """Count an entry whose answer failed; SERVER_FAILURES_IN_A_ROW of them fail the poll."""
+        work.failing += 1
+        if work.failing >= SERVER_FAILURES_IN_A_ROW:
+            raise SourceError(f"{self.list_url}: {work.failing} entries in a row failed, the server's "
+                              f"trouble rather than theirs (the last: {_short(str(error), 300)}); the "
+                              "next poll tries them again")
+
+    def _retry_skipped(self, work: _Work, tracked: list[_Tracked], events: list[str]) -> None:
+        """Try the entries earlier polls skipped once more each; give up those out of tries."""
+        waiting: list[_Retry] = list(work.retry)
+        kept: list[_Retry] = []
+        for position, item in enumerate(waiting):
+            if work.stopped:
+                break
+            try:
+                thread = self._fetch_thread(item.url, item.url, events)
+            except AnswerFailed as error:
+                self._failed(work, error)
+                tries = item.tries + 1
+                given_up = tries >= self.entry_attempts
+                reason = _short(str(error) if not given_up else f"given up after {tries} polls: {error}")
+                events.append(f"{self.feed_url}: skipped entry {item.url} again: {reason}")
+                work.skipped.append(SkippedEntry(item.quarantine_key, item.url, reason, tries,
+                                                 given_up))
+                if not given_up:
+                    kept.append(_Retry(item.key, item.quarantine_key, item.url, tries))
+            else:
+                work.failing = 0
+                if thread is None:  # gone (404): the reason is final
+                    work.skipped.append(SkippedEntry(item.quarantine_key, item.url,
+                                                     "given up: the message is gone (HTTP 404)",
+                                                     item.tries + 1, True))
+                else:
+                    ids = self._keep(thread, work.messages, work.fetched)
+                    if self.track_threads:
+                        work.touched.add(self._track(tracked, ids, thread))
+                    work.recovered.append(item.quarantine_key)
+            work.retry = kept + waiting[position + 1:]  # what a part's cursor says is still to try
+            work.checkpoint()
 
     def _start_heal(self, state: _State, gap: bool, events: list[str]) -> Heal:
         """Where a heal through the list's search starts: a margin before the last poll that
@@ -341,22 +511,35 @@ class LoreSource:
             if page is None:
                 return False
             keys = [entry.key for entry in page]
+            # Pages that cycle (A, B, A, …) or ignore the offset are told by the results' ids: one
+            # result read at two offsets of a heal (results come oldest first, each once).
+            read = set(heal.ids)
+            digests = [key[:HEAL_ID_CHARS] for key in keys]
             problem = ("the same results as the page before" if page and keys == previous
-                       else f"more than {HEAL_MAX_RESULTS} results"
-                       if heal.offset + len(page) > HEAL_MAX_RESULTS else None)
+                       else "results read before at another offset (the pages cycle)"
+                       if read.intersection(digests) or len(set(digests)) < len(digests)
+                       else f"more than {self.heal_max_results} results"
+                       if heal.offset + len(page) > self.heal_max_results else None)
             if problem:  # a server that ignores the offset, or an endless answer
                 events.append(f"{url}: {problem}; the gap is not healed")
                 return False
             previous = keys
             for entry in page:
                 if entry.key not in seen and entry.key not in work.fetched:
-                    if len(work.handled) >= self.entries_per_poll:
+                    if len(work.handled) >= self.entries_per_poll or work.stopped:
                         work.left = True
                         return True
                     pace()
-                    self._handle([entry], work, tracked, events)
+                    self._handle([entry], work, tracked, events, checkpoint=False)
+                    handled = True
+                else:
+                    handled = False
                 healed.append(entry)
                 heal.offset += 1
+                heal.ids.append(entry.key[:HEAL_ID_CHARS])
+                del heal.ids[:-HEAL_CYCLE_WINDOW]
+                if handled:
+                    work.checkpoint()  # stored as it arrives: a heal killed midway keeps it
             if len(page) < SEARCH_PAGE_SIZE:
                 if heal.gap:
                     events.append(f"{self.list_url}: gap healed: {heal.offset} messages "
@@ -400,24 +583,33 @@ class LoreSource:
         return [self._entry(element) for element in parsed[-1]]
 
     def _handle(self, entries: Iterable[_Entry], work: _Work, tracked: list[_Tracked],
-                events: list[str]) -> None:
-        """Fetch the threads of new entries, oldest first, up to entries_per_poll."""
+                events: list[str], checkpoint: bool = True) -> None:
+        """Fetch the threads of new entries, oldest first, up to entries_per_poll. An entry the
+        server will not give is skipped (`_skip`), never the poll's end."""
         for entry in entries:
             if entry.key in work.fetched:
                 continue  # came with the thread of an entry fetched before it
-            if len(work.handled) >= self.entries_per_poll:
+            if len(work.handled) >= self.entries_per_poll or work.stopped:
                 work.left = True
                 return
             work.handled.add(entry.key)
             if entry.url is None:
-                events.append(f"{self.feed_url}: skipped entry {entry.label}: no usable link")
-                continue
-            thread = self._fetch_thread(entry.url, entry.label, events)
-            if thread is None:
-                continue
-            ids = self._keep(thread, work.messages, work.fetched)
-            if self.track_threads:
-                work.touched.add(self._track(tracked, ids, thread))
+                self._skip(entry, entry.problem, work, events)
+            else:
+                try:
+                    thread = self._fetch_thread(entry.url, entry.label, events)
+                except AnswerFailed as error:
+                    self._skip(entry, str(error), work, events)
+                    self._failed(work, error)
+                    thread = None
+                else:
+                    work.failing = 0
+                if thread is not None:
+                    ids = self._keep(thread, work.messages, work.fetched)
+                    if self.track_threads:
+                        work.touched.add(self._track(tracked, ids, thread))
+            if checkpoint:
+                work.checkpoint()
 
     def _read_feed(self, events: list[str]) -> list[_Entry]:
         parsed: list[tuple[list[ET.Element], bool]] = []
@@ -445,15 +637,21 @@ class LoreSource:
             if link.get("rel", "alternate") == "alternate" and link.get("href"):
                 href = link.get("href", "").strip()
                 break
-        segment = _message_segment(href, self.list_url) if href else ""
+        problem = "no usable link"
+        try:
+            segment = _message_segment(href, self.list_url) if href else ""
+        except ValueError as error:  # `http://[::1/`, a netloc that NFKC changes (a fullwidth ＃)
+            segment, problem = "", f"its link cannot be read ({error})"
         # as the server names it: `< padded@x >` is filed as ` padded@x ` (stripped, it is a 404)
         message_id = _repaired(urllib.parse.unquote(segment))
         if not message_id.strip():
-            return _Entry(_digest(entry_id or ET.tostring(element)), entry_id or href or "<no id>",
-                          None)
+            label = (entry_id or href or "<no id>")[:200]
+            return _Entry(_digest(entry_id or ET.tostring(element)), label, None, None, problem,
+                          element)
         # A link is followed only as the one Message-ID segment it names, escaped again under
         # list_url (rebased if it names another host), so a feed cannot send the poller elsewhere.
-        return _Entry(_digest(message_id), href or entry_id, self.message_url(message_id))
+        return _Entry(_digest(message_id), (href or entry_id)[:200], self.message_url(message_id),
+                      message_id, problem, element)
 
     def _fetch_thread(self, url: str, label: str, events: list[str]) -> list[bytes] | None:
         """The thread of the message at `url` (t.mbox.gz, else raw); None: gone (404)."""
@@ -467,7 +665,8 @@ class LoreSource:
                 return None
             return problem
 
-        try:
+        try:  # AnswerFailed (an error status, a body that never ends) is raised: the caller
+            # skips the entry and tries the whole thread again at its next polls
             response = fetch(self.client, url + "t.mbox.gz", self.policy,
                              limit=self.max_thread_bytes, sleep=self.sleep, accept=accept_thread,
                              events=events, rng=self.rng)
@@ -604,6 +803,10 @@ class LoreSource:
             except ResponseRefused as error:
                 too_large.append(_OVER_BYTES if isinstance(error, BodyTooLarge) else str(error))
                 response = None
+            except AnswerFailed as error:  # this thread's answer, not the server's: the others go on
+                events.append(f"{error}; no longer tracking that thread")
+                tracked.remove(item)
+                continue
             except SourceError as error:
                 events.append(f"refetch of tracked threads stopped, retried next poll: {error}")
                 return False
@@ -649,7 +852,10 @@ class LoreSource:
                 int(data.get("since_refetch", 0)),
                 None if polled_at is None else int(polled_at),
                 Heal.load(data.get("heal")),
-                None if data.get("recheck") is None else int(data["recheck"]))
+                None if data.get("recheck") is None else int(data["recheck"]),
+                [_Retry(str(r["key"]), str(r["qkey"]), str(r["url"]), int(r["tries"]))
+                 for r in data.get("retry", [])],
+                bool(data.get("left", False)))
         except (ValueError, TypeError, KeyError, AttributeError) as error:
             events.append(f"{self.key}: stored cursor unreadable ({error}); starting as a first "
                           "poll (messages already stored are not stored twice)")
@@ -666,10 +872,18 @@ class LoreSource:
             "polled_at": state.polled_at,
             "heal": None if state.heal is None else state.heal.dump(),
             "recheck": state.recheck,
+            "retry": [{"key": r.key, "qkey": r.quarantine_key, "url": r.url, "tries": r.tries}
+                      for r in state.retry],
+            "left": state.left,
         }, separators=(",", ":"))
 
 
 # -- pure helpers ------------------------------------------------------------------------------
+
+
+def _short(reason: str, limit: int = 1000) -> str:
+    """A reason as kept and logged: a URL of 100,000 characters is not worth a log line of them."""
+    return reason if len(reason) <= limit else reason[:limit - 1] + "…"
 
 
 def _digest(value: str | bytes) -> str:

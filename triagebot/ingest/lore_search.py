@@ -22,7 +22,7 @@ list's search is read instead, oldest first, for everything *received* since a p
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 SEARCH_PAGE_SIZE = 50  # results per search page (public-inbox's own cap is 200)
@@ -37,6 +37,7 @@ HEAL_MAX_RESULTS = 100_000
 # Pause before each request of a heal after its first, for `triage ingest` and the daemon: a
 # first poll of a busy list reads two weeks of threads, and lore's admins ask bots to pace.
 HEAL_REQUEST_INTERVAL_SECONDS = 1.0
+HEAL_ID_CHARS = 10  # hex digits of a result's digest a heal keeps to notice cycling pages
 DEFAULT_SINCE = timedelta(days=14)  # a first poll's reach: the daemon's admission window
 NO_SEARCH_STATUS = 501  # public-inbox's answer for "Search is not available for this inbox"
 
@@ -48,9 +49,10 @@ class Heal:
     start: int
     offset: int = 0
     gap: bool = True  # healing a gap (said in event lines), not a first poll's quiet backfill
+    ids: list[str] = field(default_factory=list)  # digests of the last results read, oldest first
 
-    def dump(self) -> dict[str, int | bool]:
-        return {"from": self.start, "offset": self.offset, "gap": self.gap}
+    def dump(self) -> dict[str, int | bool | list[str]]:
+        return {"from": self.start, "offset": self.offset, "gap": self.gap, "ids": self.ids}
 
     @classmethod
     def load(cls, data: object) -> Heal | None:
@@ -61,7 +63,10 @@ class Heal:
         start, offset = int(data["from"]), int(data["offset"])
         if offset < 0:
             raise ValueError("negative heal offset")
-        return cls(start, offset, bool(data.get("gap", True)))
+        ids = data.get("ids", [])
+        if not isinstance(ids, list):
+            raise TypeError("heal ids is not a list")
+        return cls(start, offset, bool(data.get("gap", True)), [str(item) for item in ids])
 
 
 def search_url(list_url: str, start: int, offset: int) -> str:

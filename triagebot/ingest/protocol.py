@@ -13,9 +13,9 @@ their waiting goes through `Sleeper`, so backoff is tested without waiting.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from triagebot.backoff import Sleeper  # noqa: F401 (the ingest stage's name for it)
 from triagebot.errors import TriageError
@@ -28,6 +28,12 @@ class SourceError(TriageError):
 class ResponseRefused(SourceError):
     """An answer refused for what it is, not for bad luck (a redirect elsewhere, a body over its
     cap): asking again would get the same, so `http.fetch` does not retry it."""
+
+
+class AnswerFailed(SourceError):
+    """The server answered, but not with what was asked for: an error status, a body that is not
+    one, a body that never ended within the deadline. Charged to the URL asked for, not to the
+    server: a list source skips that entry and goes on (a connection that fails is the server's)."""
 
 
 class BodyTooLarge(ResponseRefused):
@@ -51,6 +57,25 @@ class FetchedMessage:
     list_name: str | None = None
 
 
+# `QuarantineRow.source_name` of a list entry skipped by a poll (not a message the parser failed
+# on): `triage reparse` leaves these to the polls that retry them.
+SKIPPED_ENTRY_SOURCE = "lore-entry"
+
+
+@dataclass(frozen=True)
+class SkippedEntry:
+    """A list entry whose message could not be fetched this poll, and why. The runner keeps it
+    in the quarantine (its `entry` bytes, the feed entry as served) with the reason; the source
+    tries it again at its next polls, `given_up` after the last try."""
+
+    key: str  # the quarantine key: the entry's Message-ID, else `entry-<hex>@triagebot.invalid`
+    url: str | None  # the message URL tried, None for a link that could not be read
+    reason: str
+    attempt: int  # polls that have tried it, this one included
+    given_up: bool  # no more tries: the reason is the last word
+    entry: bytes = b""
+
+
 @dataclass(frozen=True)
 class Batch:
     """What one poll found and the cursor to store with it (None: keep the stored one)."""
@@ -60,6 +85,12 @@ class Batch:
     events: tuple[str, ...] = ()  # one line per thing worth logging: retries, skipped entries
     more: bool = False  # the source has more right now (a long file read in chunks): poll again
     total: int | None = None  # messages the source holds in all, where it knows (progress display)
+    skipped: tuple[SkippedEntry, ...] = ()  # entries that could not be fetched (quarantined)
+    recovered: tuple[str, ...] = ()  # keys of entries skipped before, fetched this time
+
+
+# Stores a part of a poll as it arrives (with the cursor after it); False: stop the poll there.
+Sink = Callable[[Batch], bool]
 
 
 class Source(Protocol):
@@ -71,6 +102,19 @@ class Source(Protocol):
 
     def poll(self, cursor: str | None) -> Batch:
         """Messages new since `cursor`; raises SourceError when the source cannot be read now."""
+
+
+@runtime_checkable
+class StreamingSource(Protocol):
+    """A source that hands a poll over in parts as it fetches them (a lore list: thread by
+    thread), so a poll killed midway keeps what it stored and memory holds one part."""
+
+    @property
+    def key(self) -> str: ...
+
+    def poll(self, cursor: str | None, sink: Sink | None = None) -> Batch:
+        """As Source.poll; with `sink`, each part is given to it as it is fetched, with the
+        cursor after it, and the returned batch holds only what came after the last part."""
 
 
 @dataclass(frozen=True)

@@ -3,28 +3,47 @@
 One poll's messages and the cursor that follows them are written in one transaction: an
 import killed midway resumes from the last stored cursor and ends with the same store as one
 clean run. Messages already stored are ignored by Message-ID. A message without one (an
-archive page) is known by its date + subject + sender key: if the lore copy of it is stored
-already the page is dropped, and a lore copy arriving after the page replaces it.
+archive page) is known by its date + subject + sender key, but the key alone never merges two
+messages and nothing is ever deleted: a page whose lore copy is stored already is dropped only
+when their texts agree (parse/twins.py), and a lore copy arriving after its page adds its
+Message-ID to the page's record (an alias) when their texts agree; a different text under the
+same key is a different message, stored beside the first.
 
 Nothing one message holds stops a batch: a message the parser cannot read, whatever it raises,
 or whose record cannot be stored, is quarantined (kept raw with the reason, store/quarantine.py)
 in the same transaction, and the others are stored. A source whose poll raises anything fails
-that poll with one line (SourceError), the cursor where it was. A stop asked for while a batch
+that poll with one line (SourceError), the cursor where it was (after the last part stored, for
+a source that streams). A list entry the source skipped (its server would not give it) is kept
+in the quarantine with its reason (source `lore-entry`), its row updated at each retry, and
+leaves it when fetched. A poll is bounded (ingest/bounds.py): messages, bytes and seconds per
+poll, bytes per source per UTC day. A stop asked for while a batch
 is parsed abandons that batch (nothing of it is stored, so nothing is lost: the next poll reads
 it again).
 """
 from __future__ import annotations
 
+import json
 import sqlite3
+import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from triagebot.batch import Outcome, default_jobs, parse_messages
 from triagebot.errors import TriageError
-from triagebot.ingest.protocol import Batch, FetchedMessage, Source, SourceError
+from triagebot.ingest.bounds import PollBounds
+from triagebot.ingest.protocol import (
+    SKIPPED_ENTRY_SOURCE,
+    Batch,
+    FetchedMessage,
+    Sink,
+    SkippedEntry,
+    Source,
+    SourceError,
+)
 from triagebot.parse import report as parse_report
 from triagebot.parse.identity import fallback_key_of_record
+from triagebot.parse.twins import same_text
 from triagebot.records import Source as RecordSource
 from triagebot.records import report_to_json
 from triagebot.store.protocol import IncomingMessage, Store, StoreError, normalize_message_id, synthetic_message_id
@@ -32,6 +51,10 @@ from triagebot.store.quarantine import one_line
 
 # + source URL, in the cursors table: the daemon's last poll of each source (`triage status`).
 LAST_POLL_KEY = "daemon:last-poll:"
+# + source key, in the cursors table: {"day": "YYYY-MM-DD", "bytes": N}, what it stored that UTC day
+DAY_BYTES_KEY = "ingest:day-bytes:"
+# how `IngestResult.bounded` ends when the source is over its bytes for the day (polled again tomorrow)
+DAY_BOUND_MARK = "not polled until the next UTC day"
 # Written with every record; `triage reparse` re-parses records written by another version.
 PARSER_VERSION = "parse-2026-12-03"
 
@@ -43,6 +66,9 @@ class IngestResult:
     quarantined: list[str] = field(default_factory=list)  # keys of messages quarantined by this ingest
     events: list[str] = field(default_factory=list)  # one line per problem met (retries, skipped input)
     stopped: bool = False  # a stop was asked for: the batch in hand was left for the next poll
+    bytes: int = 0  # raw bytes of the messages the source gave
+    bounded: str | None = None  # the poll bound that ended the poll (PollBounds), the rest left for later
+    skipped: list[str] = field(default_factory=list)  # keys of list entries skipped (quarantined) this poll
 
 
 class PollFailed(SourceError):
@@ -119,8 +145,13 @@ def store_parsed(store: Store, parsed: list[tuple[FetchedMessage, str, dict]], r
         aliases.append(alias)
     kept = []
     for (item, fetched, name), (key, _, has_id) in zip(incoming, aliases, strict=True):
-        if not has_id and store.resolve_alias(key) is not None:
-            continue  # an archive page of a message stored already
+        if has_id and store.resolve_alias(item.message_id) is not None:
+            continue  # the lore copy of a page, taken as another name of the page's record before
+        known = store.resolve_alias(key)
+        if known is not None and known != item.message_id and _twin_of(store, known, fetched.raw, has_id):
+            if has_id:  # the same text under a Message-ID: one more name of the stored record
+                store.add_alias(item.message_id, known)
+            continue  # an archive page of a message stored already, or its lore copy
         kept.append((item, fetched, name))
     try:
         with store.transaction():
@@ -137,18 +168,24 @@ def store_parsed(store: Store, parsed: list[tuple[FetchedMessage, str, dict]], r
                 raise
             except Exception as error:  # noqa: BLE001
                 failures.append((fetched, name, f"it cannot be stored: {describe_error(error)}"))
-    for key, message_id, has_id in aliases:
-        known = store.resolve_alias(key)
-        if known is None:
-            if store.has_message(message_id):
-                store.add_alias(key, message_id)
-        elif has_id and known != message_id and store.has_message(message_id) \
-                and not getattr(store.get_record(known), "message_id", None):
-            # The lore copy of a page stored before: one record, the one with full headers.
-            store.repoint_alias(key, message_id)
-            store.delete_message(known)
+    for key, message_id, _ in aliases:
+        # the first message of a key names it; a later one of another text is stored beside it
+        # and never replaces it (a forged mail can copy a date, a subject and a name)
+        if store.resolve_alias(key) is None and store.has_message(message_id):
+            store.add_alias(key, message_id)
     result.new_ids.extend(new_ids)
     return failures
+
+
+def _twin_of(store: Store, known: str, raw: bytes, has_id: bool) -> bool:
+    """Whether `raw` is another copy of the stored message `known` (the same key): a page and
+    its lore copy, one of them without Message-ID, whose texts agree (parse/twins.py)."""
+    stored = store.get_raw(known)
+    if stored is None:
+        return False
+    if has_id and getattr(store.get_record(known), "message_id", None):
+        return False  # two mails with Message-IDs of their own are two messages
+    return same_text(raw, stored)
 
 
 def quarantine(store: Store, fetched: FetchedMessage, name: str, error: str, received_at: datetime | str,
@@ -187,18 +224,70 @@ def store_batch(store: Store, source_key: str, batch: Batch, *, jobs: int, clock
     finally:
         outcomes.close()
     result.seen += len(batch.messages)
+    size = sum(len(fetched.raw) for fetched in batch.messages)
+    result.bytes += size
     with store.transaction():
         failed.extend(store_parsed(store, parsed, received_at, result))
         for fetched, name, error in failed:
             quarantine(store, fetched, name, error, received_at, result)
+        for skipped in batch.skipped:
+            _keep_skipped(store, skipped, source_key, received_at, result)
+        for key in batch.recovered:
+            held = store.get_quarantined(key)
+            if held is not None and held.source_name == SKIPPED_ENTRY_SOURCE:
+                store.release_quarantined(key)
         if batch.cursor:
             store.set_cursor(source_key, batch.cursor)
+        if size:
+            _count_day_bytes(store, source_key, received_at, size)
     return True
 
 
-def poll_source(source: Source, cursor: str | None) -> Batch:
-    """`source.poll`, any exception it raises turned into a one-line SourceError naming the source."""
+def _keep_skipped(store: Store, skipped: SkippedEntry, source_key: str, received_at: datetime | str,
+                  result: IngestResult) -> None:
+    """Keep a list entry the source could not fetch in the quarantine, with its reason (the
+    attempts column counts the polls that tried it); a message stored or quarantined under
+    that key by the parser is left as it is."""
+    held = store.get_quarantined(skipped.key)
+    if store.has_message(skipped.key) or (held is not None and held.source_name != SKIPPED_ENTRY_SOURCE):
+        return
+    if held is None:
+        store.quarantine_message(skipped.entry or (skipped.url or skipped.key).encode(),
+                                 source_name=SKIPPED_ENTRY_SOURCE, error=skipped.reason,
+                                 parser_version=PARSER_VERSION, received_at=received_at,
+                                 source_url=skipped.url, key=skipped.key,
+                                 list_name=source_key)
+    else:
+        store.still_quarantined(skipped.key, skipped.reason, PARSER_VERSION)
+    result.skipped.append(skipped.key)
+
+
+def _day(received_at: datetime | str) -> str:
+    return (received_at if isinstance(received_at, str) else received_at.astimezone(UTC).isoformat())[:10]
+
+
+def bytes_stored_today(store: Store, source_key: str, now: datetime | str) -> int:
+    """Raw bytes `source_key` has given the store this UTC day (PollBounds.bytes_per_day)."""
+    text = store.get_cursor(DAY_BYTES_KEY + source_key)
     try:
+        data = json.loads(text) if text else {}
+        return int(data["bytes"]) if data.get("day") == _day(now) else 0
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return 0
+
+
+def _count_day_bytes(store: Store, source_key: str, now: datetime | str, size: int) -> None:
+    total = bytes_stored_today(store, source_key, now) + size
+    store.set_cursor(DAY_BYTES_KEY + source_key, json.dumps({"day": _day(now), "bytes": total}))
+
+
+def poll_source(source: Source, cursor: str | None, sink: Sink | None = None) -> Batch:
+    """`source.poll`, any exception it raises turned into a one-line SourceError naming the source.
+
+    With `sink`, a source that streams (`streams_parts`) hands its poll over part by part."""
+    try:
+        if sink is not None and getattr(source, "streams_parts", False):
+            return source.poll(cursor, sink=sink)  # type: ignore[call-arg]
         return source.poll(cursor)
     except TriageError:
         raise
@@ -208,18 +297,70 @@ def poll_source(source: Source, cursor: str | None) -> Batch:
 
 def ingest_once(source: Source, store: Store, *, jobs: int | None = None,
                 clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-                progress: Progress | None = None, should_stop: StopAsked | None = None) -> IngestResult:
-    """Poll `source` until it has nothing more right now; store everything it gave.
+                progress: Progress | None = None, should_stop: StopAsked | None = None,
+                bounds: PollBounds | None = None,
+                monotonic: Callable[[], float] = time.monotonic) -> IngestResult:
+    """Poll `source` until it has nothing more right now, or a bound of `bounds` is reached;
+    store everything it gave, each part as it arrives (a source that streams: thread by thread).
 
     `should_stop` is asked between batches and between the messages of a batch; when it says
-    yes the batch in hand is dropped (the cursor stays before it) and `result.stopped` is set."""
+    yes the batch in hand is dropped (the cursor stays before it) and `result.stopped` is set.
+    A bound reached ends the poll after the batch in hand is stored, with `result.bounded` and
+    an event line saying which; a source over its bytes for the day is not polled at all. A
+    local source (`local`: files the user chose to import) is not bounded."""
     result = IngestResult()
     jobs = default_jobs() if jobs is None else jobs
+    bounds = bounds or PollBounds()
+    started = monotonic()
+    today = bytes_stored_today(store, source.key, clock())
+
+    local = bool(getattr(source, "local", False))
+
+    def bound_reached() -> str | None:
+        if local:
+            return None
+        if result.seen >= bounds.messages:
+            return f"{result.seen} messages (bound: {bounds.messages} a poll)"
+        if result.bytes >= bounds.bytes:
+            return f"{result.bytes} bytes (bound: {bounds.bytes} a poll)"
+        if today + result.bytes >= bounds.bytes_per_day:
+            return f"{today + result.bytes} bytes today (bound: {bounds.bytes_per_day} a day)"
+        if monotonic() - started >= bounds.seconds:
+            return f"{monotonic() - started:.0f} s (bound: {bounds.seconds:g} s a poll)"
+        return None
+
+    def end(reason: str) -> IngestResult:
+        result.bounded = reason
+        result.events.append(f"{source.key}: poll ended at {reason}; the rest is read at the next poll")
+        return result
+
+    def end_of_day(reason: str) -> IngestResult:
+        result.bounded = reason
+        result.events.append(f"{source.key}: {reason}")
+        return result
+
+    if not local and today >= bounds.bytes_per_day:
+        return end_of_day(f"{today} bytes stored today (bound: {bounds.bytes_per_day} a day); {DAY_BOUND_MARK}")
+
+    def store_part(part: Batch) -> bool:
+        """A part of a streaming poll, stored as it arrives; False ends the poll there."""
+        if should_stop is not None and should_stop():
+            result.stopped = True
+            return False
+        if not store_batch(store, source.key, part, jobs=jobs, clock=clock, result=result,
+                           should_stop=should_stop):
+            return False
+        if progress is not None:
+            progress(result.seen, part.total)
+        return bound_reached() is None
+
     while True:
         if should_stop is not None and should_stop():
             result.stopped = True
             return result
-        batch = poll_source(source, store.get_cursor(source.key))
+        batch = poll_source(source, store.get_cursor(source.key), sink=store_part)
+        if result.stopped:
+            return result
         if not store_batch(store, source.key, batch, jobs=jobs, clock=clock, result=result,
                            should_stop=should_stop):
             return result
@@ -227,3 +368,5 @@ def ingest_once(source: Source, store: Store, *, jobs: int | None = None,
             progress(result.seen, batch.total)
         if not batch.more:
             return result
+        if (reason := bound_reached()) is not None:
+            return end(reason)

@@ -12,6 +12,7 @@ from datetime import datetime
 from urllib.parse import urlsplit
 
 from triagebot.errors import InputError
+from triagebot.ingest.bounds import PollBounds
 from triagebot.ingest.files import FileSource
 from triagebot.ingest.lore_thread import LoreThreadSource, message_base_url
 from triagebot.ingest.protocol import HttpPolicy, Source
@@ -24,11 +25,13 @@ def _is_openwall(url: str) -> bool:
 
 
 def build_source(reference: str, policy: HttpPolicy, *, list_name: str | None = None,
-                 sleep: Callable[[float], None] = time.sleep, since: datetime | None = None) -> Source:
+                 sleep: Callable[[float], None] = time.sleep, since: datetime | None = None,
+                 bounds: PollBounds | None = None) -> Source:
     """The Source a command-line SOURCE names; InputError when it names none.
 
     `sleep` is how the source waits between retries and paces a lore heal (the daemon's wait
-    ends early on a stop); `since` is how far back a lore list's first poll reads."""
+    ends early on a stop); `since` is how far back a lore list's first poll reads; `bounds`
+    gives a lore list its entry attempts and heal size (sources.toml [bounds])."""
     if os.path.exists(reference):
         return FileSource(reference, list_name=list_name)
     from triagebot.ingest.http import RequestsClient
@@ -51,7 +54,9 @@ def build_source(reference: str, policy: HttpPolicy, *, list_name: str | None = 
         from triagebot.ingest.lore_search import HEAL_REQUEST_INTERVAL_SECONDS
 
         url = reference if reference.endswith("/") else reference + "/"
+        bounds = bounds or PollBounds()
         return LoreSource(url, RequestsClient(policy), policy, sleep=sleep,
                           heal_interval_seconds=HEAL_REQUEST_INTERVAL_SECONDS,
+                          entry_attempts=bounds.entry_attempts, heal_max_results=bounds.heal_max_results,
                           **({"since": since} if since else {}))
     raise InputError(reference, "no such file, and not a URL or a Message-ID")

@@ -155,6 +155,19 @@ def png_of(figure: Figure) -> bytes:
     return buffer.getvalue()
 
 
+def svg_of(figure: Figure) -> bytes:
+    """The same figure as SVG, for the web page (text kept as text; no date, so the same samples
+    give the same bytes)."""
+    from matplotlib import rc_context
+    from matplotlib.backends.backend_svg import FigureCanvasSVG
+
+    buffer = io.BytesIO()
+    # a fixed salt for the ids of clip paths (random otherwise); text as <text>, not outlines
+    with rc_context({"svg.hashsalt": "triagebot", "svg.fonttype": "none"}):
+        FigureCanvasSVG(figure).print_svg(buffer, metadata={"Date": None})
+    return buffer.getvalue()
+
+
 def strip_plot(base: Sequence[float], suspect: Sequence[float],
                text: PlotText | None = None) -> bytes:
     """PNG bytes of the base and suspect values side by side (non-finite values are left out)."""

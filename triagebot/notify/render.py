@@ -217,9 +217,17 @@ def _metric_table(report: Json) -> str | None:
     return "```\n" + escape("\n".join(lines)) + "\n```"
 
 
+def queued_text(queued: tuple[int, str]) -> str:
+    """Where a waiting report is: `queued behind 2 on lab-1` (the report running there counts)."""
+    ahead, host = queued
+    return f"queued behind {ahead} on {host}"
+
+
 def parent_message(record: Report, state: str, *, plan: Json | None = None, run: Json | None = None,
-                   verdict: Json | None = None, lore_base: str = LORE_BASE) -> Payload:
-    """The one top-level message per report, re-rendered (chat.update) as the state moves."""
+                   verdict: Json | None = None, lore_base: str = LORE_BASE,
+                   queued: tuple[int, str] | None = None) -> Payload:
+    """The one top-level message per report, re-rendered (chat.update) as the state moves; a
+    planned report waiting for its host says where it is queued (`queued`: reports ahead, host)."""
     report = report_to_json(record)
     state = TriageState.of(state)
     verdict = verdict or (run or {}).get("verdict")
@@ -239,7 +247,8 @@ def parent_message(record: Report, state: str, *, plan: Json | None = None, run:
         f"*Testcase*\n{escape(report.get('testcase') or 'unknown')}",
         f"*Test machine*\n{escape(machine.get('description') or 'unknown')}"
         + (f" ({escape(machine['tbox_group'])})" if machine.get("tbox_group") else ""),
-        f"*State*\n{STATE_EMOJI[state]} *{state}*: {STATE_MEANING[state]}",
+        f"*State*\n{STATE_EMOJI[state]} *{state}*: {STATE_MEANING[state]}"
+        + (f" ({escape(queued_text(queued))})" if queued else ""),
     ]
     subject = escape(report.get("subject") or "(no subject)")
     summary = link(lore, report.get("subject") or "(no subject)") if lore else subject
@@ -255,6 +264,8 @@ def parent_message(record: Report, state: str, *, plan: Json | None = None, run:
     if plan and plan.get("kind") == "plan":
         notes.append(f"plan: `{escape(plan.get('template', '?'))}` measuring "
                      f"{escape(plan.get('metric', '?'))}")
+    if queued:
+        notes.append(escape(queued_text(queued)))
     if run:
         notes.append(f"run on {escape(run.get('host', '?'))}: {len(run.get('samples') or [])} samples")
     if verdict:
@@ -270,6 +281,8 @@ def parent_message(record: Report, state: str, *, plan: Json | None = None, run:
             text += f" ({culprit['subject']})"
     if lore:
         text += f" {lore}"
+    if queued:
+        text += f" · {queued_text(queued)}"
     return fit({"text": text, "blocks": blocks})
 
 
@@ -304,6 +317,12 @@ def plan_reply(plan: Json) -> Payload:
     blocks = [_section("\n".join(lines)), _section(f"```\n{escape(argv)}\n```")]
     text = f"Plan: {plan.get('template', '?')} measuring {plan.get('metric', '?')}: {argv}"
     return fit({"text": text, "blocks": blocks})
+
+
+def moved_reply(note: str) -> Payload:
+    """A report that waited past the cap for its most similar host runs on another: what differs."""
+    return fit({"text": f"Moved: {note}",
+                "blocks": [_section(f"{STATE_EMOJI[TriageState.PLANNED]} *Moved to another host*: {escape(note)}")]})
 
 
 def progress_moment(samples_done: int, budget_samples: int) -> str | None:

@@ -51,6 +51,10 @@ class Sample:
     attempts: int
     stdout: str  # up to MAX_KEPT_OUTPUT, as text
     metrics: dict[str, float] = field(default_factory=dict)
+    # when the sample began (its kernel switch included) and ended, UTC to the microsecond:
+    # the order of runs on different hosts (did they run at once?) is read from these
+    started_at: str = ""
+    finished_at: str = ""
 
 
 @dataclass
@@ -72,8 +76,8 @@ class RunRecord:
         return data
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+def _now(precise: bool = False) -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds" if precise else "seconds")
 
 
 def _fill(argv: tuple[str, ...], scratch: str) -> list[str]:
@@ -218,6 +222,7 @@ class Runner:
 
     def sample(self, role: str, commit: str, index: int, record: RunRecord) -> Sample:
         problems = []
+        started_at = _now(precise=True)
         for attempt in range(1, self.retries + 2):
             running = self._boot(commit)
             try:
@@ -228,7 +233,8 @@ class Runner:
                 if isinstance(error, ConnectionLost):
                     self.executor.reconnect(self.host.reboot_timeout_s)
                 continue
-            return Sample(role, commit, index, value, seconds, running, attempt, stdout, metrics)
+            return Sample(role, commit, index, value, seconds, running, attempt, stdout, metrics,
+                          started_at=started_at, finished_at=_now(precise=True))
         raise RunError(f"sample {index} ({role} {commit}) failed {len(problems)} times; last: {problems[-1]}")
 
 

@@ -11,6 +11,12 @@ write (its scratch directory and any scratch devices), labels, and the operator'
   the plan and measures noise (an A/A pair); it cannot confirm or clear a commit, and the
   verdict stage must not treat it as evidence about the commit.
 - `running_kernel`: an argv list whose stdout names the running kernel or commit (`uname -r`).
+- `list_commits` (for `triage bisect`): an argv list, `{good}` and `{bad}` substituted, whose
+  stdout is the commits after good up to bad, oldest first, one sha a line (`git rev-list
+  --reverse --first-parent {good}..{bad}` in the host's tree). Empty: the host cannot bisect.
+- `build_patched` (for `triage test-fix`): an argv list, `{commit}` and `{mbox}` substituted, that
+  applies the am-ready mbox (a file the runner put on the host) on that commit and builds it;
+  the last line of its stdout names the patched kernel for `switch_kernel` (a commit or ref).
 
 Hooks are argv lists, never shell strings: nothing here is handed to a shell. Choosing a host
 for a report is the reproduce stage's (triagebot.reproduce.hosts).
@@ -85,6 +91,8 @@ class Host:
     labels: tuple[str, ...] = ()
     switch_kernel: tuple[str, ...] = ()  # empty: cannot switch, runs on the running kernel only
     running_kernel: tuple[str, ...] = ("uname", "-r")
+    list_commits: tuple[str, ...] = ()  # bisection: {good}..{bad}, oldest first; empty: cannot bisect
+    build_patched: tuple[str, ...] = ()  # test-fix: apply {mbox} on {commit}, build; prints the kernel's ref
     reboot_timeout_s: float = 900.0  # how long a kernel switch may keep the host unreachable
     max_processes: int | None = None  # processes + threads one plan may start; None: default_process_budget
     scratch_gb: int | None = None  # size of the scratch space; None: measured (local) or 20 GB (SSH)
@@ -131,12 +139,30 @@ class Host:
             raise ValueError(f"{commit!r} is not a commit id or ref name")
         return tuple(part.replace(COMMIT_PLACEHOLDER, commit) for part in self.switch_kernel)
 
+    def list_commits_argv(self, good: str, bad: str) -> tuple[str, ...]:
+        """The list_commits hook with `{good}` and `{bad}` substituted; ValueError as above."""
+        if not self.list_commits:
+            raise ValueError(f"host {self.name} cannot bisect (it has no list_commits hook)")
+        for commit in (good, bad):
+            if not _COMMIT.fullmatch(commit) or ".." in commit:
+                raise ValueError(f"{commit!r} is not a commit id or ref name")
+        return tuple(part.replace("{good}", good).replace("{bad}", bad) for part in self.list_commits)
+
+    def build_patched_argv(self, commit: str, mbox: str) -> tuple[str, ...]:
+        """The build_patched hook with `{commit}` and `{mbox}` (a path the runner chose) substituted."""
+        if not self.build_patched:
+            raise ValueError(f"host {self.name} cannot test fixes (it has no build_patched hook)")
+        if not _COMMIT.fullmatch(commit) or ".." in commit:
+            raise ValueError(f"{commit!r} is not a commit id or ref name")
+        return tuple(part.replace(COMMIT_PLACEHOLDER, commit).replace("{mbox}", mbox) for part in self.build_patched)
+
 
 # --- loading -----------------------------------------------------------------------------------
 
 _HOST_KEYS = ("name", "reach", "ssh", "describe", "cpu_model", "microarch", "threads", "sockets", "memory_gb",
               "disk", "scratch_dir", "scratch_devices", "labels", "switch_kernel",
-              "running_kernel", "reboot_timeout_s", "max_processes", "scratch_gb", "tools")
+              "running_kernel", "list_commits", "build_patched", "reboot_timeout_s", "max_processes", "scratch_gb",
+              "tools")
 _SSH_KEYS = ("host", "port", "user", "identity_file", "known_hosts_file", "connect_timeout_s",
              "control_master")
 
@@ -156,6 +182,22 @@ def _argv(entry: Section, key: str, default: list[str], allow_commit: bool) -> t
     if allow_commit and argv and not any(COMMIT_PLACEHOLDER in part for part in argv):
         entry.fail(f"{key} must mention {COMMIT_PLACEHOLDER} so the hook knows which kernel "
                    "to boot (or be [] for a host that cannot switch kernels)")
+    return argv
+
+
+def _hook(entry: Section, key: str, placeholders: tuple[str, ...]) -> tuple[str, ...]:
+    """An optional hook naming each of `placeholders` (and no other), or () when absent."""
+    if isinstance(entry.get(key, []), str):
+        entry.fail(f"{key} must be an argv list, not a shell string: hooks are never run through a shell")
+    argv = entry.strings(key, [])
+    for part in argv:
+        for placeholder in _PLACEHOLDER.findall(part):
+            if placeholder not in placeholders:
+                entry.fail(f"{key}: unknown placeholder {placeholder} in {part!r} "
+                           f"(only {' and '.join(placeholders)} are substituted)")
+    for placeholder in placeholders:
+        if argv and not any(placeholder in part for part in argv):
+            entry.fail(f"{key} must mention {placeholder}")
     return argv
 
 
@@ -263,6 +305,8 @@ def _host(entry: Section, probe: Probe) -> Host:
         labels=entry.strings("labels"),
         switch_kernel=_argv(entry, "switch_kernel", [], allow_commit=True),
         running_kernel=_argv(entry, "running_kernel", ["uname", "-r"], allow_commit=False) or ("uname", "-r"),
+        list_commits=_hook(entry, "list_commits", ("{good}", "{bad}")),
+        build_patched=_hook(entry, "build_patched", (COMMIT_PLACEHOLDER, "{mbox}")),
         reboot_timeout_s=entry.number("reboot_timeout_s", 900.0, 1, 86400),
         max_processes=entry.whole("max_processes", None, 16, 1 << 22) if "max_processes" in entry else None,
         scratch_gb=entry.whole("scratch_gb", None, 1, 1 << 30) if "scratch_gb" in entry else None,
@@ -281,7 +325,7 @@ def hosts_from(file: RulesFile, probe: Probe | None = None) -> tuple[Host, ...]:
 
     A local host's programs and kernel filesystems, and the facts of one that says
     describe = "auto", come from `probe` (default: this machine, read once)."""
-    file.top().check_keys(("host",))
+    file.top().check_keys(("host", "max_wait_minutes"))
     probe = _once(probe or probe_local)
     hosts: list[Host] = []
     seen: set[str] = set()
@@ -292,6 +336,16 @@ def hosts_from(file: RulesFile, probe: Probe | None = None) -> tuple[Host, ...]:
         seen.add(host.name)
         hosts.append(host)
     return tuple(hosts)
+
+
+# How long a report waits for its most similar host before it takes the most similar free one
+# (the top-level `max_wait_minutes` of hosts.toml; triagebot.reproduce.schedule).
+DEFAULT_MAX_WAIT_MINUTES = 120.0
+
+
+def max_wait_from(file: RulesFile) -> float:
+    """hosts.toml's `max_wait_minutes` (default DEFAULT_MAX_WAIT_MINUTES), at least 0."""
+    return file.top().number("max_wait_minutes", DEFAULT_MAX_WAIT_MINUTES, 0, 60 * 24 * 365)
 
 
 def _once(probe: Probe) -> Probe:

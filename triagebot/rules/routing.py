@@ -4,6 +4,10 @@ A route matches on the report's mailing list, the subsystem prefix of its subjec
 (``[ext4] …``, ``xfs: …``), its testcase and its headline metric; see the comments in
 rules/routing.toml. The file is validated at load: a bad entry raises RulesError naming the
 file, the entry and its line.
+
+The same file says which reports `triage web --public` may show people outside the team:
+`public_default` (true unless set) for every report, a route's `public` for the reports it
+matches. Host names, channels and internal notes are never public, whatever it says.
 """
 from __future__ import annotations
 
@@ -39,12 +43,19 @@ class Route:
     metrics: tuple[str, ...] = ()
     why: str | None = None
     where: str = ""  # "rules/routing.toml:21: [[route]] entry 2", for messages
+    public: bool | None = None  # may `triage web --public` show its reports (None: public_default)
 
 
 @dataclass(frozen=True)
 class Routing:
     routes: tuple[Route, ...] = ()
     default_channel: str = DEFAULT_CHANNEL
+    public_default: bool = True  # reports no route marks `public` may leave the team
+
+    def is_public(self, report: Report, list_name: str | None = None) -> bool:
+        """Whether `triage web --public` may show this report: its route's `public`, else the default."""
+        route = self.route_for(report, list_name)
+        return route.public if route is not None and route.public is not None else self.public_default
 
     def route_for(self, report: Report, list_name: str | None = None) -> Route | None:
         """The first route matching the report, or None for the default."""
@@ -158,13 +169,14 @@ def _patterns(section: Section, key: str) -> tuple[str, ...]:
 
 def routing_from(file: RulesFile) -> Routing:
     top = file.top()
-    top.check_keys(("default_channel", "route"))
+    top.check_keys(("default_channel", "public_default", "route"))
     if "default_channel" not in top:
         raise file.error("default_channel is missing (where unmatched reports go)")
     default = _channel(top, "default_channel")
+    public_default = top.boolean("public_default", True)
     routes = []
     for entry in file.entries("route"):
-        entry.check_keys(("channel", "why", *MATCH_KEYS))
+        entry.check_keys(("channel", "why", "public", *MATCH_KEYS))
         if "channel" not in entry:
             entry.fail("channel is missing")
         if not any(key in entry for key in MATCH_KEYS):
@@ -175,5 +187,6 @@ def routing_from(file: RulesFile) -> Routing:
         routes.append(Route(
             channel=_channel(entry, "channel"), lists=_patterns(entry, "list"),
             subsystems=_patterns(entry, "subsystem"), testcases=_patterns(entry, "testcase"),
-            metrics=_patterns(entry, "metric"), why=why, where=where))
-    return Routing(tuple(routes), default)
+            metrics=_patterns(entry, "metric"), why=why, where=where,
+            public=entry.boolean("public") if "public" in entry else None))
+    return Routing(tuple(routes), default, public_default)

@@ -4,7 +4,8 @@ Where things are looked up, in order:
 - rules directory: `--rules`, then `TRIAGE_RULES`, then the `rules/` folder beside the package
   (a source checkout or the Docker image).
 - database: `--db`, then `TRIAGE_DB`, then `$XDG_DATA_HOME/triagebot/triage.db`, then
-  `~/.local/share/triagebot/triage.db` (see `triagebot.store.sqlite.resolve_db_path`).
+  `~/.local/share/triagebot/triage.db`; a `postgresql://` URL opens PostgreSQL (see
+  `triagebot.store.location.resolve_location`).
 
 Each rules file is validated when the settings are built: a bad one is a RulesError naming the
 file, the line and the entry, before any work starts. A file that is absent gets its default:
@@ -18,12 +19,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from triagebot.ingest.bounds import PollBounds
 from triagebot.ingest.protocol import HttpPolicy
 from triagebot.rules.floors import FLOORS_FILE, MetricFloors, floors_from
-from triagebot.rules.hosts import HOSTS_FILE, Host, hosts_from, missing_hosts
+from triagebot.rules.hosts import DEFAULT_MAX_WAIT_MINUTES, HOSTS_FILE, Host, hosts_from, max_wait_from, missing_hosts
 from triagebot.rules.loader import PACKAGED_RULES, read_file, rules_dir
 from triagebot.rules.routing import ROUTING_FILE, Routing, routing_from
-from triagebot.rules.sources import SOURCES_FILE, SourceSettings, parse_sources
+from triagebot.rules.sources import SOURCES_FILE, SourceSettings, parse_bounds, parse_sources
 from triagebot.rules.templates import TEMPLATES_DIR, Templates, load_templates, missing_templates
 
 __all__ = ["PACKAGED_RULES", "Settings", "SourceSettings", "load_settings", "rules_dir", "settings_for"]
@@ -34,10 +36,12 @@ class Settings:
     rules_dir: Path
     http: HttpPolicy = field(default_factory=HttpPolicy)
     sources: tuple[SourceSettings, ...] = ()
+    bounds: PollBounds = field(default_factory=PollBounds)  # sources.toml [bounds]: one poll, one day
     hosts: tuple[Host, ...] | None = None  # None: no hosts.toml
     templates: Templates | None = None  # None: no reproducers/ directory
     routing: Routing = field(default_factory=Routing)
     floors: MetricFloors = field(default_factory=MetricFloors)
+    max_wait_minutes: float = DEFAULT_MAX_WAIT_MINUTES  # hosts.toml: a report's wait for its host, at most
 
     def need_hosts(self) -> tuple[Host, ...]:
         """The lab hosts; RulesError when the rules directory has no hosts.toml."""
@@ -63,13 +67,17 @@ def _own_or_packaged(rules: Path, name: str) -> Path | None:
 def load_settings(rules: Path) -> Settings:
     """Every rules file in `rules`, validated; RulesError for the first bad one."""
     sources_path = rules / SOURCES_FILE
-    http, sources = parse_sources(read_file(sources_path)) if sources_path.exists() else (HttpPolicy(), ())
+    sources_file = read_file(sources_path) if sources_path.exists() else None
+    http, sources = parse_sources(sources_file) if sources_file else (HttpPolicy(), ())
+    bounds = parse_bounds(sources_file) if sources_file else PollBounds()
     hosts_path = rules / HOSTS_FILE
+    hosts_file = read_file(hosts_path) if hosts_path.exists() else None
     routing_path = _own_or_packaged(rules, ROUTING_FILE)
     floors_path = _own_or_packaged(rules, FLOORS_FILE)
     return Settings(
-        rules_dir=rules, http=http, sources=sources,
-        hosts=hosts_from(read_file(hosts_path)) if hosts_path.exists() else None,
+        rules_dir=rules, http=http, sources=sources, bounds=bounds,
+        hosts=hosts_from(hosts_file) if hosts_file is not None else None,
+        max_wait_minutes=max_wait_from(hosts_file) if hosts_file is not None else DEFAULT_MAX_WAIT_MINUTES,
         templates=load_templates(rules) if (rules / TEMPLATES_DIR).is_dir() else None,
         routing=routing_from(read_file(routing_path)) if routing_path else Routing(),
         floors=floors_from(read_file(floors_path)) if floors_path else MetricFloors(),

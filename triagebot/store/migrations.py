@@ -1,4 +1,5 @@
-"""Store stage: the SQLite schema as numbered migrations, applied in order, one transaction each.
+"""Store stage: the SQLite schema as numbered migrations, applied in order, one transaction each,
+and the runner both backends share (`run_migrations`; PostgreSQL's list: postgres_migrations.py).
 
 The version applied last is kept in `PRAGMA user_version` (0 for an empty file). It is written
 inside the migration's own transaction, so a migration either lands whole with its number or
@@ -11,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from triagebot.store.protocol import SchemaTooNewError, StoreError
 
@@ -189,6 +191,62 @@ _QUARANTINE = (
     "CREATE INDEX quarantine_failed_at ON quarantine (failed_at)",
 )
 
+_BISECTS = (
+    # Bisections of a report on the lab: every step's evidence (its runs' samples and verdicts)
+    # in bisect_json, saved after each step so a crash keeps what was measured; `status` is
+    # running until the result (first bad commit, inconclusive with the range left, or error).
+    """CREATE TABLE bisects (
+        bisect_id    INTEGER PRIMARY KEY,
+        message_id   TEXT NOT NULL,
+        status       TEXT NOT NULL,
+        started_at   TEXT NOT NULL,
+        updated_at   TEXT NOT NULL,
+        bisect_json  TEXT NOT NULL
+    )""",
+    "CREATE INDEX bisects_message_id ON bisects (message_id)",
+)
+
+_LIFECYCLE = (
+    # What happens to a report after its verdict (triagebot/lifecycle/): one row per move, with
+    # the message that caused it (`cause_id`, '' for a move no message caused: stale). A move is
+    # kept once: the same message moving the same report to the same state again changes nothing.
+    """CREATE TABLE lifecycle (
+        move_id     INTEGER PRIMARY KEY,
+        message_id  TEXT NOT NULL,
+        state       TEXT NOT NULL,
+        cause_id    TEXT NOT NULL,
+        note        TEXT NOT NULL,
+        moved_at    TEXT NOT NULL,
+        UNIQUE (message_id, state, cause_id)
+    )""",
+    # A later report of the same regression joins the first (`also-seen`); one of the same commit
+    # in the other direction is `linked`. A report joins at most one first report.
+    """CREATE TABLE report_links (
+        link_id     INTEGER PRIMARY KEY,
+        joined_id   TEXT NOT NULL UNIQUE,
+        message_id  TEXT NOT NULL,
+        relation    TEXT NOT NULL,
+        rule        TEXT NOT NULL,
+        linked_at   TEXT NOT NULL
+    )""",
+    "CREATE INDEX report_links_first ON report_links (message_id)",
+    # Replies to upstream (triagebot/reply/): the exact bytes, sent once. `sending` is committed
+    # before the SMTP call, so after a crash the row says "maybe sent" and is never sent again
+    # without a person's explicit action.
+    """CREATE TABLE mail_outbox (
+        reply_id          INTEGER PRIMARY KEY,
+        message_id        TEXT NOT NULL UNIQUE,
+        reply_message_id  TEXT NOT NULL UNIQUE,
+        status            TEXT NOT NULL,
+        requested_by      TEXT NOT NULL,
+        attempts          INTEGER NOT NULL DEFAULT 0,
+        last_error        TEXT,
+        created_at        TEXT NOT NULL,
+        sent_at           TEXT,
+        raw               BLOB NOT NULL
+    )""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "messages, records, threads, cursors; reserved plans/runs/verdicts/notifications",
               _INITIAL),
@@ -196,6 +254,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "materials: cached files of LKP materials directories", _MATERIALS),
     Migration(4, "triage and outbox: the daemon's state per report and its notifications", _TRIAGE_AND_OUTBOX),
     Migration(5, "quarantine: raw messages the parser could not read, with the reason", _QUARANTINE),
+    Migration(6, "bisects: bisections on the lab with every step's evidence", _BISECTS),
+    Migration(7, "lifecycle moves, report links and the mail outbox of replies upstream", _LIFECYCLE),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version
@@ -218,45 +278,104 @@ def refuse_newer(version: int, db_path: str, latest: int = LATEST_VERSION) -> No
         raise SchemaTooNewError(
             f"{db_path}: database schema version {version} is newer than this triagebot "
             f"knows (up to {latest}); upgrade triagebot, or point --db / TRIAGE_DB at "
-            f"another file")
+            f"another database")
 
 
-def apply_migrations(connection: sqlite3.Connection, db_path: str,
-                     migrations: Sequence[Migration] = MIGRATIONS) -> list[int]:
-    """Bring the database up to the last migration; returns the versions applied now.
+class MigrationSteps(Protocol):
+    """What running migrations asks of a backend's connection."""
 
-    `connection` must be in autocommit mode (isolation_level=None). Each migration takes the
-    write lock with BEGIN IMMEDIATE and re-reads the version under it, so two processes
-    opening a fresh file at once apply each migration exactly once.
+    @property
+    def errors(self) -> tuple[type[BaseException], ...]:
+        """The backend's database errors (a migration failing with one is a StoreError)."""
+        ...
+
+    def version(self) -> int: ...
+
+    def begin(self) -> None:
+        """Start a transaction holding the lock writers and other migrating processes take."""
+        ...
+
+    def execute(self, statement: str) -> None: ...
+
+    def set_version(self, version: int) -> None: ...
+
+    def commit(self) -> None: ...
+
+    def rollback(self) -> None:
+        """Roll back if a transaction is open."""
+        ...
+
+
+def run_migrations(steps: MigrationSteps, db_path: str, migrations: Sequence[Migration]) -> list[int]:
+    """Bring a database up to the last migration, one transaction each; the versions applied now.
+
+    Each migration takes the lock and re-reads the version under it, so two processes opening a
+    fresh database at once apply each migration exactly once; a failing one leaves nothing.
     """
     check_migrations(migrations)
     latest = migrations[-1].version if migrations else 0
     applied: list[int] = []
     for migration in migrations:
-        if schema_version(connection) >= migration.version:
+        if steps.version() >= migration.version:
             continue
+        steps.begin()
         try:
-            connection.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as error:
-            raise StoreError(f"{db_path}: cannot lock the database to migrate it: "
-                             f"{error}") from None
-        try:
-            current = schema_version(connection)
+            current = steps.version()
             refuse_newer(current, db_path, latest)
             if current >= migration.version:  # another process got there first
-                connection.execute("ROLLBACK")
+                steps.rollback()
                 continue
             for statement in migration.statements:
-                connection.execute(statement)
-            # PRAGMA does not take parameters; the version is an int from this module.
-            connection.execute(f"PRAGMA user_version = {int(migration.version)}")
-            connection.execute("COMMIT")
+                steps.execute(statement)
+            steps.set_version(migration.version)
+            steps.commit()
         except BaseException as error:
-            if connection.in_transaction:
-                connection.execute("ROLLBACK")
-            if isinstance(error, sqlite3.Error):
+            steps.rollback()
+            if isinstance(error, steps.errors):
                 raise StoreError(f"{db_path}: migration {migration.version} "
                                  f"({migration.name}) failed: {error}") from error
             raise
         applied.append(migration.version)
     return applied
+
+
+class _SqliteSteps:
+    errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
+
+    def __init__(self, connection: sqlite3.Connection, db_path: str) -> None:
+        self.connection = connection
+        self.db_path = db_path
+
+    def version(self) -> int:
+        return schema_version(self.connection)
+
+    def begin(self) -> None:
+        try:
+            self.connection.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:
+            raise StoreError(f"{self.db_path}: cannot lock the database to migrate it: "
+                             f"{error}") from None
+
+    def execute(self, statement: str) -> None:
+        self.connection.execute(statement)
+
+    def set_version(self, version: int) -> None:
+        # PRAGMA does not take parameters; the version is an int from this module.
+        self.connection.execute(f"PRAGMA user_version = {int(version)}")
+
+    def commit(self) -> None:
+        self.connection.execute("COMMIT")
+
+    def rollback(self) -> None:
+        if self.connection.in_transaction:
+            self.connection.execute("ROLLBACK")
+
+
+def apply_migrations(connection: sqlite3.Connection, db_path: str,
+                     migrations: Sequence[Migration] = MIGRATIONS) -> list[int]:
+    """Bring the SQLite file up to the last migration; returns the versions applied now.
+
+    `connection` must be in autocommit mode (isolation_level=None). Each migration takes the
+    write lock with BEGIN IMMEDIATE (see `run_migrations`).
+    """
+    return run_migrations(_SqliteSteps(connection, db_path), db_path, migrations)

@@ -3,7 +3,8 @@
 `Store` is the whole store as one protocol made of small ones, one per kind of thing kept:
 `MessageStore`, `RecordStore`, `ThreadStore`, `AliasStore`, `CursorStore`, `MaterialStore`,
 `QuarantineStore`, `TriageStore`, `OutboxStore`, `RunStore`. A stage that needs only one part
-may ask for that part; a backend implements them all (`sqlite.py` composes one class per part).
+may ask for that part; a backend implements them all (`sql.py` composes one class per part over a
+SQLite or PostgreSQL connection).
 This module names no implementation.
 
 Message-IDs are kept as record.md writes them: without angle brackets. Every method accepts an
@@ -24,12 +25,13 @@ from typing import Any, Protocol, runtime_checkable
 from triagebot.errors import TriageError
 from triagebot.records import Report
 from triagebot.states import TriageState
+from triagebot.store.lifecycle_protocol import LifecycleStore, MailOutboxStore
 
 SYNTHETIC_ID_DOMAIN = "triagebot.invalid"
 
 
 class StoreError(TriageError):
-    """The store cannot do what was asked; the message names the database file."""
+    """The store cannot do what was asked; the message names the database (file or URL)."""
 
 
 class UnreadableRecord(TriageError):
@@ -422,13 +424,28 @@ class RunStore(Protocol):
         """The last stored rerun of a report (run JSON with its samples and verdict), or None."""
         ...
 
+    def save_bisect(self, message_id: str, bisect_json: dict[str, Any], bisect_id: int | None = None) -> int:
+        """Store a bisection as it stands (a new one, or `bisect_id` replaced); its id."""
+        ...
+
+    def bisects(self, message_id: str) -> list[dict[str, Any]]:
+        """A report's bisections, oldest first, each its JSON with `bisect_id`."""
+        ...
+
 
 @runtime_checkable
 class Store(MessageStore, RecordStore, ThreadStore, AliasStore, CursorStore, MaterialStore,
-            QuarantineStore, TriageStore, OutboxStore, RunStore, Protocol):
-    """The whole store: every part above, plus what spans them (one file, one transaction)."""
+            QuarantineStore, TriageStore, OutboxStore, RunStore, LifecycleStore, MailOutboxStore, Protocol):
+    """The whole store: every part above, plus what spans them (one database, one transaction)."""
 
     path: str
+
+    @property
+    def connection(self) -> Any:
+        """The backend's own connection (sqlite3 or psycopg). Inside `transaction()` it is in
+        that transaction: other work on it (a job engine's job row, on PostgreSQL) commits or
+        rolls back with what the store wrote in the block."""
+        ...
 
     def close(self) -> None: ...
 

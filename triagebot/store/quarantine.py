@@ -9,7 +9,7 @@ once however often a source serves it. `triage reparse` tries quarantined messag
 that parses now moves into `messages` as a normal message and leaves the quarantine; one that
 still fails stays, with the new error.
 
-This module holds the backend-neutral rules (the key, the error line); `sqlite_quarantine.py`
+This module holds the backend-neutral rules (the key, the error line); `part_quarantine.py`
 keeps the table, `protocol.QuarantineStore` is the contract.
 """
 from __future__ import annotations

@@ -21,19 +21,16 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+from triagebot.store.database import SqlDatabase, utc_now
 from triagebot.store.migrations import apply_migrations, refuse_newer, schema_version
-from triagebot.store.protocol import StoreBusyError, StoreError, utc_text
+from triagebot.store.protocol import StoreBusyError, StoreError
 
 DEFAULT_BUSY_TIMEOUT_MS = 5000
-# Bound on `?` parameters per statement; SQLite's own limit is 32766 since 3.32, older
-# builds allowed 999.
-MAX_PARAMETERS = 900
 PRIVATE_DIR_MODE = 0o700  # directories triagebot creates for its database: the owner only
 PRIVATE_FILE_MODE = 0o600  # the database (and so its -wal and -shm) and the lock files beside it
 
@@ -69,34 +66,19 @@ def open_private(path: str | os.PathLike[str], mode: str = "w") -> IO[Any]:
     return open(path, mode)
 
 
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-def chunks(values: Sequence[Any], size: int = MAX_PARAMETERS) -> Iterator[Sequence[Any]]:
-    """`values` in slices small enough for one statement's parameters."""
-    for start in range(0, len(values), size):
-        yield values[start:start + size]
-
-
-def marks(count: int) -> str:
-    """`?,?,…` for an IN list of `count` parameters."""
-    return ",".join("?" * count)
-
-
-class SqliteDatabase:
+class SqliteDatabase(SqlDatabase):
     """One open SQLite file: its connection, its clock, and nested write transactions.
 
     One instance per thread (sqlite3 connections are not shared).
     """
 
+    begin_snapshot = "BEGIN DEFERRED"  # in WAL mode, a read transaction sees one commit
+
     def __init__(self, path: str | os.PathLike[str], *,
                  busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
                  clock: Callable[[], datetime] = utc_now) -> None:
-        self.path = str(path)
+        super().__init__(str(path), clock)
         self.busy_timeout_ms = busy_timeout_ms
-        self.clock = clock
-        self._depth = 0
         self.connection = self._open()
 
     def _open(self) -> sqlite3.Connection:
@@ -133,48 +115,28 @@ class SqliteDatabase:
     def close(self) -> None:
         self.connection.close()
 
-    def stamp(self, value: str | datetime | None = None) -> str:
-        """`value` (now by the clock when None) in the store's one timestamp form."""
-        return utc_text(self.clock() if value is None else value)
+    def execute(self, sql: str, parameters: Sequence[Any] = ()) -> sqlite3.Cursor:
+        return self.connection.execute(sql, parameters)
 
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """One write transaction (BEGIN IMMEDIATE ... COMMIT); nested calls use savepoints.
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        self.connection.executemany(sql, rows)
 
-        An exception inside rolls back everything the block wrote (cursor included) and
-        propagates. Waiting for another writer is bounded by the busy timeout.
-        """
-        connection = self.connection
-        if self._depth:
-            name = f"nested_{self._depth}"
-            connection.execute(f"SAVEPOINT {name}")
-            self._depth += 1
-            try:
-                yield
-            except BaseException:
-                connection.execute(f"ROLLBACK TO {name}")
-                connection.execute(f"RELEASE {name}")
-                raise
-            else:
-                connection.execute(f"RELEASE {name}")
-            finally:
-                self._depth -= 1
-            return
+    def _in_transaction(self) -> bool:
+        return self.connection.in_transaction
+
+    def _begin(self) -> None:
+        """BEGIN IMMEDIATE: the write lock up front, waited for up to the busy timeout."""
         try:
-            connection.execute("BEGIN IMMEDIATE")
+            self.connection.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as error:
             if "locked" in str(error) or "busy" in str(error):
                 raise StoreBusyError(
                     f"{self.path}: another process kept the database locked for more than "
                     f"{self.busy_timeout_ms} ms ({error})") from None
             raise StoreError(f"{self.path}: cannot start a write: {error}") from None
-        self._depth = 1
-        try:
-            yield
-            connection.execute("COMMIT")
-        except BaseException:
-            if connection.in_transaction:
-                connection.execute("ROLLBACK")
-            raise
-        finally:
-            self._depth = 0
+
+    def stream(self, sql: str, size: int) -> Iterator[Sequence[Any]]:
+        """The rows of one query, fetched `size` at a time."""
+        cursor = self.connection.execute(sql)
+        while page := cursor.fetchmany(size):
+            yield from page

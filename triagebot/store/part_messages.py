@@ -1,6 +1,6 @@
-"""Store stage: the SQLite parts for raw messages, their aliases and their records.
+"""Store stage: the parts for raw messages, their aliases and their records.
 
-Each part is a small class over the shared `SqliteDatabase`; `SqliteStore` composes them.
+Each part is a small class over the shared `Database` (database.py); `SqlStore` composes them.
 """
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from triagebot.records import Report, report_from_json, report_to_json
+from triagebot.store.database import Database, chunks, given, marks
 from triagebot.store.protocol import (
     ListedRecord,
     StoredMessage,
@@ -18,7 +19,6 @@ from triagebot.store.protocol import (
     normalize_message_id,
     utc_text,
 )
-from triagebot.store.sqlite_database import SqliteDatabase, chunks, marks
 
 # Rows per page when iterating raw messages: bounded memory, no cursor held across writes.
 _PAGE_ROWS = 256
@@ -43,10 +43,10 @@ def _stored(row: Sequence[Any]) -> StoredMessage:
                          source_url=row[3], list_name=row[4], received_at=row[5])
 
 
-class SqliteMessages:
+class Messages:
     """`MessageStore` on the `messages` table."""
 
-    def __init__(self, database: SqliteDatabase) -> None:
+    def __init__(self, database: Database) -> None:
         self._database = database
 
     def put_message(self, message_id: str, raw_bytes: bytes, source_name: str,
@@ -54,9 +54,9 @@ class SqliteMessages:
                     source_url: str | None = None) -> bool:
         row = message_row(message_id, raw_bytes, source_name, list_name, received_at, source_url)
         with self._database.transaction():
-            cursor = self._database.connection.execute(
-                "INSERT OR IGNORE INTO messages (message_id, source_name, source_url, list_name,"
-                " received_at, size, raw) VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+            cursor = self._database.execute(
+                "INSERT INTO messages (message_id, source_name, source_url, list_name,"
+                " received_at, size, raw) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", row)
             return cursor.rowcount == 1
 
     def insert_new(self, rows: Sequence[MessageRow]) -> list[str]:
@@ -64,7 +64,7 @@ class SqliteMessages:
         transaction, so nobody can insert between the check and the insert."""
         known = self.existing(row[0] for row in rows)
         new_rows = [row for row in rows if row[0] not in known]
-        self._database.connection.executemany(
+        self._database.executemany(
             "INSERT INTO messages (message_id, source_name, source_url, list_name,"
             " received_at, size, raw) VALUES (?, ?, ?, ?, ?, ?, ?)", new_rows)
         return [row[0] for row in new_rows]
@@ -73,7 +73,7 @@ class SqliteMessages:
         """Which of these (normalized) ids are stored."""
         found: set[str] = set()
         for chunk in chunks(list(message_ids)):
-            found.update(row[0] for row in self._database.connection.execute(
+            found.update(row[0] for row in self._database.execute(
                 f"SELECT message_id FROM messages WHERE message_id IN ({marks(len(chunk))})",
                 tuple(chunk)))
         return found
@@ -82,17 +82,17 @@ class SqliteMessages:
         return self.existing(dict.fromkeys(normalize_message_id(item) for item in message_ids))
 
     def has_message(self, message_id: str) -> bool:
-        return self._database.connection.execute(
+        return self._database.execute(
             "SELECT 1 FROM messages WHERE message_id = ?",
             (normalize_message_id(message_id),)).fetchone() is not None
 
     def get_raw(self, message_id: str) -> bytes | None:
-        row = self._database.connection.execute("SELECT raw FROM messages WHERE message_id = ?",
+        row = self._database.execute("SELECT raw FROM messages WHERE message_id = ?",
                                                 (normalize_message_id(message_id),)).fetchone()
         return None if row is None else bytes(row[0])
 
     def get_message(self, message_id: str) -> StoredMessage | None:
-        row = self._database.connection.execute(
+        row = self._database.execute(
             f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE message_id = ?",
             (normalize_message_id(message_id),)).fetchone()
         return None if row is None else _stored(row)
@@ -100,7 +100,7 @@ class SqliteMessages:
     def iter_raw(self) -> Iterator[StoredMessage]:
         last_rowid = 0
         while True:
-            page = self._database.connection.execute(
+            page = self._database.execute(
                 f"SELECT rowid, {_MESSAGE_COLUMNS} FROM messages WHERE rowid > ?"
                 " ORDER BY rowid LIMIT ?", (last_rowid, _PAGE_ROWS)).fetchall()
             if not page:
@@ -110,36 +110,36 @@ class SqliteMessages:
             last_rowid = page[-1][0]
 
     def count_messages(self) -> int:
-        return int(self._database.connection.execute("SELECT count(*) FROM messages").fetchone()[0])
+        return int(self._database.execute("SELECT count(*) FROM messages").fetchone()[0])
 
     def delete_message(self, message_id: str) -> bool:
         """Remove a message with its record and aliases (thread links stay: they name ids only)."""
         with self._database.transaction():
-            cursor = self._database.connection.execute("DELETE FROM messages WHERE message_id = ?",
+            cursor = self._database.execute("DELETE FROM messages WHERE message_id = ?",
                                                        (normalize_message_id(message_id),))
         return cursor.rowcount > 0
 
 
-class SqliteAliases:
+class Aliases:
     """`AliasStore` on the `aliases` table."""
 
-    def __init__(self, database: SqliteDatabase) -> None:
+    def __init__(self, database: Database) -> None:
         self._database = database
 
     def add_alias(self, alias: str, message_id: str) -> None:
         with self._database.transaction():
-            self._database.connection.execute(
-                "INSERT OR IGNORE INTO aliases (alias, message_id) VALUES (?, ?)",
+            self._database.execute(
+                "INSERT INTO aliases (alias, message_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
                 (alias, normalize_message_id(message_id)))
 
     def resolve_alias(self, alias: str) -> str | None:
-        row = self._database.connection.execute("SELECT message_id FROM aliases WHERE alias = ?",
+        row = self._database.execute("SELECT message_id FROM aliases WHERE alias = ?",
                                                 (alias,)).fetchone()
         return row[0] if row else None
 
     def repoint_alias(self, alias: str, message_id: str) -> None:
         with self._database.transaction():
-            self._database.connection.execute(
+            self._database.execute(
                 "INSERT INTO aliases (alias, message_id) VALUES (?, ?) "
                 "ON CONFLICT (alias) DO UPDATE SET message_id = excluded.message_id",
                 (alias, normalize_message_id(message_id)))
@@ -170,28 +170,29 @@ def record_row(message_id: str, report_json: Mapping[str, Any], parser_version: 
             _record_date_utc(report_json), now, text)
 
 
-class SqliteRecords:
+class Records:
     """`RecordStore` on the `records` table (joined to `messages` for list and date filters)."""
 
-    def __init__(self, database: SqliteDatabase) -> None:
+    def __init__(self, database: Database) -> None:
         self._database = database
 
     def insert_new(self, rows: Sequence[RecordRow]) -> None:
         """Records of newly stored messages; a message that has one keeps it."""
-        self._database.connection.executemany(
-            "INSERT OR IGNORE INTO records (message_id, schema, parser_version, kind,"
-            " testcase, date_utc, updated_at, record_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        self._database.executemany(
+            "INSERT INTO records (message_id, schema, parser_version, kind,"
+            " testcase, date_utc, updated_at, record_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT DO NOTHING", rows)
 
     def put_record(self, message_id: str, report: Report, parser_version: str) -> bool:
         message_id = normalize_message_id(message_id)
         row = record_row(message_id, report_to_json(report), parser_version, self._database.stamp())
-        connection = self._database.connection
+        database = self._database
         with self._database.transaction():
-            if connection.execute("SELECT 1 FROM messages WHERE message_id = ?",
+            if database.execute("SELECT 1 FROM messages WHERE message_id = ?",
                                   (message_id,)).fetchone() is None:
                 raise StoreError(f"{self._database.path}: no stored message {message_id}"
                                  f" to attach a record to")
-            cursor = connection.execute(
+            cursor = database.execute(
                 "INSERT INTO records (message_id, schema, parser_version, kind, testcase,"
                 " date_utc, updated_at, record_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (message_id) DO UPDATE SET schema = excluded.schema,"
@@ -199,12 +200,12 @@ class SqliteRecords:
                 " testcase = excluded.testcase, date_utc = excluded.date_utc,"
                 " updated_at = excluded.updated_at, record_json = excluded.record_json"
                 # An unchanged reparse leaves the row (and its updated_at) as it was.
-                " WHERE records.record_json IS NOT excluded.record_json"
-                " OR records.parser_version IS NOT excluded.parser_version", row)
+                " WHERE records.record_json IS DISTINCT FROM excluded.record_json"
+                " OR records.parser_version IS DISTINCT FROM excluded.parser_version", row)
             return cursor.rowcount == 1
 
     def get_record(self, message_id: str) -> Report | None:
-        row = self._database.connection.execute(
+        row = self._database.execute(
             "SELECT record_json FROM records WHERE message_id = ?",
             (normalize_message_id(message_id),)).fetchone()
         return None if row is None else self._report(row[0], message_id)
@@ -217,7 +218,7 @@ class SqliteRecords:
                                    f"{type(error).__name__}: {error}") from error
 
     def get_record_version(self, message_id: str) -> str | None:
-        row = self._database.connection.execute(
+        row = self._database.execute(
             "SELECT parser_version FROM records WHERE message_id = ?",
             (normalize_message_id(message_id),)).fetchone()
         return None if row is None else str(row[0])
@@ -236,17 +237,13 @@ class SqliteRecords:
         parameters: list[Any] = []
         if kind is not None:
             kinds = [kind] if isinstance(kind, str) else list(kind)
-            clauses.append(f"r.kind IN ({marks(len(kinds))})" if kinds else "0")
+            clauses.append(f"r.kind IN ({marks(len(kinds))})" if kinds else "1 = 0")
             parameters.extend(kinds)
-        if list_name is not None:
-            clauses.append("m.list_name = ?")
-            parameters.append(list_name)
-        if testcase is not None:
-            clauses.append("r.testcase = ?")
-            parameters.append(testcase)
-        if since is not None:
-            clauses.append("COALESCE(r.date_utc, m.received_at) >= ?")
-            parameters.append(utc_text(since))
+        filters, values = given([("m.list_name = ?", list_name), ("r.testcase = ?", testcase),
+                                 ("COALESCE(r.date_utc, m.received_at) >= ?",
+                                  None if since is None else utc_text(since))])
+        clauses += filters
+        parameters += values
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         sql = (f"SELECT r.message_id, r.record_json FROM records r JOIN messages m USING (message_id) {where}"
                " ORDER BY COALESCE(r.date_utc, m.received_at) DESC, r.message_id")
@@ -254,11 +251,12 @@ class SqliteRecords:
             sql += " LIMIT ?"
             parameters.append(int(limit))
         return [ListedRecord(key, self._report(record_json, key))
-                for key, record_json in self._database.connection.execute(sql, parameters)]
+                for key, record_json in self._database.execute(sql, parameters)]
 
     def record_keys_starting(self, prefix: str, limit: int) -> list[str]:
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        rows = self._database.connection.execute(
-            "SELECT message_id FROM records WHERE message_id LIKE ? ESCAPE '\\' ORDER BY message_id LIMIT ?",
+        rows = self._database.execute(
+            f"SELECT message_id FROM records WHERE message_id {self._database.like_ascii_nocase} ? ESCAPE '\\'"
+            " ORDER BY message_id LIMIT ?",
             (escaped + "%", int(limit)))
         return [str(row[0]) for row in rows]

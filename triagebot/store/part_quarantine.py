@@ -1,4 +1,4 @@
-"""Store stage: the SQLite part for the quarantine — unreadable messages kept raw with their error.
+"""Store stage: the part for the quarantine — unreadable messages kept raw with their error.
 
 The rules (the key a message is kept under, the one-line error) are quarantine.py's.
 """
@@ -8,9 +8,9 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
+from triagebot.store.database import Database, chunks, marks
 from triagebot.store.protocol import QuarantineRow
 from triagebot.store.quarantine import one_line, quarantine_key
-from triagebot.store.sqlite_database import SqliteDatabase, chunks, marks
 
 # Rows per page when iterating quarantined messages with their raw bytes (bounded memory).
 _PAGE_ROWS = 64
@@ -23,10 +23,10 @@ def _row(row: Sequence[Any], with_raw: bool = False) -> QuarantineRow:
                          row[9], raw=bytes(row[10]) if with_raw else None)
 
 
-class SqliteQuarantine:
+class Quarantine:
     """`QuarantineStore` on the `quarantine` table."""
 
-    def __init__(self, database: SqliteDatabase) -> None:
+    def __init__(self, database: Database) -> None:
         self._database = database
 
     def quarantine_message(self, raw: bytes, *, source_name: str, error: str, parser_version: str,
@@ -40,13 +40,13 @@ class SqliteQuarantine:
         key = key or quarantine_key(raw)
         now = self._database.stamp()
         received = self._database.stamp(received_at or now)
-        connection = self._database.connection
+        database = self._database
         with self._database.transaction():
-            if connection.execute("SELECT 1 FROM messages WHERE message_id = ?", (key,)).fetchone():
+            if database.execute("SELECT 1 FROM messages WHERE message_id = ?", (key,)).fetchone():
                 return None
-            cursor = connection.execute(
-                f"INSERT OR IGNORE INTO quarantine ({_COLUMNS}, raw)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
+            cursor = database.execute(
+                f"INSERT INTO quarantine ({_COLUMNS}, raw)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?) ON CONFLICT DO NOTHING",
                 (key, source_name, source_url, list_name, received, now, parser_version,
                  one_line(error), len(raw), raw))
         return key if cursor.rowcount == 1 else None
@@ -58,14 +58,14 @@ class SqliteQuarantine:
         if limit is not None:
             sql += " LIMIT ?"
             parameters = (int(limit),)
-        return [_row(row) for row in self._database.connection.execute(sql, parameters)]
+        return [_row(row) for row in self._database.execute(sql, parameters)]
 
     def count_quarantined(self) -> int:
-        row = self._database.connection.execute("SELECT count(*) FROM quarantine").fetchone()
+        row = self._database.execute("SELECT count(*) FROM quarantine").fetchone()
         return int(row[0])
 
     def get_quarantined(self, key: str) -> QuarantineRow | None:
-        row = self._database.connection.execute(
+        row = self._database.execute(
             f"SELECT {_COLUMNS}, raw FROM quarantine WHERE quarantine_key = ?", (key,)).fetchone()
         return None if row is None else _row(row, with_raw=True)
 
@@ -73,7 +73,7 @@ class SqliteQuarantine:
         """Every quarantined message with its bytes, in pages (safe to write while iterating)."""
         last_rowid = 0
         while True:
-            page = self._database.connection.execute(
+            page = self._database.execute(
                 f"SELECT rowid, {_COLUMNS}, raw FROM quarantine WHERE rowid > ?"
                 " ORDER BY rowid LIMIT ?",
                 (last_rowid, _PAGE_ROWS)).fetchall()
@@ -86,7 +86,7 @@ class SqliteQuarantine:
     def still_quarantined(self, key: str, error: str, parser_version: str) -> None:
         """A retry failed again: keep the message with this error and version."""
         with self._database.transaction():
-            self._database.connection.execute(
+            self._database.execute(
                 "UPDATE quarantine SET error = ?, parser_version = ?, failed_at = ?,"
                 " attempts = attempts + 1 WHERE quarantine_key = ?",
                 (one_line(error), parser_version, self._database.stamp(), key))
@@ -94,7 +94,7 @@ class SqliteQuarantine:
     def release_quarantined(self, key: str) -> bool:
         """Drop a message from the quarantine (it is stored as a normal message now)."""
         with self._database.transaction():
-            cursor = self._database.connection.execute(
+            cursor = self._database.execute(
                 "DELETE FROM quarantine WHERE quarantine_key = ?", (key,))
         return cursor.rowcount > 0
 
@@ -103,6 +103,6 @@ class SqliteQuarantine:
 
         Call inside a transaction."""
         for chunk in chunks(keys):
-            self._database.connection.execute(
+            self._database.execute(
                 f"DELETE FROM quarantine WHERE quarantine_key IN ({marks(len(chunk))})",
                 tuple(chunk))

@@ -1,4 +1,4 @@
-"""Store stage: the SQLite parts for the daemon's tables — a triage row per report, the outbox.
+"""Store stage: the parts for the daemon's tables — a triage row per report, the outbox.
 
 A state change and the notifications announcing it are written in one transaction (the
 caller wraps both in `store.transaction()`), so a crash leaves either both or neither.
@@ -14,8 +14,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from triagebot.states import TriageState
+from triagebot.store.database import Database, given, marks
 from triagebot.store.protocol import OutboxRow, TriageRow, normalize_message_id
-from triagebot.store.sqlite_database import SqliteDatabase, marks
 
 _TRIAGE_COLUMNS = "message_id, state, channel, host, plan_json, note, created_at, updated_at"
 _OUTBOX_COLUMNS = ("outbox_id, message_id, kind, channel, status, attempts, next_attempt_at,"
@@ -36,10 +36,10 @@ def _outbox_row(row: Sequence[Any]) -> OutboxRow:
                      row[9], row[10], row[11], payload=json.loads(row[12]))
 
 
-class SqliteTriage:
+class Triage:
     """`TriageStore` on the `triage` table."""
 
-    def __init__(self, database: SqliteDatabase) -> None:
+    def __init__(self, database: Database) -> None:
         self._database = database
 
     def start_triage(self, message_id: str, channel: str, state: str = TriageState.NEW) -> bool:
@@ -47,9 +47,9 @@ class SqliteTriage:
         state = TriageState.of(state)
         now = self._database.stamp()
         with self._database.transaction():
-            cursor = self._database.connection.execute(
-                "INSERT OR IGNORE INTO triage (message_id, state, channel, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?)",
+            cursor = self._database.execute(
+                "INSERT INTO triage (message_id, state, channel, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 (normalize_message_id(message_id), state.value, channel, now, now))
         return cursor.rowcount > 0
 
@@ -61,47 +61,40 @@ class SqliteTriage:
         `TriageState.can_move_to` does not allow."""
         message_id = normalize_message_id(message_id)
         target = TriageState.of(state)
-        sets, values = ["state = ?", "updated_at = ?"], [target.value, self._database.stamp()]
-        if host is not None:
-            sets.append("host = ?")
-            values.append(host)
-        if plan is not None:
-            sets.append("plan_json = ?")
-            values.append(_dumps(plan))
-        if note is not None:
-            sets.append("note = ?")
-            values.append(note)
-        connection = self._database.connection
+        sets, values = given([("state = ?", target.value), ("updated_at = ?", self._database.stamp()),
+                              ("host = ?", host), ("plan_json = ?", None if plan is None else _dumps(plan)),
+                              ("note = ?", note)])
+        database = self._database
         with self._database.transaction():
-            row = connection.execute("SELECT state FROM triage WHERE message_id = ?",
+            row = database.execute("SELECT state FROM triage WHERE message_id = ?",
                                      (message_id,)).fetchone()
             if row is None:
                 raise ValueError(f"{message_id}: no triage row to move to {target}")
             if not TriageState.of(row[0]).can_move_to(target):
                 raise ValueError(f"{message_id}: a report cannot move from {row[0]} to {target}")
-            connection.execute(f"UPDATE triage SET {', '.join(sets)} WHERE message_id = ?",
+            database.execute(f"UPDATE triage SET {', '.join(sets)} WHERE message_id = ?",
                                (*values, message_id))
 
     def get_triage(self, message_id: str) -> TriageRow | None:
-        row = self._database.connection.execute(
+        row = self._database.execute(
             f"SELECT {_TRIAGE_COLUMNS} FROM triage WHERE message_id = ?",
             (normalize_message_id(message_id),)).fetchone()
         return None if row is None else _triage_row(row)
 
     def triage_in(self, *states: str) -> list[TriageRow]:
         """Reports in any of `states`, oldest first (the order they are worked on)."""
-        rows = self._database.connection.execute(
+        rows = self._database.execute(
             f"SELECT {_TRIAGE_COLUMNS} FROM triage WHERE state IN ({marks(len(states))})"
             " ORDER BY created_at, rowid", [str(state) for state in states]).fetchall()
         return [_triage_row(row) for row in rows]
 
     def triage_counts(self) -> dict[str, int]:
-        return dict(self._database.connection.execute(
+        return dict(self._database.execute(
             "SELECT state, count(*) FROM triage GROUP BY state").fetchall())
 
     def reports_to_admit(self, kinds: tuple[str, ...], dated_since: str) -> list[str]:
         """Reports of `kinds` dated at or after `dated_since` (undated: received), not taken on."""
-        rows = self._database.connection.execute(
+        rows = self._database.execute(
             "SELECT r.message_id FROM records r JOIN messages m ON m.message_id = r.message_id"
             " LEFT JOIN triage t ON t.message_id = r.message_id"
             f" WHERE r.kind IN ({marks(len(kinds))})"
@@ -110,18 +103,18 @@ class SqliteTriage:
         return [row[0] for row in rows]
 
 
-class SqliteOutbox:
+class Outbox:
     """`OutboxStore` on the `outbox` table."""
 
-    def __init__(self, database: SqliteDatabase) -> None:
+    def __init__(self, database: Database) -> None:
         self._database = database
 
     def enqueue(self, message_id: str, kind: str, channel: str, payload: dict[str, Any]) -> bool:
         """Add a notification; False when this report already has one of this kind."""
         with self._database.transaction():
-            cursor = self._database.connection.execute(
-                "INSERT OR IGNORE INTO outbox (message_id, kind, channel, status, created_at,"
-                " payload_json) VALUES (?, ?, ?, 'pending', ?, ?)",
+            cursor = self._database.execute(
+                "INSERT INTO outbox (message_id, kind, channel, status, created_at,"
+                " payload_json) VALUES (?, ?, ?, 'pending', ?, ?) ON CONFLICT DO NOTHING",
                 (normalize_message_id(message_id), kind, channel, self._database.stamp(),
                  _dumps(payload)))
         return cursor.rowcount > 0
@@ -137,17 +130,17 @@ class SqliteOutbox:
             where.append("message_id = ?")
             values.append(normalize_message_id(message_id))
         clause = f" WHERE {' AND '.join(where)}" if where else ""
-        rows = self._database.connection.execute(
+        rows = self._database.execute(
             f"SELECT {_OUTBOX_COLUMNS} FROM outbox{clause} ORDER BY outbox_id", values).fetchall()
         return [_outbox_row(row) for row in rows]
 
     def outbox_counts(self) -> dict[str, int]:
-        return dict(self._database.connection.execute(
+        return dict(self._database.execute(
             "SELECT status, count(*) FROM outbox GROUP BY status").fetchall())
 
     def posted(self, message_id: str, kind: str) -> OutboxRow | None:
         """The sent notification of this kind for a report (the parent's ts, for replies)."""
-        row = self._database.connection.execute(
+        row = self._database.execute(
             f"SELECT {_OUTBOX_COLUMNS} FROM outbox"
             " WHERE message_id = ? AND kind = ? AND status = 'sent'",
             (normalize_message_id(message_id), kind)).fetchone()
@@ -156,13 +149,13 @@ class SqliteOutbox:
     def mark_sending(self, outbox_id: int) -> None:
         """Committed before the Slack call: after a crash the row says "maybe sent"."""
         with self._database.transaction():
-            self._database.connection.execute(
+            self._database.execute(
                 "UPDATE outbox SET status = 'sending', attempts = attempts + 1 WHERE outbox_id = ?",
                 (outbox_id,))
 
     def mark_sent(self, outbox_id: int, posted_channel: str | None, posted_ts: str | None) -> None:
         with self._database.transaction():
-            self._database.connection.execute(
+            self._database.execute(
                 "UPDATE outbox SET status = 'sent', posted_channel = ?, posted_ts = ?, sent_at = ?,"
                 " last_error = NULL, next_attempt_at = NULL WHERE outbox_id = ?",
                 (posted_channel, posted_ts, self._database.stamp(), outbox_id))
@@ -172,7 +165,7 @@ class SqliteOutbox:
         it may have arrived) no sooner than `wait_seconds` from now."""
         later = self._database.stamp(self._database.clock() + timedelta(seconds=wait_seconds))
         with self._database.transaction():
-            self._database.connection.execute(
+            self._database.execute(
                 "UPDATE outbox SET status = 'sending', last_error = ?, next_attempt_at = ?"
                 " WHERE outbox_id = ?",
                 (error, later, outbox_id))
@@ -180,14 +173,14 @@ class SqliteOutbox:
     def mark_held(self, outbox_id: int, error: str) -> None:
         """Kept for an operator: Slack refused it for a reason a retry will not clear."""
         with self._database.transaction():
-            self._database.connection.execute(
+            self._database.execute(
                 "UPDATE outbox SET status = 'held', last_error = ? WHERE outbox_id = ?",
                 (error, outbox_id))
 
     def release_held(self) -> int:
         """Held rows back to pending (an operator fixed the token or channel); returns how many."""
         with self._database.transaction():
-            cursor = self._database.connection.execute(
+            cursor = self._database.execute(
                 "UPDATE outbox SET status = 'pending', next_attempt_at = NULL"
                 " WHERE status = 'held'")
         return cursor.rowcount

@@ -1,0 +1,120 @@
+"""After the verdict, on the lab: bisect a range and test a proposed fix, each stored and posted.
+
+The stages the commands (`triage bisect`, `triage test-fix`) hand off to, and the daemon can call:
+each takes the host's lock, runs on its executor, and writes its result together with its one
+Slack reply (an outbox row keyed by the result), so a crash neither loses nor repeats it.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from triagebot.errors import TriageError
+from triagebot.notify import render
+from triagebot.reproduce.bisect import BisectBudget, bisect, bisect_log, bisect_summary
+from triagebot.reproduce.executors.choose import executor_for
+from triagebot.reproduce.executors.protocol import Executor
+from triagebot.reproduce.fix import PreparedFix
+from triagebot.reproduce.fix_run import build_patched, fix_result, full_recovery_percent, tested_by_draft
+from triagebot.reproduce.host_lock import host_lock
+from triagebot.reproduce.plan import Plan
+from triagebot.reproduce.runner import HOOK_TIMEOUT_SECONDS, rerun
+from triagebot.rules.hosts import Host
+from triagebot.store.protocol import Store
+from triagebot.verdict.sequential import LookSchedule
+
+Json = dict[str, Any]
+_SHA = re.compile(r"[0-9a-f]{7,64}")
+MAX_COMMITS = 1 << 20  # more lines than any kernel range: the hook's output is not a commit list
+
+
+def list_commits(host: Host, executor: Executor, good: str, bad: str) -> list[str]:
+    """The commits after good up to bad, oldest first, as the host's hook lists them."""
+    try:
+        argv = host.list_commits_argv(good, bad)
+    except ValueError as error:
+        raise TriageError(str(error)) from None
+    completed = executor.run(argv, timeout=HOOK_TIMEOUT_SECONDS)
+    if not completed.ok:
+        detail = " ".join(completed.stderr.decode("utf-8", "replace").split())[-300:]  # one line
+        raise TriageError(f"host {host.name}: list_commits hook {list(argv)} failed (exit {completed.returncode}): "
+                          f"{detail}")
+    lines = completed.stdout.decode("utf-8", "replace").split()
+    if len(lines) > MAX_COMMITS or not all(_SHA.fullmatch(line) for line in lines):
+        bad_line = next((line for line in lines if not _SHA.fullmatch(line)), lines[0] if lines else "")
+        raise TriageError(f"host {host.name}: list_commits printed {bad_line[:60]!r}, not one commit sha a line")
+    if not lines:
+        raise TriageError(f"host {host.name}: no commits between {good} and {bad} (is {good} an ancestor of {bad}?)")
+    return lines
+
+
+def bisect_reply(result: Json) -> Json:
+    """The Slack reply: the summary, then the log with every step's numbers."""
+    payload = render.with_section({"text": f"Bisect: {bisect_summary(result)}", "blocks": []},
+                                  f"*Bisect*: {render.escape(bisect_summary(result))}")
+    return render.with_section(payload, f"```{render.escape(bisect_log(result))}```")
+
+
+def bisect_on_lab(store: Store, database: Path, message_id: str, host: Host, plan: Plan, floor_percent: float,
+                  good: str, bad: str, budget: BisectBudget,
+                  announce: Callable[[str], None] = lambda line: None) -> tuple[Json, int, bool]:
+    """Bisect good..bad on `host`, stored after every attempt; (result, its id, whether posted)."""
+    bisect_id: int | None = None
+
+    def stored(result: Json) -> Json:
+        return result | {"host": host.name, "plan": plan.to_json(), "message_id": message_id}
+
+    def save(result: Json) -> None:
+        nonlocal bisect_id
+        bisect_id = store.save_bisect(message_id, stored(result), bisect_id)
+        latest = result["steps"][-1] if result["steps"] else None
+        if latest and latest["attempts"] and result["status"] == "running":
+            verdict = latest["attempts"][-1].get("verdict") or {}
+            announce(f"step {latest['step']} attempt {len(latest['attempts'])}: {latest['suspect'][:12]} "
+                     f"{verdict.get('outcome', '?')}")
+
+    with host_lock(database, host.name), executor_for(host) as executor:
+        commits = list_commits(host, executor, good, bad)
+        announce(f"{len(commits)} commits after {good} up to {bad}")
+
+        def measure(base: str, suspect: str, schedule: LookSchedule, reported: float | None) -> Json:
+            measured = replace(plan, reported_change_percent=reported)
+            return rerun(measured, host, executor, base, suspect, rounds=schedule,
+                         floor_percent=floor_percent).to_json()
+
+        result = stored(bisect(commits, good, measure, budget, reported_change_percent=plan.reported_change_percent,
+                               on_progress=save))
+    triage = store.get_triage(message_id)
+    with store.transaction():
+        bisect_id = store.save_bisect(message_id, result, bisect_id)
+        posted = triage is not None and store.enqueue(message_id, f"bisect-{bisect_id}", triage.channel,
+                                                      bisect_reply(result))
+    return result, bisect_id, posted
+
+
+def measure_fix_on_lab(store: Store, database: Path, message_id: str, host: Host, plan: Plan, floor_percent: float,
+                    suspect: str, regression_percent: float, fix: PreparedFix, mbox: bytes, *,
+                    rounds: LookSchedule, tester: str) -> tuple[Json, str]:
+    """Suspect against suspect+fix on `host`; (the result, a drafted reply). The result is posted
+    once to the report's Slack thread when it has one. TriageError when the run fails."""
+    with host_lock(database, host.name), executor_for(host) as executor:
+        patched = build_patched(host, executor, suspect, mbox)
+        measured = replace(plan, reported_change_percent=full_recovery_percent(regression_percent))
+        record = rerun(measured, host, executor, suspect, patched, rounds=rounds, floor_percent=floor_percent)
+    run_json = record.to_json()
+    if record.status != "done" or not run_json.get("verdict"):
+        raise TriageError(f"{message_id}: the fix's run ended in error: {record.error}")
+    result = {"kind": "test-fix", "host": host.name, "suspect": suspect, "patched": patched,
+              "version": fix.version, "subjects": list(fix.subjects), "trailers": list(fix.trailers),
+              "verdict": run_json["verdict"], "recovery": fix_result(regression_percent, run_json["verdict"])}
+    draft = tested_by_draft(result, subject=fix.subject, in_reply_to=fix.message_id, tester=tester,
+                            host=host.name, metric=plan.output_metric)
+    triage = store.get_triage(message_id)
+    if triage is not None:
+        text = f"Fix test (v{fix.version}): {result['recovery']['sentence']}"
+        store.enqueue(message_id, f"test-fix-v{fix.version}-{patched[:12]}", triage.channel,
+                      render.with_section({"text": text, "blocks": []}, render.escape(text)))
+    return result, draft

@@ -1,0 +1,66 @@
+"""`triage web`: the read-only pages (triagebot/web/) served alone by uvicorn, against a store.
+
+The team's view by default (host names, channels, the daemon's notes, the lab page); `--public`
+serves only what may leave the team. Binds to 127.0.0.1 unless told otherwise.
+"""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from triagebot.cli.common import add_db_argument, add_rules_argument, database_path
+from triagebot.errors import TriageError
+from triagebot.rules.settings import settings_for
+
+DEFAULT_PORT = 9465  # beside the daemon's 9464, which serves the same pages with its health check
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_db_argument(parser)
+    add_rules_argument(parser)
+    parser.add_argument("--address", default="127.0.0.1",
+                        help="address to listen on (default 127.0.0.1: this machine only)")
+    parser.add_argument("--port", default=str(DEFAULT_PORT),
+                        help=f"port to listen on (default {DEFAULT_PORT}; 0: any free port, printed)")
+    parser.add_argument("--public", action="store_true",
+                        help="serve only what may leave the team: reports routing.toml allows, their plan, numbers "
+                             "and plot; no host names, channels, notes or lab page")
+
+
+def run(args: argparse.Namespace) -> int:
+    from triagebot.store.sqlite import SqliteStore
+    from triagebot.web.app import build_app
+    from triagebot.web.server import WebServer
+    from triagebot.web.views import Site
+
+    if not args.port.isdigit() or int(args.port) > 65535:
+        raise TriageError(f"--port {args.port!r}: a port number from 0 to 65535")
+    database = database_path(args)
+    if not database.is_file():
+        raise TriageError(f"{database}: no database there (start `triage daemon` or `triage ingest`, or give --db)")
+    settings = settings_for(args.rules)
+
+    @contextmanager
+    def open_store() -> Iterator[SqliteStore]:
+        with SqliteStore(database) as store:  # one connection a request: sqlite3 objects stay in their thread
+            yield store
+
+    site = Site(open_store=open_store, settings=settings, database=database, public=args.public)
+    try:
+        server = WebServer(build_app(site), args.address, int(args.port))
+    except OSError as error:
+        raise TriageError(f"--port {args.port}: cannot listen on {args.address}: {error}") from None
+    audience = "public view: no host names, channels or notes" if args.public else "team view"
+    print(f"triage web: serving {server.url}/ ({audience}) from {database}; Ctrl-C stops", file=sys.stderr,
+          flush=True)
+    # uvicorn stops on SIGINT or SIGTERM, then raises the signal again for the handler it found:
+    # after a clean stop that is a clean exit
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(0))
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0

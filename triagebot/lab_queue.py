@@ -1,0 +1,146 @@
+"""The lab's queue as the store and the host locks show it: what `schedule` is given, and its answer.
+
+The daemon (flow.assign), `triage status` and `triage plan` read the same view, so what a team
+is shown is what the daemon does. The rule itself is triagebot.reproduce.schedule (pure); this
+module only gathers its arguments: the waiting reports (state `planned`) with the date that
+orders them, which hosts are busy and with which report.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from triagebot.records import Report
+from triagebot.reproduce.host_lock import host_busy
+from triagebot.reproduce.hosts import HostMatch, score_host
+from triagebot.reproduce.schedule import Schedule, Waiting, schedule
+from triagebot.rules.hosts import Host
+from triagebot.states import TriageState
+from triagebot.store.protocol import Store, TriageRow, UnreadableRecord
+
+BUSY_ELSEWHERE = ""  # a host whose lock another process holds (`triage rerun`): busy, no report known
+
+
+@dataclass(frozen=True)
+class LabView:
+    """Each host's report (busy) or None (idle), and the schedule of the waiting reports."""
+
+    hosts: tuple[Host, ...]
+    busy: Mapping[str, str]  # host -> the report it runs (BUSY_ELSEWHERE: locked by another process)
+    schedule: Schedule
+    now: datetime
+    waiting_since: Mapping[str, datetime] = field(default_factory=dict)  # every waiting report
+
+    def waited(self, message_id: str) -> timedelta | None:
+        since = self.waiting_since.get(message_id)
+        return None if since is None else self.now - since
+
+
+def moment(text: str | None) -> datetime | None:
+    """An ISO 8601 time as an aware datetime (naive: UTC); None when absent or unreadable."""
+    if not text:
+        return None
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def _has_numbers(record: Report) -> bool:
+    return bool(record.measurements) or record.stance_numbers is not None
+
+
+def newest_activity(store: Store, message_id: str, report: Report | None, taken_on: datetime) -> datetime:
+    """The report's date (else when it was taken on), or a later reply in its thread that brings
+    numbers (measurements, or numbers that take a stance): a thread that grows moves ahead."""
+    newest = (moment(report.date) if report else None) or taken_on
+    for other in store.thread_of(message_id):
+        if other == message_id:
+            continue
+        try:
+            reply = store.get_record(other)
+        except UnreadableRecord:
+            continue
+        if reply is None or not _has_numbers(reply):
+            continue
+        stored = store.get_message(other)
+        when = moment(reply.date) or (moment(stored.received_at) if stored else None)
+        if when is not None and when > newest:
+            newest = when
+    return newest
+
+
+def waiting_report(store: Store, row: TriageRow) -> Waiting:
+    """A planned report as the schedule weighs it (an unreadable record: no machine to compare)."""
+    taken_on = moment(row.created_at) or datetime.now(UTC)
+    try:
+        report = store.get_record(row.message_id)
+    except UnreadableRecord:
+        report = None
+    return Waiting(row.message_id, report.test_machine if report else None,
+                   tuple(report.parameters) if report else (), newest_activity(store, row.message_id, report, taken_on),
+                   taken_on)
+
+
+def busy_hosts(store: Store, database: Path, hosts: tuple[Host, ...],
+               running: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Which hosts are busy, with the report each runs: `running` (this process's runs), else a
+    held host lock, with the report the triage table says runs there."""
+    busy = dict(running or {})
+    on_host = {row.host: row.message_id for row in store.triage_in(TriageState.RUNNING) if row.host}
+    for host in hosts:
+        if host.name not in busy and host_busy(database, host.name):
+            busy[host.name] = on_host.get(host.name, BUSY_ELSEWHERE)
+    return busy
+
+
+def lab_view(store: Store, database: Path, hosts: tuple[Host, ...], max_wait: timedelta, now: datetime,
+             running: Mapping[str, str] | None = None) -> LabView:
+    """The hosts' state and the schedule of every planned report, now."""
+    rows = store.triage_in(TriageState.PLANNED)
+    waiting = [waiting_report(store, row) for row in rows]
+    busy = busy_hosts(store, database, hosts, running)
+    return LabView(hosts, busy, schedule(waiting, hosts, busy, now, max_wait), now,
+                   {item.message_id: item.waiting_since for item in waiting})
+
+
+def preferred_host(hosts: tuple[Host, ...], report: Report) -> tuple[HostMatch | None, tuple[str, ...]]:
+    """The host a report is planned for: the most similar of those that can switch kernels (of
+    all hosts when none can), the first in hosts.toml of equal ones; and the other equal ones,
+    on any of which the schedule may run it (triagebot.reproduce.schedule)."""
+    candidates = [host for host in hosts if host.can_switch_kernel] or list(hosts)
+    matches = [score_host(host, report.test_machine, parameters=report.parameters) for host in candidates]
+    if not matches:
+        return None, ()
+    best = max(match.score for match in matches)
+    equal = [match for match in matches if match.score == best]
+    return equal[0], tuple(match.host.name for match in equal[1:])
+
+
+def daemon_host(store: Store, database: Path, hosts: tuple[Host, ...], max_wait: timedelta, report: Report,
+                now: datetime) -> tuple[Host | None, str]:
+    """The host the daemon runs (or would run) `report` on, and why, in a few words: where it
+    runs or is queued when the daemon took it on, else its most similar host, a free one of
+    equal ones first."""
+    by_name = {host.name: host for host in hosts}
+    message_id = report.message_id or ""
+    row = store.get_triage(message_id) if message_id else None
+    if row is not None and row.state == TriageState.RUNNING and row.host in by_name:
+        return by_name[row.host], f"it runs on {row.host} now"
+    if row is not None and row.state == TriageState.PLANNED:
+        view = lab_view(store, database, hosts, max_wait, now)
+        if (assigned := view.schedule.assigned(message_id)) is not None:
+            return by_name[assigned.host], (f"{assigned.host} is free: it runs there next"
+                                            + (" (past the wait cap)" if assigned.past_cap else ""))
+        if (queued := view.schedule.queued(message_id)) is not None:
+            return by_name[queued.host], f"queued behind {queued.ahead} on {queued.host}"
+    match, alternatives = preferred_host(hosts, report)
+    if match is None:
+        return None, "hosts.toml lists no host"
+    busy = busy_hosts(store, database, hosts)
+    name = next((candidate for candidate in (match.host.name, *alternatives) if candidate not in busy),
+                match.host.name)
+    return by_name[name], f"the most similar host (match {match.score:.2f})"

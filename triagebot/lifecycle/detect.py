@@ -1,0 +1,101 @@
+"""Lifecycle stage: which moves one message causes for one report. Pure: records and text in.
+
+The rules, in the order they are tried (the first that matches gives the move):
+
+- reverted: the message's subject is `Revert "<the culprit's subject>"` (after `[PATCH …]` and
+  `Re:`), or its own (unquoted) text says `This reverts commit <culprit sha>`;
+- fixed: a `Fixes: <sha>` trailer naming the culprit (7 hex digits or more, either a prefix of
+  the other), or, in a patch or commit (`[PATCH`, a Signed-off-by line, a diff), a
+  `Closes:`/`Link:` trailer naming the report's Message-ID (a reply pointing at the report is
+  not a fix);
+- invalid: a `#regzbot invalid` line in a message of the report's thread (a person said so);
+- fix proposed: a `[PATCH …]` message, or a diff in the writer's own text, in the report's thread.
+
+Quoted text never moves anything: a reply quoting the fix is not the fix.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from triagebot.lifecycle.states import LifecycleState
+from triagebot.records import Report
+
+MIN_SHA = 7
+_REVERTS = re.compile(r"^[ \t]*This reverts commit ([0-9a-f]{7,40})\b", re.MULTILINE)
+_PREFIXES = re.compile(r"^\s*(?:(?:re|fwd?|aw)\s*:\s*|\[[^\]]*\]\s*)*", re.IGNORECASE)
+_REVERT_SUBJECT = re.compile(r'^Revert\s+"(.+)"\s*$', re.IGNORECASE)
+_SHA = re.compile(r"^([0-9a-f]{7,40})\b")
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a message is matched against: a report taken on, its culprit, and its thread."""
+
+    key: str  # the report's Message-ID
+    culprit: str | None  # the culprit's sha
+    culprit_subject: str | None
+
+
+@dataclass(frozen=True)
+class Move:
+    state: LifecycleState
+    note: str  # what in the message caused it, in a few words
+
+
+def same_commit(one: str, other: str) -> bool:
+    """Two shas name the same commit: the shorter (7 digits at least) is a prefix of the longer."""
+    one, other = one.lower(), other.lower()
+    short, long = sorted((one, other), key=len)
+    return len(short) >= MIN_SHA and long.startswith(short)
+
+
+def bare_subject(subject: str) -> str:
+    return _PREFIXES.sub("", subject).strip()
+
+
+def _names_report(value: str, key: str) -> bool:
+    return key.lower() in value.lower()
+
+
+def move_for(message: Report, own_text: str, target: Target, *, in_thread: bool) -> Move | None:
+    """The move `message` causes for the report `target`, or None (see the module text)."""
+    subject = bare_subject(message.subject)
+    culprit = target.culprit
+    if culprit:
+        reverted = _REVERT_SUBJECT.match(subject)
+        if reverted and target.culprit_subject and bare_subject(reverted.group(1)) == bare_subject(
+                target.culprit_subject):
+            return Move(LifecycleState.REVERTED, f"revert of {culprit[:12]}: {subject}")
+        for match in _REVERTS.finditer(own_text):
+            if same_commit(match.group(1), culprit):
+                return Move(LifecycleState.REVERTED, f"This reverts commit {match.group(1)}: {subject}")
+    for trailer in message.trailers:
+        if trailer.name == "Fixes" and culprit and (sha := _SHA.match(trailer.value.lower())):
+            if same_commit(sha.group(1), culprit):
+                return Move(LifecycleState.FIXED, f"Fixes: {sha.group(1)} in {subject}")
+        if trailer.name in ("Closes", "Link") and _names_report(trailer.value, target.key) and _is_patch(message,
+                                                                                                       own_text):
+            return Move(LifecycleState.FIXED, f"{trailer.name}: the report, in {subject}")
+    if not in_thread:
+        return None
+    for trailer in message.trailers:
+        if trailer.name == "regzbot invalid":
+            return Move(LifecycleState.INVALID, f"#regzbot invalid: {trailer.value}".rstrip(": "))
+    if re.match(r"^\s*(?:re:\s*)*\[[^\]]*PATCH", message.subject, re.IGNORECASE) and not re.match(
+            r"^\s*re:", message.subject, re.IGNORECASE):
+        return Move(LifecycleState.FIX_PROPOSED, f"patch: {subject}")
+    if any(objection.kind == "proposed-fix" for objection in message.objections):
+        return Move(LifecycleState.FIX_PROPOSED, f"a diff in a reply: {subject}")
+    return None
+
+
+def _is_patch(message: Report, own_text: str) -> bool:
+    """A patch or a commit: `[PATCH` in the subject, a Signed-off-by line or a diff of the writer's."""
+    return ("PATCH" in message.subject.upper() or "Signed-off-by:" in own_text
+            or any(objection.kind == "proposed-fix" for objection in message.objections))
+
+
+def own_text(body: str) -> str:
+    """The writer's own lines of a body: quoted (`>`) lines dropped."""
+    return "\n".join(line for line in body.splitlines() if not line.lstrip().startswith(">"))

@@ -1,0 +1,1 @@
+"""Reply stage: the reply upstream a person asks for after a verdict (draft.py, send.py)."""

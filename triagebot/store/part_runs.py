@@ -1,0 +1,73 @@
+"""Store stage: the part for finished reruns — plans, runs with their samples, verdicts — and bisections."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from triagebot.store.database import Database
+from triagebot.store.protocol import StoreError, normalize_message_id
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+class Runs:
+    """`RunStore` on the `plans`, `runs` and `verdicts` tables."""
+
+    def __init__(self, database: Database) -> None:
+        self._database = database
+
+    def save_run(self, message_id: str, plan_json: dict[str, Any], run_json: dict[str, Any]) -> int:
+        """Store a finished rerun: its plan, the run with every sample, and its verdict."""
+        message_id = normalize_message_id(message_id)
+        database = self._database
+        with self._database.transaction():
+            now = self._database.stamp()
+            plan_id = int(database.execute(
+                "INSERT INTO plans (message_id, created_at, plan_json) VALUES (?, ?, ?) RETURNING plan_id",
+                (message_id, now, _dumps(plan_json))).fetchone()[0])
+            run_id = int(database.execute(
+                "INSERT INTO runs (plan_id, status, started_at, finished_at, run_json)"
+                " VALUES (?, ?, ?, ?, ?) RETURNING run_id",
+                (plan_id, run_json.get("status", "done"), run_json.get("started_at"),
+                 run_json.get("finished_at"), _dumps(run_json))).fetchone()[0])
+            verdict = run_json.get("verdict")
+            if verdict is not None:
+                database.execute(
+                    "INSERT INTO verdicts (message_id, plan_id, verdict, decided_at, verdict_json)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (message_id, plan_id, verdict.get("outcome"), now, _dumps(verdict)))
+        return run_id
+
+    def latest_run(self, message_id: str) -> dict[str, Any] | None:
+        """The last stored rerun of a report (run JSON with its samples and verdict), or None."""
+        row = self._database.execute(
+            "SELECT r.run_json FROM runs r JOIN plans p ON p.plan_id = r.plan_id"
+            " WHERE p.message_id = ? ORDER BY r.run_id DESC LIMIT 1",
+            (normalize_message_id(message_id),)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def save_bisect(self, message_id: str, bisect_json: dict[str, Any], bisect_id: int | None = None) -> int:
+        """Store a bisection as it stands (a new one, or `bisect_id` replaced); its id."""
+        database = self._database
+        with database.transaction():
+            now = database.stamp()
+            status = str(bisect_json.get("status", "running"))
+            if bisect_id is None:
+                bisect_id = int(database.execute(
+                    "INSERT INTO bisects (message_id, status, started_at, updated_at, bisect_json)"
+                    " VALUES (?, ?, ?, ?, ?) RETURNING bisect_id",
+                    (normalize_message_id(message_id), status, now, now, _dumps(bisect_json))).fetchone()[0])
+            elif database.execute("UPDATE bisects SET status = ?, updated_at = ?, bisect_json = ?"
+                                  " WHERE bisect_id = ?", (status, now, _dumps(bisect_json), bisect_id)
+                                  ).rowcount != 1:
+                raise StoreError(f"no bisection {bisect_id} to update")
+        return bisect_id
+
+    def bisects(self, message_id: str) -> list[dict[str, Any]]:
+        """A report's bisections, oldest first, each its JSON with `bisect_id`."""
+        rows = self._database.execute(
+            "SELECT bisect_id, bisect_json FROM bisects WHERE message_id = ? ORDER BY bisect_id",
+            (normalize_message_id(message_id),)).fetchall()
+        return [json.loads(text) | {"bisect_id": bisect_id} for bisect_id, text in rows]

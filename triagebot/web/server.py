@@ -1,0 +1,69 @@
+"""Web stage: the ASGI app served by uvicorn, on a thread beside the daemon or in the foreground.
+
+The listening socket is bound here, before uvicorn starts, so a port that is taken fails at
+once with the OSError (the daemon turns it into a one-line error) and port 0 gets a free port
+whose number is known (`.port`) before the first request.
+"""
+from __future__ import annotations
+
+import socket
+import threading
+from typing import Any
+
+import uvicorn
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on host:port (IPv4 or IPv6, as the address is written)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # accepted connections inherit it: a response's head and body go out at once, instead of
+        # the body waiting for the client's delayed ACK (40 ms a request on keep-alive connections)
+        listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        listener.bind((host, port))
+        listener.listen(128)
+    except OSError:
+        listener.close()
+        raise
+    listener.set_inheritable(True)
+    return listener
+
+
+class WebServer:
+    """uvicorn serving `app` on host:port (0: any free port; see `.port`)."""
+
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.host = host
+        self.socket = bind(host, port)
+        self.port = self.socket.getsockname()[1]
+        # no access log (the daemon's own log says enough), uvicorn's warnings through the logging
+        # the process set up (log_config None: the daemon's JSON lines), no lifespan (no app state)
+        config = uvicorn.Config(app, log_level="warning", log_config=None, access_log=False, lifespan="off",
+                                server_header=False, proxy_headers=False)
+        self.server = uvicorn.Server(config)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def start(self) -> WebServer:
+        """Serve on a daemon thread of its own. The socket listens already, so a request made
+        before uvicorn's loop is up waits in the backlog rather than being refused."""
+        self._thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]},
+                                        name="triage-web", daemon=True)
+        self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        """Serve in this thread until SIGINT or SIGTERM (uvicorn's own handlers)."""
+        self.server.run(sockets=[self.socket])
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        self.socket.close()
