@@ -4,14 +4,15 @@ Each message is a corpus message (../shared/corpus/messages) put through one to 
 mutations (MUTATIONS: hostile charsets, 8-bit file names, deep MIME nesting, runs of spaces,
 `±` and digits, table rows, huge headers, encoded-word floods, ...), then parsed once by
 triagebot.parse.report.parse_message in this process. Printed: how many came out as a record
-(ok), as the parser's own refusal (MessageError: clean error), as any other exception, and over
-one second of parse time (CPU time of the parse, so that a busy machine does not count; the
+(ok), as the parser's own refusal (MessageError: clean error), as any other exception (from the
+parse, from writing the record as strict JSON, or from planning it: issue 21), and over one
+second of parse time (CPU time of the parse, so that a busy machine does not count; the
 wall-clock count is printed beside it), per mutation, and the peak RSS of the process.
 
     python3 bench/fuzz.py                   # 10,000 messages, seed 13
     python3 bench/fuzz.py --count 500 --seed 1
 
-Acceptance (issue 13): 0 exceptions, 0 over one second, peak RSS under 300 MB.
+Acceptance (issues 13 and 21): 0 exceptions, 0 over one second, peak RSS under 300 MB.
 
 The runs and floods are sized to keep a mutated message around a megabyte at most (runs of up
 to 200,000 characters, 12,000 table rows, 200,000 blank lines, 30,000 hashes): large enough that
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import random
 import resource
 import sys
@@ -34,7 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from triagebot.errors import MessageError  # noqa: E402
 from triagebot.parse.report import parse_message  # noqa: E402
-from triagebot.records import Source  # noqa: E402
+from triagebot.records import Source, report_to_json  # noqa: E402
+from triagebot.reproduce.plan import plan_report  # noqa: E402
+from triagebot.rules.templates import Templates, load_templates  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "messages"
 SLOW_SECONDS = 1.0
@@ -272,11 +276,113 @@ def control_bytes(raw: bytes, rng: random.Random) -> bytes:
     return head + b"\nX-Junk: " + junk + (separator or b"\n\n") + body
 
 
+# --- issue 21's shapes -------------------------------------------------------------------------
+
+def folded_header(raw: bytes, rng: random.Random) -> bytes:
+    """One header field folded over up to 300,000 continuation lines, at the top or in a MIME part."""
+    field = b"X-Fold: x" + rng.choice([b"\n y", b"\n\ty", b"\n  "]) * rng.randrange(10_000, 300_000)
+    if rng.random() < 0.5:
+        return _add_header(raw, field)
+    boundary = b"=_fuzz_fold"
+    return (_headers_only(raw) + b"Content-Type: multipart/mixed; boundary=" + boundary + b"\n\n--" + boundary
+            + b"\nContent-Type: text/plain\n" + field + b"\n\n" + _text_of(raw) + b"\n--" + boundary + b"--\n")
+
+
+def many_tags(raw: bytes, rng: random.Random) -> bytes:
+    """An archive page or an HTML-only mail of 1,000 to 60,000 elements (`<a>`, `<pre>`, nested)."""
+    element = rng.choice([b"<a href=x>y</a>", b"<pre>fio -20%</pre>\n", b"<pre>", b"<b>", b"<a href=/x/>[<prev]</a>"])
+    markup = (b"<html><head><title>x</title></head><body><pre>" + _text_of(raw)[:20_000] + b"</pre>"
+              + element * rng.randrange(1000, 60_000) + b"</body></html>\n")
+    if rng.random() < 0.5:
+        return markup
+    head, separator, _ = _split(_set_header(raw, b"Content-Type", b"text/html; charset=utf-8"))
+    return head + (separator or b"\n\n") + markup
+
+
+def huge_number(raw: bytes, rng: random.Random) -> bytes:
+    """A number of 300 to 6,000 digits where a reader takes numbers: prose with a unit, a metric
+    row, a headline, a test machine line, an LKP parameter, fio output."""
+    digits = b"9" * rng.randrange(300, 6000)
+    line = rng.choice([
+        b"throughput went from 400 MB/s to " + digits + b" MB/s",
+        b"     " + digits + b" \xc2\xb1  2%     -" + digits + b"%      11635 \xc2\xb1  3%  fsmark.files_per_sec",
+        b"kernel test robot noticed a -" + digits + b"% regression of fsmark.files_per_sec on:",
+        b"test machine: " + digits + b" threads 2 sockets Xeon with " + digits + b"G memory",
+        b"parameters:\n\n\ttest_size: " + digits + b"G\n\truntime: " + digits + b"s\n",
+        b"  write: IOPS=" + digits + b"k, BW=" + digits + b"MiB/s (832MB/s)(46.5GiB/60001msec)",
+        b"  fio --name=w --rw=write --bs=4k --size=" + digits + b"G --runtime=" + digits + b"s",
+        b"I see " + digits + b"% fewer IOPS, " + digits[:400] + b".5 ops/s",
+    ])
+    return _insert_line(raw, line, rng)
+
+
+HIDDEN = ["\u200b", "\u200d", "\u202e", "\u2066", "\ufeff", "\u00ad", "\U000e0041"]
+
+
+def hidden_characters(raw: bytes, rng: random.Random) -> bytes:
+    """Zero-width and bidi characters inside hex runs (SHAs), the Subject and the Message-ID."""
+    hidden = rng.choice(HIDDEN).encode()
+    target = rng.choice(["sha", "subject", "message-id"])
+    if target == "subject":
+        return _set_header(raw, b"Subject", b"[xfs] 2edf" + hidden + b"06a50f: fsmark -5.7% regression")
+    if target == "message-id":
+        return _set_header(raw, b"Message-ID", b"<bi" + hidden + b"di@example.org>")
+    out = bytearray()
+    for index, byte in enumerate(raw):  # after some hex digits, at random
+        out.append(byte)
+        if byte in b"0123456789abcdef" and index % rng.randrange(5, 40) == 0:
+            out += hidden
+    return bytes(out)
+
+
+def parameter_block(raw: bytes, rng: random.Random) -> bytes:
+    """An LKP `parameters:` block with a line that does not read whole, or a value past any bound."""
+    lines = [b"runtime: 300s", b"nr_task: 1", b"disk: 1SSD", b"fs: ext4", b"rw: write", b"bs: 4k",
+             b"ioengine: sync", b"test_size: 1G"]
+    bad = rng.choice([b"rw\xe2\x80\x8b: write", b"<<: {ioengine: exec}", b"rw: randwrite", b"&a rw: write",
+                      b"test_size: " + b"9" * 400 + b"G", b"runtime: " + b"9" * 400 + b"s", b"- rw: write",
+                      b"nr_task: 1e999%", b"ioengine: sync\xe2\x80\xae", b"rw: |"])
+    lines.insert(rng.randrange(len(lines) + 1), bad)
+    block = b"testcase: fio-basic\nparameters:\n\n" + b"".join(b"\t" + line + b"\n" for line in lines)
+    return _insert_line(raw, block, rng)
+
+
+MESSAGE_IDS = [b"< padded@example.org >", b"<..>", b"<.>", "<café@example.org>".encode(), b"<>", b"<<x>>",
+               b"<a\\b\\..\\c@example.org>", b"<%2e%2e%2f@example.org>", b"<x' OR '1'='1@example.org>",
+               b"<" + b"m" * 100_000 + b"@example.org>"]
+
+
+def message_id_forms(raw: bytes, rng: random.Random) -> bytes:
+    """A hostile Message-ID, or two Message-ID fields (as public-inbox writes a reused id)."""
+    raw = _set_header(raw, b"Message-ID", rng.choice(MESSAGE_IDS))
+    return _add_header(raw, b"Message-ID: <20261204.reused@z>") if rng.random() < 0.3 else raw
+
+
+# the mutations added by issue 21 (tests/test_parse_fuzz.py runs a sample of each in the suite)
+ROUND_TWO = ("folded_header", "many_tags", "huge_number", "hidden_characters", "parameter_block", "message_id_forms")
+
 MUTATIONS: dict[str, Mutation] = {function.__name__: function for function in (
     flip, cut, insert_random, duplicate, crlf, charset_param, charset_in_part, disposition_bytes, nest_multipart,
     nest_rfc822, many_parts, spaces_run, plus_minus_run, digits_run, table_rows, blank_lines, long_line, huge_header,
     many_headers, encoded_word_flood, bad_transfer_encoding, boundary_mess, xml_html, commit_flood, drop_separator,
-    control_bytes)}
+    control_bytes, folded_header, many_tags, huge_number, hidden_characters, parameter_block, message_id_forms)}
+
+
+def read_and_plan(raw: bytes, templates: Templates) -> str:
+    """"ok" (a record, written as strict JSON, then planned or refused) or "clean error" (the
+    parser's own refusal); anything else that goes wrong is raised: the JSON writer refusing a
+    record (infinity, NaN), or an exception from the planner (issue 21: OverflowError)."""
+    try:
+        report = parse_message(raw, Source("eml"))
+    except MessageError:
+        return "clean error"
+    json.dumps(report_to_json(report), allow_nan=False)
+    plan_report(report, templates)  # a Plan or a Refusal, whichever: never an exception
+    return "ok"
+
+
+def packaged_templates() -> Templates:
+    return load_templates(Path(__file__).resolve().parents[1] / "rules")
 
 
 def mutate(raw: bytes, names: list[str], rng: random.Random) -> bytes:
@@ -302,6 +408,7 @@ def main() -> int:
             parse_message(raw, Source("eml"))
         except MessageError:
             pass
+    templates = packaged_templates()
     rng = random.Random(args.seed)
     names = sorted(MUTATIONS)
     counts: collections.Counter[str] = collections.Counter()
@@ -316,10 +423,7 @@ def main() -> int:
         label = f"#{number} {samples[sample].name} {'+'.join(chosen)}"
         cpu, wall = time.process_time(), time.perf_counter()
         try:
-            parse_message(raw, Source("eml"))
-            outcome = "ok"
-        except MessageError:
-            outcome = "clean error"
+            outcome = read_and_plan(raw, templates)
         except Exception:  # noqa: BLE001 - counted and shown: what this benchmark is for
             outcome = "exception"
             print(f"EXCEPTION {label}:\n{traceback.format_exc(limit=-3)}", file=sys.stderr)

@@ -122,10 +122,19 @@ CASES = {
         assert headers["subject"].startswith("x y y") and headers["from"] == "a"
     """,
     "a page of nested <pre> blocks and anchors": """
+        from triagebot.errors import MessageError
         from triagebot.parse import webpage
-        for tag in ("<pre>", "<b><a href=x>"):
-            page = webpage.parse_page("<!DOCTYPE html><html><body>" + tag * 30_000 + "Subject: x")
+        # under the 10,000 tags given to the HTML parser (issue 21) ...
+        for tag, count in (("<pre>", 9_000), ("<b><a href=x>", 4_500)):
+            page = webpage.parse_page("<!DOCTYPE html><html><body>" + tag * count + "Subject: x")
             assert page.subject == "x" or "no header block found in the page" in page.defects
+        # ... and over it, refused with the reason before any parsing
+        try:
+            webpage.parse_page("<!DOCTYPE html><html><body>" + "<pre>" * 30_000 + "Subject: x")
+        except MessageError as error:
+            assert str(error) == "archive page refused: HTML of 30,003 tags, over 10,000", error
+        else:
+            raise AssertionError("a page of 30,000 <pre> was parsed")
     """,
     "a mail nested under 900 boundaries with 200k lines": """
         from triagebot.parse.report import parse_message

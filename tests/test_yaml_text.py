@@ -89,6 +89,17 @@ def test_a_job_that_is_not_yaml_says_where() -> None:
         read_job("testcase: fio-basic\nfs: ext4\n  bs: 4k\n")
 
 
+def test_a_job_yaml_with_a_control_character_refuses_the_plan() -> None:
+    # issue 21 (found by bench/fuzz.py): PyYAML checks characters when its reader is built, and
+    # that ReaderError escaped the planner as a traceback
+    report = Report(message_id="control@example", in_reply_to=None, subject="s", from_="f", date=None,
+                    source=Source("text"), kind="lkp-regression", testcase="fio-basic",
+                    reproducers=(Reproducer(kind="lkp-job", content="testcase: fio-basic\nrw: write\x1a\n"),))
+    refusal = plan_report(report, TEMPLATES)
+    assert isinstance(refusal, Refusal) and refusal.source == "job.yaml"
+    assert refusal.reason.startswith("job.yaml: not YAML (unacceptable character #x001a")
+
+
 # --- stress-ng --yaml ---------------------------------------------------------------------------
 
 def test_stress_ng_yaml_with_an_alias_is_an_output_error() -> None:

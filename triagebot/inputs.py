@@ -27,6 +27,7 @@ MAX_DECOMPRESSED_BYTES = 4 * 1024 ** 3  # a .gz input inflating past this stops 
 MAX_GZIP_RATIO = 100
 GZIP_RATIO_FROM = 64 * 1024 * 1024
 READ_BLOCK = 1024 * 1024  # bytes read (or inflated) at a time
+MAX_PASTE_LINES = 200_000  # lines of a text input read as a pasted lore thread page; longer is read as one message
 _SEPARATOR_WINDOW = 200  # bytes of a "From " line looked at to decide whether it separates
 
 # The separator line proper: "From <sender> <asctime date>"; a body line that merely starts
@@ -220,6 +221,8 @@ def _pasted_thread(data: bytes, name: str) -> list[Entry] | None:
     synthesized ids, see parse/lore_paste.py); None for any other text."""
     if data[:1] in (b"<", b"\x00"):
         return None  # a web page or binary data: the parser says what it is
+    if data.count(b"\n") > MAX_PASTE_LINES:
+        return None  # no page a person pastes; splitting it into lines took 1.6 GB for 21M of them
     messages = split_thread_paste(data.decode("utf-8", "replace"))
     if not messages:
         return None

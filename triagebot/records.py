@@ -236,6 +236,10 @@ class Report:
     stance_numbers: NumbersStance | None = None  # the stance the writer's own numbers give
 
 
+# The start of each defect the parse lists for a line of an LKP report's parameter block that
+# does not read whole; the planner refuses such a report, naming the line (issue 21).
+PARAMETER_DEFECT = "LKP parameters: "
+
 _PAIR_FIELDS = {"parameters", "kernel_config", "thread_links"}
 
 

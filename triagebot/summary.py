@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from triagebot.records import Commit, Report
+from triagebot.visible import visible
 
 TOP_METRIC_ROWS = 15
 
@@ -132,7 +133,8 @@ def format_line(line: SummaryLine) -> str:
 def render_report(report: Report, *, all_rows: bool = False) -> str:
     lines = [f"{report.kind}  {report.message_id or '(no Message-ID)'}"]
     lines += [format_line(line) for line in summary_lines(report, all_rows=all_rows)]
-    return "\n".join(lines)
+    # every line holds someone's text: hidden characters shown as escapes, line by line
+    return "\n".join(visible(line) for line in lines)
 
 
 _BLOCKS = "▁▂▃▄▅▆▇█"

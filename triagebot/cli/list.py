@@ -15,6 +15,7 @@ from triagebot.cli.keys import record_key
 from triagebot.dates import SINCE_FORMS, parse_since
 from triagebot.records import KINDS, report_to_json
 from triagebot.verdict.same_kernel import A_A_ONLY, run_outcome
+from triagebot.visible import visible
 
 UNSURE_KINDS = ("human-report", "human-perf-complaint", "reply")
 
@@ -118,8 +119,10 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(data, ensure_ascii=False))
             continue
         change = f"{report.headline.change_percent:+g}% " if report.headline else ""
+        # a subject or Message-ID is anyone's text: bidi controls and zero-width characters are
+        # shown as escapes, so what a terminal shows is what was sent
         print(f"{(report.date or 'undated')[:10]:10}  {report.kind:15}  {change}"
-              f"{(report.subject or '')[:90]}  <{record_key(listed)}>")
+              f"{visible((report.subject or '')[:90])}  <{visible(record_key(listed))}>")
         if args.uncertain:
             print(f"            unsure: {'; '.join(reasons[listed.key])}")
     if more and not args.json:
@@ -138,4 +141,4 @@ def _print_failed(rows, as_json: bool) -> None:
                               "error": row.error}, ensure_ascii=False))
             continue
         where = row.source_url or row.list_name or ""
-        print(f"<{row.key}>  {row.failed_at}  {row.source_name}{' ' + where if where else ''}  {row.error}")
+        print(visible(f"<{row.key}>  {row.failed_at}  {row.source_name}{' ' + where if where else ''}  {row.error}"))

@@ -19,6 +19,7 @@ import json
 import mailbox
 import os
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from triagebot.errors import InputError
@@ -28,6 +29,7 @@ from triagebot.inputs import MAX_MESSAGE_BYTES, is_mbox, read_messages
 MAILDIR_FOLDERS = ("cur", "new")  # where a maildir keeps delivered messages
 
 CHUNK_MESSAGES = 1000  # messages stored (with the cursor) per transaction
+CHUNK_BYTES = 32 * 1024 * 1024  # ... or fewer, once they hold this many bytes (at least one message)
 SNIFF_BYTES = 8192  # the start of a folder's file read to tell mail, pages and pastes from data
 # a folder's files named like data (an index, a table, a dump) are skipped unless they hold mail
 DATA_SUFFIXES = (".tsv", ".csv", ".json", ".jsonl", ".ndjson", ".yaml", ".yml", ".toml",
@@ -43,12 +45,17 @@ class FileSource:
     local = True  # what the user chose to import: the poll bounds (ingest/bounds.py) are for servers
 
     def __init__(self, path: str | os.PathLike[str], *, list_name: str | None = None,
-                 chunk_messages: int = CHUNK_MESSAGES) -> None:
+                 chunk_messages: int = CHUNK_MESSAGES, chunk_bytes: int = CHUNK_BYTES) -> None:
         self.path = Path(path)
         self.list_name = list_name
         self.chunk_messages = chunk_messages
-        self._messages: list[FetchedMessage] | None = None
-        self._skipped: list[str] = []  # one event line per file of the folder not read
+        self.chunk_bytes = chunk_bytes
+        self._messages: Iterator[FetchedMessage] | None = None  # the open stream
+        self._pending: FetchedMessage | None = None  # read ahead of the stream, not handed out yet
+        self._position = 0  # messages taken from the stream (handed out or passed over)
+        self._identity: dict[str, int] | None = None  # of the input the stream reads
+        self._skipped: list[str] = []  # one event line per file of the folder not read, until told
+        self._tell_skips = True
 
     @property
     def key(self) -> str:
@@ -89,40 +96,64 @@ class FileSource:
         return sorted(item for item in self.path.iterdir()
                       if item.is_file() and not item.name.startswith("."))
 
-    def _read(self) -> list[FetchedMessage]:
-        if self._messages is None:
-            if not self.path.exists():
-                raise InputError(str(self.path), "no such file or directory")
-            maildir = self._maildir()
-            if maildir is not None:
-                self._messages = [
-                    FetchedMessage(raw, kind, source_url=None, list_name=self.list_name)
-                    for kind, raw in _maildir_messages(self.path, maildir)]
-                return self._messages
-            messages = []
-            self._skipped = []
-            for file in self._files():
-                reason = _not_mail(file) if self.path.is_dir() else None
-                if reason is not None:  # a file named on its own is read as given
-                    self._skipped.append(f"{file}: skipped, not mail, a page or a paste: {reason}")
-                    continue
-                for _, kind, raw in read_messages(str(file)):
-                    messages.append(FetchedMessage(raw, kind, source_url=None,
-                                                   list_name=self.list_name))
-            self._messages = messages
-        return self._messages
+    def _stream(self) -> Iterator[FetchedMessage]:
+        """The messages in order, read as they are asked for (a 2 GB mbox is never held whole)."""
+        if not self.path.exists():
+            raise InputError(str(self.path), "no such file or directory")
+        maildir = self._maildir()
+        if maildir is not None:
+            for kind, raw in _maildir_messages(self.path, maildir):
+                yield FetchedMessage(raw, kind, source_url=None, list_name=self.list_name)
+            return
+        for file in self._files():
+            reason = _not_mail(file) if self.path.is_dir() else None
+            if reason is not None:  # a file named on its own is read as given
+                self._skipped.append(f"{file}: skipped, not mail, a page or a paste: {reason}")
+                continue
+            for _, kind, raw in read_messages(str(file)):
+                yield FetchedMessage(raw, kind, source_url=None, list_name=self.list_name)
+
+    def _next(self) -> FetchedMessage | None:
+        """The next message of the open stream, None at its end."""
+        if self._pending is not None:
+            message, self._pending = self._pending, None
+        else:
+            assert self._messages is not None
+            message = next(self._messages, None)
+        if message is not None:
+            self._position += 1
+        return message
 
     def poll(self, cursor: str | None) -> Batch:
         if not self.path.exists():
             raise InputError(str(self.path), "no such file or directory")
         identity = self.identity()
         done = _done(cursor, identity)
-        messages = self._read()
-        chunk = messages[done:done + self.chunk_messages]
-        done += len(chunk)
-        return Batch(messages=tuple(chunk), cursor=json.dumps({**identity, "done": done}),
-                     events=tuple(self._skipped) if done == len(chunk) else (),
-                     more=done < len(messages), total=len(messages))
+        if self._messages is None or self._position != done or identity != self._identity:
+            # first poll, or a cursor this stream is not at (another run stored more): read
+            # again from the start and pass over what is stored
+            self._messages, self._pending, self._position, self._identity = self._stream(), None, 0, identity
+            self._skipped.clear()
+            self._tell_skips = done == 0  # a run that resumes said them the first time
+            while self._position < done and self._next() is not None:
+                pass
+        chunk: list[FetchedMessage] = []
+        size = 0
+        while len(chunk) < self.chunk_messages and (not chunk or size < self.chunk_bytes):
+            message = self._next()
+            if message is None:
+                break
+            chunk.append(message)
+            size += len(message.raw)
+        # one message read ahead says whether there is more; it is handed out next poll
+        self._pending = self._next() if chunk else None
+        if self._pending is not None:
+            self._position -= 1
+        more = self._pending is not None
+        events = tuple(self._skipped) if self._tell_skips else ()
+        self._skipped.clear()
+        return Batch(messages=tuple(chunk), cursor=json.dumps({**identity, "done": self._position}),
+                     events=events, more=more, total=None if more else self._position)
 
 
 def _maildir_keys(maildir: mailbox.Maildir) -> list[str]:
@@ -130,9 +161,9 @@ def _maildir_keys(maildir: mailbox.Maildir) -> list[str]:
     return sorted(key for key in maildir.keys() if not key.startswith("."))
 
 
-def _maildir_messages(path: Path, maildir: mailbox.Maildir) -> list[tuple[str, bytes]]:
-    """(source kind, raw bytes) of each message; InputError naming one too large to be a message."""
-    messages = []
+def _maildir_messages(path: Path, maildir: mailbox.Maildir) -> Iterator[tuple[str, bytes]]:
+    """(source kind, raw bytes) of each message, read as asked for; InputError naming one too
+    large to be a message."""
     for key in _maildir_keys(maildir):
         try:
             with maildir.get_file(key) as handle:
@@ -142,8 +173,7 @@ def _maildir_messages(path: Path, maildir: mailbox.Maildir) -> list[tuple[str, b
         if len(raw) > MAX_MESSAGE_BYTES:
             raise InputError(f"{path} message {key}", f"larger than the"
                              f" {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB a single message may be")
-        messages.append(("eml" if key.endswith((".eml", ".mbox")) else "text", raw))
-    return messages
+        yield ("eml" if key.endswith((".eml", ".mbox")) else "text"), raw
 
 
 def _not_mail(path: Path) -> str | None:

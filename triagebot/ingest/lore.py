@@ -328,8 +328,8 @@ class LoreSource:
         return self.list_url + "new.atom"
 
     def message_url(self, message_id: str) -> str:
-        return self.list_url + urllib.parse.quote(message_id.strip().strip("<>"),
-                                                  safe=_MID_SAFE) + "/"
+        """The URL of the message public-inbox files under `message_id` (bare, spaces kept)."""
+        return self.list_url + _id_segment(message_id) + "/"
 
     # -- polling ---------------------------------------------------------------------------
 
@@ -642,8 +642,9 @@ class LoreSource:
             segment = _message_segment(href, self.list_url) if href else ""
         except ValueError as error:  # `http://[::1/`, a netloc that NFKC changes (a fullwidth ＃)
             segment, problem = "", f"its link cannot be read ({error})"
-        message_id = urllib.parse.unquote(segment).strip()
-        if message_id in _DOT_SEGMENTS or message_id.strip("<>") in _DOT_SEGMENTS:
+        # as the server names it: `< padded@x >` is filed as ` padded@x ` (stripped, it is a 404)
+        message_id = _repaired(urllib.parse.unquote(segment))
+        if not message_id.strip():
             label = (entry_id or href or "<no id>")[:200]
             return _Entry(_digest(entry_id or ET.tostring(element)), label, None, None, problem,
                           element)
@@ -900,14 +901,36 @@ def _message_segment(href: str, list_url: str) -> str:
     with a `.`, `..` or empty segment (escaped or not) anywhere in its path."""
     path = urllib.parse.urlsplit(href).path
     inner = path.strip("/")
+    list_path = urllib.parse.urlsplit(list_url).path
+    if path.startswith(list_path) and path[len(list_path):].strip("/") in (".", ".."):
+        return path[len(list_path):].strip("/")  # a Message-ID `.` or `..`, escaped when fetched
     if not inner or any(urllib.parse.unquote(segment).strip() in _DOT_SEGMENTS
                         for segment in inner.split("/")):
         return ""
-    list_path = urllib.parse.urlsplit(list_url).path
     if path.startswith(list_path) and len(path) > len(list_path):
         return path[len(list_path):].split("/", 1)[0]
     segments = [segment for segment in path.split("/") if segment]
     return segments[-1] if segments else ""
+
+
+def _id_segment(message_id: str) -> str:
+    """A Message-ID as one URL path segment, escaped as public-inbox does; `.` and `..` as
+    `%2E`/`%2E%2E`, which public-inbox reads as the Message-ID and no client reads as a step
+    up the path."""
+    segment = urllib.parse.quote(message_id, safe=_MID_SAFE)
+    return segment.replace(".", "%2E") if segment in (".", "..") else segment
+
+
+def _repaired(message_id: str) -> str:
+    """A feed link's Message-ID with public-inbox's double encoding undone: it writes a non-ASCII
+    Message-ID's UTF-8 bytes as if each were a Latin-1 character (`café` as `cafÃ©`), and
+    that link is a 404. A text that is not that (not Latin-1, or not UTF-8 once encoded) is kept."""
+    if message_id.isascii():
+        return message_id
+    try:
+        return message_id.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        return message_id
 
 
 def _headers(raw: bytes) -> Message:
@@ -916,13 +939,16 @@ def _headers(raw: bytes) -> Message:
 
 
 def _message_id(raw: bytes) -> str | None:
-    """The Message-ID public-inbox files the message under: the first <...>, no brackets."""
-    value = _headers(raw).get("Message-ID")
+    """The Message-ID public-inbox files the message under: the first <...> of the last
+    Message-ID field (public-inbox adds its own when a message reuses another's), no brackets,
+    spaces inside them kept."""
+    values = _headers(raw).get_all("Message-ID")
+    value = values[-1] if values else None
     if value is None:
         return None
     text = str(value)
     found = _MID_RE.search(text)
-    return (found.group(1) if found else text).strip() or None
+    return (found.group(1) if found else text.strip()) or None
 
 
 def _is_root(raw: bytes) -> bool:

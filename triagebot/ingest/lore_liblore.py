@@ -7,7 +7,8 @@ request goes through its own bounded transport (http.RequestsClient: byte caps c
 decoding, a total deadline, same-origin redirects only), so liblore is used for what it computes,
 not for fetching:
 
-- `strict_thread`: liblore.utils.get_strict_thread, b4's strict-thread walk;
+- `strict_thread`: the thread liblore.utils.get_strict_thread (b4's strict-thread walk) finds,
+  found by a linear walk of our own (liblore's is quadratic: see the function);
 - `message_id_from_url`: liblore.utils.get_msgid_from_url, b4's reading of a lore message URL
   (or a bare Message-ID) into the Message-ID it names.
 
@@ -21,24 +22,68 @@ enforces the byte cap would not bound the unpacking, so its fetch functions are 
 """
 from __future__ import annotations
 
-from email.message import EmailMessage
+import re
+from collections import deque
+from email.parser import BytesHeaderParser
+from email.policy import compat32
 
-from liblore.utils import get_msgid_from_url, get_strict_thread, parse_message
+from liblore.utils import get_clean_msgid, get_msgid_from_url
 
-STRICT_THREAD_MAX_MESSAGES = 2000  # thread mboxes larger than this are kept whole, not walked
+_REFERENCE = re.compile(r"<([^>]+)>")
+_FOLD = re.compile(r"\r?\n")  # unfolding a header value removes its line breaks (RFC 5322 2.2.3)
+_REFERRING = ("in-reply-to", "references")
 
 
 def strict_thread(raws: list[bytes], message_id: str) -> list[bytes]:
     """The messages of `raws` in the thread of `message_id` (liblore's strict thread), in their
-    order; all of `raws` when liblore finds none of it (the Message-ID is not among them)."""
-    if len(raws) > STRICT_THREAD_MAX_MESSAGES:
+    order; all of `raws` when none of them is in it (the Message-ID is not among them).
+
+    The strict thread is what liblore.utils.get_strict_thread finds: the messages joined to
+    `message_id` through In-Reply-To/References, in either direction and through Message-IDs no
+    message here carries. liblore walks every message once per round and adds about one generation
+    a round, so a reply chain in reverse order costs messages² header reads (2,000 messages:
+    never finishes); this reads each message's headers once and walks the links breadth-first,
+    linear in the references. tests/test_lore_b4.py checks it against liblore's walk. Unlike
+    liblore, which keeps the last message of a repeated Message-ID, every copy is kept: which one
+    is stored is the store's choice.
+    """
+    # compat32 keeps header values as written: the default policy's parse of a References field
+    # naming hundreds of ids costs milliseconds, and an id is read from the raw value anyway
+    parser = BytesHeaderParser(policy=compat32)
+    own_ids: list[str | None] = []
+    references: list[set[str]] = []
+    carriers: dict[str, list[int]] = {}  # Message-ID -> the messages carrying it
+    referrers: dict[str, list[int]] = {}  # Message-ID -> the messages referring to it
+    for index, raw in enumerate(raws):
+        headers = parser.parsebytes(raw)
+        own = get_clean_msgid(headers)
+        refs = {ref for name, value in headers.raw_items() if name.lower() in _REFERRING
+                for ref in _REFERENCE.findall(_FOLD.sub("", value))}
+        refs.discard(own)  # a self-reference is never a parent (liblore drops it too)
+        own_ids.append(own)
+        references.append(refs)
+        if own is None:
+            continue  # liblore keys messages by Message-ID: one without is in no thread
+        carriers.setdefault(own, []).append(index)
+        for ref in refs:
+            referrers.setdefault(ref, []).append(index)
+    start = message_id.strip().strip("<>")
+    kept: set[int] = set()
+    visited = {start}
+    queue = deque([start])
+    while queue:
+        current = queue.popleft()
+        for index in carriers.get(current, []) + referrers.get(current, []):
+            if index in kept:
+                continue
+            kept.add(index)
+            for linked in (own_ids[index], *references[index]):
+                if linked is not None and linked not in visited:
+                    visited.add(linked)
+                    queue.append(linked)
+    if not kept:
         return raws
-    parsed: list[tuple[bytes, EmailMessage]] = [(raw, parse_message(raw)) for raw in raws]
-    strict = get_strict_thread([message for _, message in parsed], message_id.strip().strip("<>"))
-    if not strict:
-        return raws
-    kept = {id(message) for message in strict}
-    return [raw for raw, message in parsed if id(message) in kept]
+    return [raw for index, raw in enumerate(raws) if index in kept]
 
 
 def message_id_from_url(reference: str) -> str:

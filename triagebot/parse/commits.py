@@ -6,6 +6,7 @@ import re
 
 from triagebot.parse.limits import MAX_COMMITS
 from triagebot.records import Commit
+from triagebot.visible import without_format_characters
 
 _URL = re.compile(r"\b(?:https?|git)://\S+")
 _URL_COMMIT = re.compile(r"(?:[?&;]id=|/commit/|/commits?/)([0-9a-f]{12,40})\b")
@@ -86,6 +87,8 @@ def find_commits(text: str, *, subject: str = "") -> list[Commit]:
     """Commits referenced in a human-written text, with roles (culprit / fix / mentioned)."""
     found: dict[str, Commit] = {}
     order: list[str] = []
+    # read as a terminal shows it: `2edf06a50f<U+200B>5bbe…` is one SHA, not a prefix and another
+    text, subject = without_format_characters(text)[0], without_format_characters(subject or "")[0]
     if not _ANY_HEX_RUN.search(text) and not _ANY_HEX_RUN.search(subject or ""):
         return []  # no run of 7 hex digits: no commit can be named
 

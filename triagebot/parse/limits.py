@@ -13,6 +13,15 @@ MAX_HEADER_DECODE_CHARS = 8_192  # characters of one Subject/From given to RFC 2
 # Nested multipart / message parts; deeper mail is read as plain text. The stdlib parser
 # checks every line against each open boundary, so its work is lines x depth.
 MAX_MIME_DEPTH = 16
+# Lines of a MIME (not single-part) message given to the stdlib parser, which spends about 3 µs
+# and a list entry on each; a 64 MiB message could hold 32 million. A 64 MiB attachment in
+# base64 is 0.9 million lines.
+MAX_MIME_LINES = 1_000_000
+# Tags (counted as `<`) of one HTML page or HTML mail part given to the HTML parser, which spends
+# about 0.1 ms and hundreds of bytes on each element (1M `<a>`: 31 s, 1.3 GB); an archive page
+# holds about 60, an HTML mail a few thousand. A page over it is refused; a mail part over it has
+# its tags stripped unparsed.
+MAX_HTML_TAGS = 10_000
 MAX_PARTS = 1_000  # leaf MIME parts read; the rest are dropped
 MAX_DECODED_BYTES = 32 * 1024 * 1024  # decoded payload bytes read over all parts of one message
 MAX_LINE_CHARS = 10_000  # characters kept of one body line before the readers see it

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from triagebot.parse.limits import MAX_COMMITS, MAX_MACHINE_CHARS
-from triagebot.records import AlsoImpacted, Commit, Headline, TestMachine
+from triagebot.records import PARAMETER_DEFECT, AlsoImpacted, Commit, Headline, TestMachine
+from triagebot.visible import has_hidden, visible, without_format_characters
 
 # 2023+: "kernel test robot noticed a -5.7% regression of fsmark.files_per_sec on:"
 # 2019-22: "FYI, we noticed a -6.3% regression of aim7.jobs-per-min due to commit:"
@@ -35,7 +36,10 @@ _MACHINE = re.compile(
     r"(?:\((?P<arch>[^()]*)\))?\s*+with (?P<memory>\d+)\s*+G(?:B)? memory"
 )
 _PARAMETERS_START = re.compile(r"^(?:with following )?parameters:\s*$")
-_PARAMETER = re.compile(r"^[ \t]++([\w.-]+):\s*+(.*\S|)\s*$")
+# An LKP parameter key is ASCII (`nr_task`, `fs2`, `mount_option`, `ucode`); a key or value
+# that reads otherwise is a defect of the whole block, never the block's end (issue 21).
+_PARAMETER = re.compile(r"^[ \t]++([A-Za-z0-9_.-]+):[ \t]*+(.*\S|)\s*$")
+_SHOWN_CHARS = 80  # of a parameter line quoted in a defect
 _MATERIALS = re.compile(r"https?://download\.01\.org/0day-ci/archive/\d{8}/\S+")
 _ALSO_BOX_START = "also has significant impact on the following tests"
 # Where the report proper starts: a preamble above it ("we reported … when this commit is
@@ -55,6 +59,9 @@ class LkpFacts:
     lkp_config: str | None = None
     compiler: str | None = None
     parameters: dict[str, str] = field(default_factory=dict)
+    # each line of the parameter block that does not read as one new `key: value`, as a defect
+    # (records.PARAMETER_DEFECT): the planner refuses a report whose block does not read whole
+    parameter_defects: list[str] = field(default_factory=list)
     test_machine: TestMachine | None = None
     materials: str | None = None
     closes: str | None = None  # the lore link of the report's `| Closes:` (or older `| Link:`) line
@@ -93,19 +100,31 @@ def parse_machine(description: str, tbox_group: str | None = None) -> TestMachin
     )
 
 
-def _parameters(lines: list[str], start: int) -> dict[str, str]:
+def _parameters(lines: list[str], start: int) -> tuple[dict[str, str], list[str]]:
+    """The `key: value` lines under `parameters:`, up to the first blank or unindented line, and
+    a defect for each line in between that does not read as one new key with a plain value (a
+    `<<:` merge key, a zero-width character, a key given twice: the first value is kept)."""
     values: dict[str, str] = {}
+    defects: list[str] = []
     index = start
     # blank lines may separate the header from the entries
     while index < len(lines) and not lines[index].strip():
         index += 1
     while index < len(lines):
-        match = _PARAMETER.match(lines[index])
-        if not match:
+        line = lines[index]
+        if not line.strip() or line[0] not in " \t":
             break
-        values[match.group(1)] = match.group(2)
+        match = _PARAMETER.match(line)
+        where = f"{PARAMETER_DEFECT}body line {index + 1} `{visible(line.strip())[:_SHOWN_CHARS]}`"
+        if not match or has_hidden(match.group(2)):
+            defects.append(f"{where}, does not read as `key: value`")
+        elif match.group(1) in values:
+            defects.append(f"{where}, gives {match.group(1)} a second time "
+                           f"(first `{visible(values[match.group(1)])[:_SHOWN_CHARS]}`)")
+        else:
+            values[match.group(1)] = match.group(2)
         index += 1
-    return values
+    return values, defects
 
 
 def _axes(lines: list[str]) -> dict[str, str]:
@@ -176,7 +195,10 @@ def parse_lkp(text: str) -> LkpFacts:
     """Every structured LKP fact in a report body (own text, quotes already removed)."""
     facts = LkpFacts()
     facts.headline, facts.functional_title = parse_headline(text)
-    lines = text.split("\n")
+    # commit lines are read as a terminal shows them (a zero-width space does not split a SHA);
+    # the parameter block as sent, where a hidden character is a line that does not read
+    sent_lines = text.split("\n")
+    lines = without_format_characters(text)[0].split("\n")
     axes = _axes(lines)
     culprit: Commit | None = None
     seen: set[str] = set()
@@ -254,8 +276,8 @@ def parse_lkp(text: str) -> LkpFacts:
         if machine_match and machine_description is None:
             machine_description = machine_match.group(1)
             continue
-        if _PARAMETERS_START.match(line.strip()) and not facts.parameters:
-            facts.parameters = _parameters(lines, index + 1)
+        if _PARAMETERS_START.match(line.strip()) and not facts.parameters and not facts.parameter_defects:
+            facts.parameters, facts.parameter_defects = _parameters(sent_lines, index + 1)
             continue
         stripped = line.strip()
         if stripped.startswith(("bin/lkp ", "sudo bin/lkp ", "git clone https://github.com/intel/lkp-tests")):

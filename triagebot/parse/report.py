@@ -10,6 +10,7 @@ from triagebot.parse import prose
 from triagebot.parse.classify import classify, is_patch_review, is_plain_patch, is_report_thread
 from triagebot.parse.commits import find_commits
 from triagebot.parse.draft import Draft, LanguageRequest, complete
+from triagebot.parse.finite import NUMBER_GATE, finite_only
 from triagebot.parse.kind_rules import PERF_BODY
 from triagebot.parse.language import rough_sentences
 from triagebot.parse.limits import MAX_LINE_CHARS
@@ -32,6 +33,7 @@ from triagebot.records import (
     Source,
     Syzbot,
 )
+from triagebot.visible import without_format_characters
 
 _URL = re.compile(r"https?://[^\s<>\"'()\[\]]+")
 # The value runs from its first to its last non-space character: a lazy `(.+?)\s*$` there was
@@ -251,6 +253,12 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
     body, cut = cut_long_lines(body)
     if cut:
         defects = (*defects, cut)
+    # Commits are read as a terminal shows the text (commits.find_commits, lkp.parse_lkp): a
+    # zero-width space inside a SHA does not split it into a culprit prefix and another commit.
+    hidden = without_format_characters(body)[1] + without_format_characters(subject)[1]
+    if hidden:
+        defects = (*defects, f"{hidden} hidden format characters (zero-width, bidi controls) in the text, "
+                             "ignored in reading commits")
     if is_plain_patch(subject):
         # A patch posting: quoting and prose reading would be spent on a diff.
         split = split_quotes("")
@@ -265,6 +273,7 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
     request = None
     if kind.startswith("lkp-"):
         fields = _lkp_fields(own, attachments)
+        defects = (*defects, *fields.pop("defects"))
     elif kind == "syzbot":
         syzbot, commits = _syzbot(subject, own)
         fields = {"syzbot": syzbot, "commits": tuple(commits),
@@ -281,7 +290,7 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
             fields, quoted = _with_quoted_context(fields, split.quoted)
         if fields.get("measurements"):
             fields = _with_numbers(fields, split.quoted)
-    return Draft(Report(
+    report = Report(
         message_id=message_id,
         in_reply_to=in_reply_to,
         subject=subject,
@@ -295,7 +304,10 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
         thread_links=tuple(thread_links),
         defects=tuple(defects),
         **fields,
-    ), request)
+    )
+    if NUMBER_GATE.search(body):
+        report = finite_only(report)
+    return Draft(report, request)
 
 
 _FIXES_LINE = re.compile(r"^[ \t]*Fixes:.*$", re.MULTILINE)
@@ -335,6 +347,7 @@ def _lkp_fields(own: str, attachments: tuple[DecodedAttachment, ...]) -> dict:
         "compiler": facts.compiler,
         "lkp_config": facts.lkp_config,
         "also_impacted": tuple(facts.also_impacted),
+        "defects": tuple(facts.parameter_defects),
     }
 
 

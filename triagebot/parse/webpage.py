@@ -9,6 +9,7 @@ import datetime
 import re
 from dataclasses import dataclass
 
+from triagebot.errors import MessageError
 from triagebot.parse.message import iso_date, strip_message_id
 
 _HEADER = re.compile(r"^(Message-ID|Message-Id|Date|From|To|Cc|CC|Subject|In-Reply-To|References)"
@@ -127,8 +128,11 @@ def _outer_blocks(blocks: list) -> list:
 
 def parse_page(markup: str) -> PageMessage:
     """One lists.openwall.net message page."""
-    from triagebot.parse.html import soup_of  # imported here: mail and mbox input never need bs4 (60 ms)
+    from triagebot.parse.html import soup_of, too_many_tags  # here: mail and mbox never need bs4 (60 ms)
 
+    over = too_many_tags(markup)
+    if over:
+        raise MessageError(f"archive page refused: {over}")
     soup = soup_of(markup)
     nav: list[tuple[str, str]] = []
     for anchor in _outer_blocks(soup.find_all("a")):  # an anchor inside another is no nav link

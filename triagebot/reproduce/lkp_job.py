@@ -38,7 +38,7 @@ import yaml
 
 from triagebot.records import Report
 from triagebot.reproduce.yaml_text import YamlRefused, load_documents
-from triagebot.rules.templates import SCRATCH, parse_duration, parse_size
+from triagebot.rules.templates import SCRATCH, ValueOutOfRange, parse_duration, parse_size
 
 LKP_TOOL = "lkp-tests"  # hosts.toml `tools` name of an lkp-tests checkout
 JOB_PATH = SCRATCH + "/job.yaml"  # where the runner writes the job file
@@ -178,7 +178,7 @@ def build_job(report: Report, directory: Path, document: dict[str, Any] | None, 
                    if row.test is None and row.name == headline.metric and row.change_unit == "percent"),
                   headline.change_percent)
     better = _better(change, headline.direction)
-    seconds = [parse_duration(str(_lookup(job, key))) for key in DURATIONS if _lookup(job, key) is not None]
+    seconds = [_duration(key, str(_lookup(job, key))) for key in DURATIONS if _lookup(job, key) is not None]
     timeout = timeout_seconds
     if seconds and all(value is not None for value in seconds):
         timeout = min(timeout_seconds, int(sum(value or 0 for value in seconds) * 2) + 600)
@@ -498,12 +498,22 @@ def _storage(job: dict[str, Any], devices: tuple[str, ...], memory_gb: int) -> t
     return [differs], "the run's scratch directory"
 
 
+def _duration(key: str, value: str) -> float | None:
+    try:
+        return parse_duration(value)
+    except ValueOutOfRange as error:
+        raise LkpJobRefused(f"LKP parameter {key}={error}") from None
+
+
 def _fit_sizes(job: dict[str, Any], scratch_gb: int, scaled: list[str]) -> None:
     budget = int(scratch_gb * (1 << 30) * SCRATCH_FRACTION)
     for holder, key, value in _values(job):
         if key not in SCRATCH_SIZES or not isinstance(value, str):
             continue
-        size = parse_size(value)
+        try:
+            size = parse_size(value)
+        except ValueOutOfRange as error:
+            raise LkpJobRefused(f"LKP parameter {key}={error}") from None
         if size is not None and size > budget:
             new = f"{max(1, budget >> 20)}M"
             holder[key] = new

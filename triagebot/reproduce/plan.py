@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from triagebot.records import Report
+from triagebot.records import PARAMETER_DEFECT, Report
 from triagebot.reproduce.commandline import CommandRefused, parse_command
 from triagebot.reproduce.filesystem import place, storage_wanted
 from triagebot.reproduce.lkp_job import (
@@ -36,11 +36,13 @@ from triagebot.rules.templates import (
     ParamSpec,
     Template,
     Templates,
+    ValueOutOfRange,
     format_duration,
     format_size,
     parse_duration,
     parse_size,
     placeholders,
+    shortened,
 )
 
 PLAN_SCHEMA = 1
@@ -175,6 +177,13 @@ def plan_report(report: Report, templates: Templates, scratch_dir: str = SCRATCH
     host = host or HostShape()
     templates = templates.for_host(host.host_choices)
     message_id = report.message_id
+    unread = [defect.removeprefix(PARAMETER_DEFECT) for defect in report.defects if defect.startswith(PARAMETER_DEFECT)]
+    if unread:
+        # a block read in part plans another benchmark than the one measured (fio without its
+        # `rw: write` reads): refused whole, the first line that does not read named
+        more = f" (and {len(unread) - 1} more line(s))" if len(unread) > 1 else ""
+        return Refusal(f"the LKP parameter block does not read whole: {unread[0]}{more}",
+                       ("a parameter block of plain `key: value` lines, each key once",), "lkp-testcase", message_id)
     lkp_refusal: Refusal | None = None
     if report.kind.startswith("lkp-") or (report.testcase and report.parameters):
         result = _plan_lkp(report, templates, scratch_dir, host)
@@ -357,7 +366,7 @@ def _plan_lkp(report: Report, templates: Templates, scratch_dir: str, host: Host
         _scale(template, values, host, scaled, only=("threads", "cap"))
         for item, raw, label in divided:
             spec = template.param(item.param)
-            total = parse_size(raw)
+            total = _size(raw, label)
             if total is None:
                 raise CommandRefused(f"{label}={raw} is not a size")
             floors = dict(item.divide_floor)
@@ -464,7 +473,7 @@ def _from_headline(template: Template, values: dict[str, Any], labels: dict[str,
 
 def _convert(spec: ParamSpec, raw: str | None, label: str, scratch_dir: str, notes: list[str]) -> Any:
     """One raw value in the parameter's type; raises CommandRefused naming the option."""
-    shown = label if raw is None else f"{label}={raw}"
+    shown = label if raw is None else f"{label}={shortened(raw)}"
     if spec.type == "bool":
         if raw is None or raw.lower() in _TRUE:
             return True
@@ -490,12 +499,15 @@ def _convert(spec: ParamSpec, raw: str | None, label: str, scratch_dir: str, not
                                  f"{', …' if len(spec.choices) > 12 else ''})")
         return raw
     if spec.type == "size":
-        size = parse_size(raw)
+        size = _size(raw, label)
         if size is None:
             raise CommandRefused(f"{shown} is not a size")
         return size
     if spec.type == "duration":
-        seconds = parse_duration(raw)
+        try:
+            seconds = parse_duration(raw)
+        except ValueOutOfRange as error:
+            raise CommandRefused(f"{label}={error}") from None
         if seconds is None:
             raise CommandRefused(f"{shown} is not a duration")
         return seconds
@@ -507,6 +519,14 @@ def _convert(spec: ParamSpec, raw: str | None, label: str, scratch_dir: str, not
                                  f"runs nothing as written", (f"a job name other than {raw}",))
         return raw
     return _scratch_path(spec, raw, label, scratch_dir, notes)
+
+
+def _size(raw: str, label: str) -> int | None:
+    """parse_size, its ValueOutOfRange a refusal naming the option."""
+    try:
+        return parse_size(raw)
+    except ValueOutOfRange as error:
+        raise CommandRefused(f"{label}={error}") from None
 
 
 def _scratch_path(spec: ParamSpec, raw: str, label: str, scratch_dir: str, notes: list[str]) -> str:

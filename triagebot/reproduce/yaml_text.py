@@ -54,7 +54,12 @@ def load_documents(text: str) -> list[Any]:
     """Every document of `text`, scalars as str (None for a plain empty value); YamlRefused."""
     if len(text) > MAX_YAML_CHARS:
         raise YamlRefused(f"{len(text)} characters, over the {MAX_YAML_CHARS} this reader reads")
-    loader = _Loader(text)
+    try:
+        # the reader checks every character as it is built: a control character (U+001A in a
+        # job.yaml attachment, found by bench/fuzz.py) is its ReaderError, a refusal here
+        loader = _Loader(text)
+    except yaml.YAMLError as error:
+        raise YamlRefused(f"not YAML ({' '.join(str(error).split())})") from None
     try:
         documents = []
         while loader.check_data():

@@ -55,12 +55,33 @@ _DURATION_UNITS = {None: 1.0, "us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "m":
 
 # --- values -------------------------------------------------------------------------------------
 
+# The largest size and duration any value is read as; past them a value is refused as out of
+# range (ValueOutOfRange), never carried into float infinity or a 400-digit integer (issue 21).
+MAX_SIZE_BYTES = 1 << 60  # 1 EiB
+MAX_DURATION_SECONDS = 10 * 366 * 86400  # ten years
+_SHOWN_DIGITS = 24  # of an out-of-range value quoted in its refusal
+
+
+class ValueOutOfRange(ValueError):
+    """A size or duration that reads as one but lies past MAX_SIZE_BYTES / MAX_DURATION_SECONDS."""
+
+
+def shortened(text: str) -> str:
+    """A value as quoted in a refusal: whole, or its start and its length."""
+    text = text.strip()
+    return text if len(text) <= _SHOWN_DIGITS else f"{text[:_SHOWN_DIGITS]}… ({len(text)} characters)"
+
+
 def parse_size(text: str) -> int | None:
-    """Bytes in a size string (`4k`, `2G`, `1024Ki`, `32GiB`, `28800000`); powers of 1024."""
+    """Bytes in a size string (`4k`, `2G`, `1024Ki`, `32GiB`, `28800000`); powers of 1024.
+    None when it is not a size; ValueOutOfRange past MAX_SIZE_BYTES."""
     match = _SIZE.match(text.strip())
     if not match:
         return None
-    return int(float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()])
+    size = float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]  # 1e400 reads as inf
+    if not size <= MAX_SIZE_BYTES:
+        raise ValueOutOfRange(f"{shortened(text)} is past the largest size read (1 EiB)")
+    return int(size)
 
 
 def format_size(size: int, style: str = "suffix") -> str:
@@ -73,14 +94,20 @@ def format_size(size: int, style: str = "suffix") -> str:
 
 
 def parse_duration(text: str) -> float | None:
-    """Seconds in a duration (`300s`, `30`, `5m`, `1h`); a bare number is seconds."""
+    """Seconds in a duration (`300s`, `30`, `5m`, `1h`); a bare number is seconds.
+    None when it is not a duration; ValueOutOfRange past MAX_DURATION_SECONDS."""
     match = _DURATION.match(text.strip())
     if not match:
         return None
-    return float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+    seconds = float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+    if not seconds <= MAX_DURATION_SECONDS:
+        raise ValueOutOfRange(f"{shortened(text)} is past the longest duration read (ten years)")
+    return seconds
 
 
 def format_duration(seconds: float, style: str = "seconds") -> str:
+    if not -MAX_DURATION_SECONDS <= seconds <= MAX_DURATION_SECONDS:  # NaN and infinity too
+        raise ValueOutOfRange(f"{seconds} seconds is not a duration this planner writes")
     whole = max(1, int(round(seconds)))
     return f"{whole}s" if style == "suffix" else str(whole)
 
@@ -645,12 +672,18 @@ def _typed_value(entry: Section, key: str, kind: str) -> Any:
     if kind == "bool":
         return entry.boolean(key)
     if kind == "size":
-        value = parse_size(raw) if isinstance(raw, str) else None
+        try:
+            value = parse_size(raw) if isinstance(raw, str) else None
+        except ValueOutOfRange as error:
+            entry.fail(f"{key}: {error}")
         if value is None:
             entry.fail(f"{key} must be a size string such as '4k' or '2G', not {raw!r}")
         return value
     if kind == "duration":
-        seconds = parse_duration(raw) if isinstance(raw, str) else None
+        try:
+            seconds = parse_duration(raw) if isinstance(raw, str) else None
+        except ValueOutOfRange as error:
+            entry.fail(f"{key}: {error}")
         if seconds is None:
             entry.fail(f"{key} must be a duration string such as '60s' or '5m', not {raw!r}")
         return seconds
