@@ -116,7 +116,7 @@ def test_a_quarantined_message_is_kept_once_and_leaves_when_it_is_stored(stores)
 
 
 def test_an_older_database_gains_the_quarantine_table(tmp_path: Path) -> None:
-    from triagebot.store.migrations import MIGRATIONS, apply_migrations
+    from triagebot.store.migrations import LATEST_VERSION, MIGRATIONS, apply_migrations
 
     database = tmp_path / "v4.db"
     connection = sqlite3.connect(database, isolation_level=None)
@@ -127,7 +127,7 @@ def test_an_older_database_gains_the_quarantine_table(tmp_path: Path) -> None:
     with SqliteStore(database) as store:
         assert store.count_messages() == 1 and store.count_quarantined() == 0
     with sqlite3.connect(database) as connection:
-        assert connection.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == LATEST_VERSION
 
 
 # -- ingest ----------------------------------------------------------------------------------

@@ -8,13 +8,13 @@ from triagebot.records import Source, report_to_json
 from triagebot.store.protocol import IncomingMessage
 from triagebot.store.sqlite import SqliteStore
 
-MAIL = FIXTURES / "mail" / "lifecycle"
+MAIL = FIXTURES / "lifecycle"
 REPORT = "202501061203.4d2a9c1e-lkp@intel.com"  # lkp-first-linux-next.eml
 CHANNEL = "C0PERF0001"
 
 
 def store_mail(store: SqliteStore, *names: str, received_at: str = "2025-02-01T00:00:00+00:00") -> list[str]:
-    """Parse and store fixture messages (fixtures/mail/lifecycle/NAME.eml); the ids that were new."""
+    """Parse and store fixture messages (fixtures/lifecycle/NAME.eml); the ids that were new."""
     incoming = []
     for name in names:
         raw = (MAIL / f"{name}.eml").read_bytes()
