@@ -55,6 +55,8 @@ TABLES: tuple[Table, ...] = (
     Table("runs", ("run_id", "plan_id", "status", "started_at", "finished_at", "run_json"), "run_id", ("run_id",)),
     Table("verdicts", ("verdict_id", "message_id", "plan_id", "verdict", "decided_at", "verdict_json"),
           "verdict_id", ("verdict_id",)),
+    Table("actions", ("action_id", "request_key", "message_id", "action", "user_id", "detail", "budget",
+                      "created_at"), "action_id", ("action_id",)),
 )
 
 

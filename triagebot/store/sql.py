@@ -4,8 +4,9 @@
 transactions: `SqliteDatabase` or `PostgresDatabase`) shared by one small part per `Store` part —
 `Messages`, `Aliases`, `Records` (part_messages.py), `Threads` (part_threads.py), `Cursors`,
 `Materials` (part_sources.py), `Quarantine` (part_quarantine.py), `Triage`, `Outbox`
-(part_triage.py) and `Runs` (part_runs.py). Each part's methods are exposed on the store under
-their own names; only `ingest_batch`, which spans parts in one transaction, is written here.
+(part_triage.py), `Runs` (part_runs.py) and `Actions` (part_actions.py). Each part's methods
+are exposed on the store under their own names; only `ingest_batch`, which spans parts in one
+transaction, is written here.
 A backend (`SqliteStore`, `PostgresStore`) only opens its `Database` and hands it here.
 
 `store.connection` is the backend's own connection (sqlite3 or psycopg) and `store.database` the
@@ -20,6 +21,7 @@ from contextlib import contextmanager
 from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
 from triagebot.store.database import Database
+from triagebot.store.part_actions import Actions
 from triagebot.store.part_messages import Aliases, Messages, Records, message_row, record_row
 from triagebot.store.part_quarantine import Quarantine
 from triagebot.store.part_runs import Runs
@@ -79,6 +81,7 @@ class SqlStore:
         self._triage = Triage(database)
         self._outbox = Outbox(database)
         self._runs = Runs(database)
+        self._actions = Actions(database)
 
     @property
     def connection(self) -> Any:
@@ -191,3 +194,8 @@ class SqlStore:
     # -- finished reruns --------------------------------------------------------------------
     save_run = _Exposed("_runs", Runs.save_run)
     latest_run = _Exposed("_runs", Runs.latest_run)
+
+    # -- actions taken from Slack -----------------------------------------------------------
+    record_action = _Exposed("_actions", Actions.record_action)
+    has_request = _Exposed("_actions", Actions.has_request)
+    actions_of = _Exposed("_actions", Actions.actions_of)
