@@ -208,6 +208,7 @@ def fill(store) -> None:
     store.mark_sent(first.outbox_id, "C1", "1700000000.000100")
     store.save_run("m4@x", {"host": "lab-1"}, {"status": "done", "samples": [1.0, 2.5],
                                                "verdict": {"outcome": "confirmed"}})
+    store.record_action("digest-1", "m4@x", "mark-invalid", "U0MARKER", "marked invalid (was planned)")
 
 
 def answers(store) -> tuple:
@@ -217,7 +218,7 @@ def answers(store) -> tuple:
             store.thread_of("m5@x"), store.thread_root("m5@x"), store.resolve_alias("2026-11-01 subject sender"),
             store.get_cursor("mbox:ext4"), store.get_material("https://download.01.org/x/", "job.yaml"),
             [(row.key, row.error, row.raw) for row in store.iter_quarantined()],
-            store.triage_in("new", "planned"), store.outbox(), store.latest_run("m4@x"),
+            store.triage_in("new", "planned"), store.outbox(), store.latest_run("m4@x"), store.actions_of("m4@x"),
             store.reports_to_admit(("lkp-regression",), "2026-01-01T00:00:00+00:00"))
 
 
