@@ -264,3 +264,16 @@ def test_the_daemon_serves_slack_only_when_it_can_verify_what_slack_sends(tmp_pa
         assert send_signed(server.url + SLACK_PATH, b"payload=%7B%7D", SECRET)[0] == 404
     finally:
         server.stop()
+
+
+def test_two_clicks_at_once_do_one_thing(world: World) -> None:
+    # whichever request takes the store's write lock first moves the report; the other finds it planned
+    from concurrent.futures import ThreadPoolExecutor
+
+    clicks = [world.click("U0RUNNER", "rerun", REPORT_ID), world.click("U0LEAD", "rerun", REPORT_ID)]
+    with ThreadPoolExecutor(2) as pool:
+        statuses = [status for status, _ in pool.map(world.send, clicks)]
+    assert statuses == [200, 200]
+    assert len(world.store.actions_of(REPORT_ID)) == 1
+    assert world.store.get_triage(REPORT_ID).state == "planned"
+    assert len([row for row in world.store.outbox() if row.kind.startswith("action-")]) == 1
