@@ -227,7 +227,7 @@ def test_rerun_with_a_bigger_budget_runs_on_the_lab_through_the_daemons_flow(tmp
             first = store.get_triage(REPORT_ID).state
             assert first != "error", store.get_triage(REPORT_ID).note
             assert first in ("confirmed", "not-reproduced", "inconclusive")
-            verdict = next(m for m in slack.messages(CHANNEL) if m.get("blocks") and any(
+            verdict = next(m for m in slack.messages(CHANNEL) if m.get("thread_ts") not in (None, m["ts"]) and any(
                 block["type"] == "actions" for block in m["blocks"]))
             buttons = [element["action_id"] for block in verdict["blocks"] if block["type"] == "actions"
                        for element in block["elements"]]
@@ -241,8 +241,12 @@ def test_rerun_with_a_bigger_budget_runs_on_the_lab_through_the_daemons_flow(tmp
             texts = world.thread_texts()
             asked = texts.index(f"<@U0RUNNER> rerun asked with a budget of 12 runs a side (was {first})")
             verdicts = [index for index, message in enumerate(slack.messages(CHANNEL))
-                        if any(block["type"] == "actions" for block in message.get("blocks") or [])]
+                        if message.get("thread_ts") not in (None, message["ts"])
+                        and any(block["type"] == "actions" for block in message.get("blocks") or [])]
             assert len(verdicts) == 2 and verdicts[1] > asked  # the second verdict, after the ask, in the thread
+            parent = slack.messages(CHANNEL)[0]  # updated in place: its final form carries the buttons too
+            assert parent.get("thread_ts") in (None, parent["ts"])
+            assert parent["blocks"][-1]["block_id"] == "triage-actions"
             kinds = [row.kind for row in store.outbox()]
             assert "verdict@2" in kinds and "update-final@2" in kinds
             assert store.latest_run(REPORT_ID) is not None

@@ -173,8 +173,8 @@ def fail_report(store: Store, lab: DaemonContext, row: TriageRow, stage: str, er
     _budget, again = rerun_asked(store, row.message_id, lab.budget)
     with store.transaction():
         store.set_triage(row.message_id, "error", note=reason)
-        store.enqueue(row.message_id, f"verdict{again}", row.channel, reply)
-        store.enqueue(row.message_id, f"update-final{again}", row.channel, parent)
+        store.enqueue(row.message_id, f"verdict{again}", row.channel, render.with_buttons(reply, row.message_id))
+        store.enqueue(row.message_id, f"update-final{again}", row.channel, render.with_buttons(parent, row.message_id))
     event(log, logging.ERROR, "report failed", event="triage.error", message_id=row.message_id,
           stage=stage, reason=reason)
     lab.deliver()
@@ -293,8 +293,8 @@ def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> st
             store.enqueue(row.message_id, f"plot{again}", row.channel, {
                 "title": render.plot_title(report, run_json),
                 "png_base64": base64.b64encode(run_plot(run_json)).decode()})
-        store.enqueue(row.message_id, f"update-final{again}", row.channel,
-                      render.parent_message(report, state, plan=row.plan, run=run_json))
+        store.enqueue(row.message_id, f"update-final{again}", row.channel, render.with_buttons(
+            render.parent_message(report, state, plan=row.plan, run=run_json), row.message_id))
     event(log, logging.INFO, "run decided", event="run.decided", message_id=row.message_id, outcome=state,
           reason=(run_json.get("verdict") or {}).get("reason") or run_json.get("error"))
     lab.deliver()

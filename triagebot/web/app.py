@@ -10,7 +10,7 @@ Routes:
   figure as triagebot/notify/plot.py draws for Slack;
 - `/hosts` the lab: each host, busy or idle, and its queue (not served in public mode).
 
-Read-only: only GET and HEAD are routed (anything else is 405), and a page reads the store
+Read-only pages: only GET and HEAD are routed for them (anything else is 405), and a page reads the store
 through the `Store` protocol, never writes. Every id and filter in a URL is checked
 (views.checked_id, views.filters_from) and refused with 400 when malformed. Templates escape
 everything they print (autoescape on, and no value is marked safe): reports are written by
