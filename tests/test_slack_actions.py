@@ -281,3 +281,11 @@ def test_two_clicks_at_once_do_one_thing(world: World) -> None:
     assert len(world.store.actions_of(REPORT_ID)) == 1
     assert world.store.get_triage(REPORT_ID).state == "planned"
     assert len([row for row in world.store.outbox() if row.kind.startswith("action-")]) == 1
+
+
+def test_only_a_decided_report_may_be_asked_back_to_planned() -> None:
+    from triagebot.states import TriageState as S
+
+    asked = {state for state in S if state.can_move_to(S.PLANNED, asked=True) and not state.can_move_to(S.PLANNED)}
+    assert asked == {S.CONFIRMED, S.NOT_REPRODUCED, S.INCONCLUSIVE, S.ERROR}  # a refusal stays refused
+    assert S.CONFIRMED.final and not S.CONFIRMED.can_move_to(S.PLANNED)  # the daemon never does it by itself
