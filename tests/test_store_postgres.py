@@ -213,6 +213,7 @@ def fill(store) -> None:
     store.link_report("m7@x", "m4@x", "also-seen", "same culprit (sha)")
     store.mark_mail_sending(store.enqueue_mail("m4@x", "reply-1@x", b"Subject: Re\r\n\r\n\xe2\x88\x92\r\n",
                                                "alice").reply_id)
+    store.record_action("digest-1", "m4@x", "mark-invalid", "U0MARKER", "marked invalid (was planned)")
 
 
 def answers(store) -> tuple:
@@ -224,7 +225,7 @@ def answers(store) -> tuple:
             [(row.key, row.error, row.raw) for row in store.iter_quarantined()],
             store.triage_in("new", "planned"), store.outbox(), store.latest_run("m4@x"), store.bisects("m4@x"),
             store.reports_to_admit(("lkp-regression",), "2026-01-01T00:00:00+00:00"),
-            store.moves_of("m4@x"), store.links_of("m4@x"), store.mail_of("m4@x"))
+            store.moves_of("m4@x"), store.links_of("m4@x"), store.mail_of("m4@x"), store.actions_of("m4@x"))
 
 
 def table_rows(store) -> dict[str, list]:

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from triagebot import flow
 from triagebot.dispatch.inprocess import ThreadDispatcher
@@ -174,6 +175,24 @@ def _poll_one(source_settings, settings: Settings, store, state: DaemonState, me
     return result
 
 
+def slack_settings(settings: Settings, open_store: Callable[[], AbstractContextManager[Store]], budget: int,
+                   environ=os.environ) -> Any:
+    """Slack's endpoint (/slack/events: the buttons and `/triage`) when SLACK_SIGNING_SECRET and
+    SLACK_BOT_TOKEN are both set, else None: no request is taken that cannot be verified."""
+    secret, token = environ.get("SLACK_SIGNING_SECRET"), environ.get("SLACK_BOT_TOKEN")
+    if not (secret and token):
+        if secret or token:
+            event(log, logging.INFO, "slack actions off: they need SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN",
+                  event="slack.actions", enabled=False)
+        return None
+    from triagebot.web.slack_app import SlackSettings  # slack-bolt only when Slack acts
+
+    event(log, logging.INFO, "slack actions served at /slack/events", event="slack.actions", enabled=True)
+    return SlackSettings(signing_secret=secret, token=token, open_store=open_store,
+                         permissions=settings.routing.permissions, budget=budget,
+                         api_url=environ.get("SLACK_API_URL") or None)
+
+
 def make_notifier(database: Path, environ=os.environ):
     """Slack when SLACK_BOT_TOKEN is set (its token checked with auth.test), else the terminal."""
     if environ.get("SLACK_BOT_TOKEN"):
@@ -226,7 +245,8 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
         try:
             # the team's pages (reports, one report, the lab) beside /healthz and /metrics
             site = Site(open_store=open_store, settings=settings, database=database)
-            health = HealthServer(metrics, host=options.health_address, port=port, site=site).start()
+            health = HealthServer(metrics, host=options.health_address, port=port, site=site,
+                                  slack=slack_settings(settings, open_store, options.budget)).start()
         except OSError as error:
             raise TriageError(f"--health-port {port}: cannot listen on {options.health_address}:{port}: "
                               f"{error}") from None

@@ -264,10 +264,11 @@ def fail_report(store: Store, lab: DaemonContext, row: TriageRow, stage: str, er
         raise
     except Exception:  # noqa: BLE001 - a record the parent cannot show: the state still moves
         parent = render.parent_message(_bare_report(row.message_id), "error")
+    _budget, again = rerun_asked(store, row.message_id, lab.budget)
     with store.transaction():
         store.set_triage(row.message_id, "error", note=reason)
-        store.enqueue(row.message_id, "verdict", row.channel, reply)
-        store.enqueue(row.message_id, "update-final", row.channel, parent)
+        store.enqueue(row.message_id, f"verdict{again}", row.channel, render.with_buttons(reply, row.message_id))
+        store.enqueue(row.message_id, f"update-final{again}", row.channel, render.with_buttons(parent, row.message_id))
     event(log, logging.ERROR, "report failed", event="triage.error", message_id=row.message_id,
           stage=stage, reason=reason)
     lab.deliver()
@@ -449,6 +450,16 @@ def run_job(store: Store, lab: DaemonContext, job: RunJob) -> str | None:
             return TriageState.ERROR
 
 
+def rerun_asked(store: Store, message_id: str, default_budget: int) -> tuple[int, str]:
+    """The budget of a report's run, and the suffix of its outbox kinds: a rerun a team member
+    asked for (triagebot/actions.py) runs with the budget they asked, and its replies are kinds
+    of their own (`verdict@2`), posted beside the first run's."""
+    reruns = [action for action in store.actions_of(message_id) if action.action == "rerun"]
+    if not reruns:
+        return default_budget, ""
+    return reruns[-1].budget or default_budget, f"@{len(reruns) + 1}"
+
+
 def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> str | None:
     report = _stored_report(store, row.message_id)
     plan = plan_from_json(row.plan) if row.plan is not None else None
@@ -457,7 +468,8 @@ def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> st
     base, suspect = commits_of(report)
     if base is None or suspect is None:
         raise TriageError(f"{row.message_id} names no culprit commit to rerun")
-    rounds = rounds_within(lab.budget)
+    budget, again = rerun_asked(store, row.message_id, lab.budget)
+    rounds = rounds_within(budget)
     first_look = 2 * rounds.rounds[0]
     patiently(lab, lambda: store.set_triage(row.message_id, "running"))
     event(log, logging.INFO, "run started", event="run.started", message_id=row.message_id, host=host.name,
@@ -473,10 +485,10 @@ def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> st
                        "samples": [{"role": item.role, "value": item.value} for item in samples]}
             def tell() -> None:
                 with store.transaction():
-                    store.enqueue(row.message_id, f"progress-{moment}", row.channel,
+                    store.enqueue(row.message_id, f"progress-{moment}{again}", row.channel,
                                   render.run_progress_reply(partial, moment, first_look))
                     if moment == "started":
-                        store.enqueue(row.message_id, "update-running", row.channel,
+                        store.enqueue(row.message_id, f"update-running{again}", row.channel,
                                       render.parent_message(report, "running", plan=row.plan, run=partial))
             patiently(lab, tell)
             lab.deliver()
@@ -505,11 +517,12 @@ def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> st
         with store.transaction():
             store.save_run(row.message_id, plan.to_json(), run_json)
             store.set_triage(row.message_id, state)
-            store.enqueue(row.message_id, "verdict", row.channel, render.verdict_reply(None, run_json))
+            store.enqueue(row.message_id, f"verdict{again}", row.channel,
+                          render.with_buttons(render.verdict_reply(None, run_json), row.message_id))
             if plot is not None:
-                store.enqueue(row.message_id, "plot", row.channel, plot)
-            store.enqueue(row.message_id, "update-final", row.channel,
-                          render.parent_message(report, state, plan=row.plan, run=run_json))
+                store.enqueue(row.message_id, f"plot{again}", row.channel, plot)
+            store.enqueue(row.message_id, f"update-final{again}", row.channel, render.with_buttons(
+                render.parent_message(report, state, plan=row.plan, run=run_json), row.message_id))
     patiently(lab, decide)
     event(log, logging.INFO, "run decided", event="run.decided", message_id=row.message_id, outcome=state,
           reason=(run_json.get("verdict") or {}).get("reason") or run_json.get("error"))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import time
 from datetime import datetime
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -236,11 +237,12 @@ class HealthServer:
     of `site` beside them when given (the daemon's store)."""
 
     def __init__(self, metrics: DaemonMetrics, host: str = "127.0.0.1", port: int = 0,
-                 stale_seconds: float = 900.0, failing_polls: int = FAILING_POLLS, site: Site | None = None) -> None:
+                 stale_seconds: float = 900.0, failing_polls: int = FAILING_POLLS, site: Site | None = None,
+                 slack: Any = None) -> None:
         self.metrics = metrics
         self.stale_seconds = stale_seconds
         self.failing_polls = failing_polls
-        self.server = WebServer(build_app(site, Health(healthz=self.health, metrics=self.scrape)), host, port)
+        self.server = WebServer(build_app(site, Health(healthz=self.health, metrics=self.scrape), slack), host, port)
         self.port = self.server.port
 
     def scrape(self) -> tuple[int, bytes, str]:

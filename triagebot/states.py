@@ -9,6 +9,10 @@ is the text stored in the `triage` table, so a database written before this enum
     running -> running (taken up again after a crash) | planned (stopped: starts over)
             | confirmed | not-reproduced | inconclusive | a-a-only | error
     confirmed, not-reproduced, inconclusive, a-a-only, error, refused: final
+
+Final means nothing moves a report on by itself. A team member may ask for one more move
+(triagebot/actions.py: "rerun with a bigger budget" in Slack): a decided report with a plan,
+confirmed | not-reproduced | inconclusive | a-a-only | error -> planned (`can_move_to(..., asked=True)`).
 """
 from __future__ import annotations
 
@@ -37,9 +41,10 @@ class TriageState(StrEnum):
         except ValueError:
             raise ValueError(f"unknown triage state {text!r} (one of {', '.join(cls)})") from None
 
-    def can_move_to(self, state: str) -> bool:
-        """Whether a report in this state may move to `state` (a state or its text)."""
-        return state in _MOVES[self]
+    def can_move_to(self, state: str, *, asked: bool = False) -> bool:
+        """Whether a report in this state may move to `state` (a state or its text); `asked`: a
+        team member asked for the move (see the module text)."""
+        return state in _MOVES[self] or (asked and state in _ASKED_MOVES.get(self, ()))
 
     @property
     def final(self) -> bool:
@@ -60,6 +65,12 @@ _MOVES: dict[TriageState, frozenset[TriageState]] = {
     TriageState.ERROR: frozenset(),
     TriageState.REFUSED: frozenset(),
 }
+
+# the moves a team member may ask for beyond the daemon's own: a decided report is run again
+_ASKED_MOVES: dict[TriageState, frozenset[TriageState]] = {
+    state: frozenset({TriageState.PLANNED}) for state in (
+        TriageState.CONFIRMED, TriageState.NOT_REPRODUCED, TriageState.INCONCLUSIVE, TriageState.A_A_ONLY,
+        TriageState.ERROR)}
 
 OPEN_STATES = (TriageState.NEW, TriageState.PLANNED, TriageState.RUNNING)  # not yet decided
 RUN_STATES = (TriageState.PLANNED, TriageState.RUNNING)  # waiting for (or cut off in) a run

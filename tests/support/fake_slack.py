@@ -18,6 +18,14 @@ a ``token`` body field, as Slack accepts both):
   "has_more", "response_metadata"}``
 * ``conversations.replies``        -> ``{"ok", "messages" (parent first, then replies), …}``
 * ``conversations.list``           -> ``{"ok", "channels": [{"id", "name", "is_channel", …}], …}``
+* ``usergroups.users.list``        -> ``{"ok", "users"}``: the members of ``server.user_groups[usergroup]``
+  (``no_such_subteam`` for a group not there)
+
+Slack's side of interactivity, too: ``server.interaction(...)`` and ``server.slash_command(...)``
+build the form bodies Slack POSTs to an app's interactivity and slash-command URLs (a
+``block_actions`` payload for a button click, the slash command's fields), and ``send_signed``
+POSTs one to the app signed as Slack signs (``v0=`` HMAC-SHA256 of ``v0:TIMESTAMP:BODY`` with
+the signing secret, in ``X-Slack-Signature`` beside ``X-Slack-Request-Timestamp``).
 
 As on Slack, ``chat.postMessage`` keeps a ``metadata`` object (``event_type``,
 ``event_payload``), which history and replies return only with ``include_all_metadata``; and
@@ -44,13 +52,18 @@ Usage::
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import itertools
 import json
 import threading
+import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, urlencode, urlparse
 
 MAX_BLOCKS = 50
 MAX_SECTION_TEXT = 3000
@@ -95,6 +108,7 @@ class _State:
     calls: list[Call] = field(default_factory=list)
     rate_limits: dict[str, list[int]] = field(default_factory=dict)  # method -> [count, retry_after]
     down: bool = False
+    user_groups: dict[str, list[str]] = field(default_factory=dict)  # S… -> its members' U… ids
     root_url: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
     ts_counter: Any = field(default_factory=lambda: itertools.count(1))
@@ -120,6 +134,43 @@ class FakeSlack:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.after_call: Any = None  # f(call), run after each answer is written
+
+    @property
+    def user_groups(self) -> dict[str, list[str]]:
+        return self.state.user_groups
+
+    # --- Slack's side of interactivity -------------------------------------------------------
+
+    _trigger = itertools.count(1)
+
+    def interaction(self, user_id: str, action_id: str, value: str, channel: str = "C0TRIAGE",
+                    message_ts: str = "1700000000.000100") -> bytes:
+        """The body Slack POSTs when `user_id` clicks button `action_id` (its `value`) on a message."""
+        number = next(self._trigger)
+        payload = {
+            "type": "block_actions", "api_app_id": APP_ID, "token": "verification-token-unused",
+            "team": {"id": TEAM_ID, "domain": "triage-test"},
+            "user": {"id": user_id, "username": user_id.lower(), "name": user_id.lower(), "team_id": TEAM_ID},
+            "container": {"type": "message", "message_ts": message_ts, "channel_id": channel, "is_ephemeral": False},
+            "trigger_id": f"{number}.{TEAM_ID}.trigger", "channel": {"id": channel, "name": "perf-triage"},
+            "message": {"type": "message", "ts": message_ts, "user": USER_ID, "bot_id": BOT_ID, "text": "…"},
+            "response_url": f"{self.root_url}/actions/{number}",
+            "actions": [{"type": "button", "action_id": action_id, "block_id": "triage-actions",
+                         "text": {"type": "plain_text", "text": action_id}, "value": value,
+                         "action_ts": f"1700000000.{number:06d}"}],
+        }
+        return urlencode({"payload": json.dumps(payload)}).encode()
+
+    def slash_command(self, user_id: str, text: str, command: str = "/triage", channel: str = "C0TRIAGE") -> bytes:
+        """The body Slack POSTs when `user_id` types `command text` in `channel`."""
+        number = next(self._trigger)
+        return urlencode({
+            "token": "verification-token-unused", "team_id": TEAM_ID, "team_domain": "triage-test",
+            "channel_id": channel, "channel_name": "perf-triage", "user_id": user_id, "user_name": user_id.lower(),
+            "command": command, "text": text, "api_app_id": APP_ID, "is_enterprise_install": "false",
+            "response_url": f"{self.root_url}/commands/{number}", "trigger_id": f"{number}.{TEAM_ID}.trigger",
+        }).encode()
+
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -544,7 +595,15 @@ def _list(state: _State, params: dict[str, Any]) -> dict[str, Any]:
     return {"channels": page, "response_metadata": {"next_cursor": str(offset + limit) if more else ""}}
 
 
+def _usergroup_users(state: _State, params: dict[str, Any]) -> dict[str, Any]:
+    group = params.get("usergroup")
+    if group not in state.user_groups:
+        raise SlackError("no_such_subteam")
+    return {"users": list(state.user_groups[group])}
+
+
 _METHODS = {
+    "usergroups.users.list": _usergroup_users,
     "auth.test": _auth_test,
     "chat.postMessage": _post_message,
     "chat.update": _update,
@@ -554,3 +613,24 @@ _METHODS = {
     "conversations.replies": _replies,
     "conversations.list": _list,
 }
+
+
+def sign(secret: str, timestamp: int, body: bytes) -> str:
+    """Slack's request signature: ``v0=`` and the hex HMAC-SHA256 of ``v0:TIMESTAMP:BODY``."""
+    base = b"v0:" + str(timestamp).encode() + b":" + body
+    return "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
+
+
+def send_signed(url: str, body: bytes, secret: str, timestamp: int | None = None,
+                signature: str | None = None) -> tuple[int, str]:
+    """POST `body` to the app as Slack does, signed with `secret` at `timestamp` (default now);
+    `signature` overrides the computed one (a forgery). Returns the HTTP status and the body."""
+    timestamp = int(time.time()) if timestamp is None else timestamp
+    request = urllib.request.Request(url, data=body, method="POST", headers={
+        "Content-Type": "application/x-www-form-urlencoded", "X-Slack-Request-Timestamp": str(timestamp),
+        "X-Slack-Signature": signature or sign(secret, timestamp, body), "User-Agent": "Slackbot 1.0"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()

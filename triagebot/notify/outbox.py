@@ -46,6 +46,12 @@ class Delivery:
     error: NotifyError | None = None  # the failure that stopped the pass, if one did
 
 
+def base_kind(kind: str) -> str:
+    """A row's kind without its rerun's number: a rerun a team member asked for (actions.py)
+    posts `verdict@2`, `plot@2`, … beside the first run's rows, each delivered as its kind."""
+    return kind.partition("@")[0]
+
+
 def retry_wait(attempts: int, first_seconds: float) -> float:
     """The wait after a row's `attempts`-th failed post: doubling from `first_seconds`, capped."""
     return Backoff(first_seconds, MAX_RETRY_SECONDS).delay(attempts - 1)
@@ -64,7 +70,7 @@ def _deliver(row: OutboxRow, notifier: Notifier, parent: OutboxRow | None) -> Po
     if row.kind.startswith("update"):
         notifier.update_parent(parent.posted_channel, parent.posted_ts, payload)
         return Posted(parent.posted_channel, parent.posted_ts)
-    if row.kind == "plot":
+    if base_kind(row.kind) == "plot":
         png = base64.b64decode(payload["png_base64"])
         return notifier.upload(parent.posted_channel, parent.posted_ts, png, payload["title"], row.key)
     return notifier.post(parent.posted_channel, payload, thread_ts=parent.posted_ts, key=row.key)
@@ -77,7 +83,7 @@ def _find(row: OutboxRow, notifier: Notifier, parent: OutboxRow | None) -> Poste
     if _top_level(row):
         return notifier.find(row.channel, row.key)
     assert parent is not None and parent.posted_channel and parent.posted_ts
-    file_name = plot_file_name(row.key) if row.kind == "plot" else None
+    file_name = plot_file_name(row.key) if base_kind(row.kind) == "plot" else None
     return notifier.find(parent.posted_channel, row.key, thread_ts=parent.posted_ts, file_name=file_name)
 
 

@@ -425,6 +425,26 @@ def _a_a_reply(verdict: Json, run: Json) -> Payload:
     return fit({"text": text, "blocks": blocks})
 
 
+ACTION_BUTTONS = (("rerun", "Rerun with a bigger budget"), ("mark-invalid", "Mark invalid"))
+
+
+def action_buttons(message_id: str) -> Json:
+    """The buttons a team member acts with (triagebot/actions.py); each carries the report's id."""
+    return {"type": "actions", "block_id": "triage-actions", "elements": [
+        {"type": "button", "action_id": action, "text": {"type": "plain_text", "text": label},
+         "value": message_id} for action, label in ACTION_BUTTONS]}
+
+
+def with_buttons(payload: Payload, message_id: str) -> Payload:
+    """The payload with the action buttons below it."""
+    return {**payload, "blocks": [*payload.get("blocks", []), action_buttons(message_id)]}
+
+
+def action_reply(text: str) -> Payload:
+    """The thread reply saying who did what to the report, from Slack (triagebot/actions.py)."""
+    return fit({"text": text, "blocks": [_section(text)]})
+
+
 def storage_lines(plan: Json) -> list[str]:
     """What a plan's benchmark ran on, and each way that differs from the report's storage."""
     lines = []

@@ -8,6 +8,10 @@ file, the entry and its line.
 The same file says which reports `triage web --public` may show people outside the team:
 `public_default` (true unless set) for every report, a route's `public` for the reports it
 matches. Host names, channels and internal notes are never public, whatever it says.
+
+Its `[slack]` table says who may act on a report from Slack (triagebot/actions.py): `run` (rerun
+a report, with a bigger budget) and `mark` (mark a report invalid), each a list of Slack user IDs
+(U…, W…) and user-group IDs (S…). Absent: nobody may act.
 """
 from __future__ import annotations
 
@@ -46,11 +50,27 @@ class Route:
     public: bool | None = None  # may `triage web --public` show its reports (None: public_default)
 
 
+_SLACK_MEMBER = re.compile(r"^[UWS][A-Z0-9]{2,}$")
+PERMISSIONS = ("run", "mark")  # what an action needs: run (a rerun), mark (mark invalid)
+
+
+@dataclass(frozen=True)
+class Permissions:
+    """Who may do what from Slack: per permission, user IDs (U…/W…) and user-group IDs (S…)."""
+
+    run: tuple[str, ...] = ()
+    mark: tuple[str, ...] = ()
+
+    def members(self, permission: str) -> tuple[str, ...]:
+        return getattr(self, permission) if permission in PERMISSIONS else ()
+
+
 @dataclass(frozen=True)
 class Routing:
     routes: tuple[Route, ...] = ()
     default_channel: str = DEFAULT_CHANNEL
     public_default: bool = True  # reports no route marks `public` may leave the team
+    permissions: Permissions = Permissions()  # who may act from Slack (nobody unless the file says)
 
     def is_public(self, report: Report, list_name: str | None = None) -> bool:
         """Whether `triage web --public` may show this report: its route's `public`, else the default."""
@@ -169,7 +189,7 @@ def _patterns(section: Section, key: str) -> tuple[str, ...]:
 
 def routing_from(file: RulesFile) -> Routing:
     top = file.top()
-    top.check_keys(("default_channel", "public_default", "route"))
+    top.check_keys(("default_channel", "public_default", "route", "slack"))
     if "default_channel" not in top:
         raise file.error("default_channel is missing (where unmatched reports go)")
     default = _channel(top, "default_channel")
@@ -189,4 +209,9 @@ def routing_from(file: RulesFile) -> Routing:
             subsystems=_patterns(entry, "subsystem"), testcases=_patterns(entry, "testcase"),
             metrics=_patterns(entry, "metric"), why=why, where=where,
             public=entry.boolean("public") if "public" in entry else None))
-    return Routing(tuple(routes), default, public_default)
+    slack = file.table("slack")
+    slack.check_keys(PERMISSIONS)
+    permissions = Permissions(**{name: slack.strings(name, pattern=_SLACK_MEMBER,
+                                                     what="Slack user IDs (U…, W…) or user-group IDs (S…)")
+                                 for name in PERMISSIONS})
+    return Routing(tuple(routes), default, public_default, permissions)

@@ -62,6 +62,8 @@ TABLES: tuple[Table, ...] = (
           ("link_id",)),
     Table("mail_outbox", ("reply_id", "message_id", "reply_message_id", "status", "requested_by", "attempts",
                           "last_error", "created_at", "sent_at", "raw"), "reply_id", ("reply_id",)),
+    Table("actions", ("action_id", "request_key", "message_id", "action", "user_id", "detail", "budget",
+                      "created_at"), "action_id", ("action_id",)),
 )
 
 

@@ -247,6 +247,23 @@ _LIFECYCLE = (
     )""",
 )
 
+_ACTIONS = (
+    # One row per action taken from Slack (a button, the /triage command), written in the same
+    # transaction as the state change and the thread reply it makes. `request_key` is the signed
+    # request's digest: the same request delivered twice (a replay) finds its row and does nothing.
+    """CREATE TABLE actions (
+        action_id    INTEGER PRIMARY KEY,
+        request_key  TEXT NOT NULL UNIQUE,
+        message_id   TEXT NOT NULL,
+        action       TEXT NOT NULL,
+        user_id      TEXT NOT NULL,
+        detail       TEXT NOT NULL,
+        budget       INTEGER,
+        created_at   TEXT NOT NULL
+    )""",
+    "CREATE INDEX actions_message_id ON actions (message_id)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "messages, records, threads, cursors; reserved plans/runs/verdicts/notifications",
               _INITIAL),
@@ -256,6 +273,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "quarantine: raw messages the parser could not read, with the reason", _QUARANTINE),
     Migration(6, "bisects: bisections on the lab with every step's evidence", _BISECTS),
     Migration(7, "lifecycle moves, report links and the mail outbox of replies upstream", _LIFECYCLE),
+    Migration(8, "actions: what a team member did to a report from Slack, who and when", _ACTIONS),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -54,11 +54,11 @@ class Triage:
         return cursor.rowcount > 0
 
     def set_triage(self, message_id: str, state: str, *, plan: dict[str, Any] | None = None,
-                   host: str | None = None, note: str | None = None) -> None:
+                   host: str | None = None, note: str | None = None, asked: bool = False) -> None:
         """Move a report to `state`; `plan`, `host` and `note` replace the stored ones when given.
 
         ValueError, with nothing written, for a report without a triage row or a move
-        `TriageState.can_move_to` does not allow."""
+        `TriageState.can_move_to` does not allow (`asked`: one a team member asked for)."""
         message_id = normalize_message_id(message_id)
         target = TriageState.of(state)
         sets, values = given([("state = ?", target.value), ("updated_at = ?", self._database.stamp()),
@@ -70,7 +70,7 @@ class Triage:
                                      (message_id,)).fetchone()
             if row is None:
                 raise ValueError(f"{message_id}: no triage row to move to {target}")
-            if not TriageState.of(row[0]).can_move_to(target):
+            if not TriageState.of(row[0]).can_move_to(target, asked=asked):
                 raise ValueError(f"{message_id}: a report cannot move from {row[0]} to {target}")
             database.execute(f"UPDATE triage SET {', '.join(sets)} WHERE message_id = ?",
                                (*values, message_id))

@@ -352,7 +352,7 @@ class TriageStore(Protocol):
         ...
 
     def set_triage(self, message_id: str, state: str, *, plan: dict[str, Any] | None = None,
-                   host: str | None = None, note: str | None = None) -> None:
+                   host: str | None = None, note: str | None = None, asked: bool = False) -> None:
         """Move a report to `state`; `plan`, `host` and `note` replace the stored ones when given.
 
         A move the states do not allow (see triagebot/states.py) raises ValueError."""
@@ -374,6 +374,34 @@ class TriageStore(Protocol):
         """Records of `kinds` whose message was received in [start, end) (UTC text), oldest first:
         a day's messages for its digest."""
         ...
+
+
+@dataclass(frozen=True)
+class ActionRow:
+    """One action a team member took from Slack (triagebot/actions.py)."""
+
+    action_id: int
+    request_key: str
+    message_id: str
+    action: str  # "rerun", "mark-invalid"
+    user_id: str  # the Slack user who acted
+    detail: str
+    budget: int | None  # a rerun's runs a side
+    created_at: str
+
+
+@runtime_checkable
+class ActionStore(Protocol):
+    """Actions taken from Slack, kept with the state change they make; one per signed request."""
+
+    def record_action(self, request_key: str, message_id: str, action: str, user_id: str, detail: str,
+                      budget: int | None = None) -> int | None:
+        """Keep one action; its id, or None when `request_key` was kept before (nothing is written)."""
+        ...
+
+    def has_request(self, request_key: str) -> bool: ...
+
+    def actions_of(self, message_id: str) -> list[ActionRow]: ...
 
 
 @runtime_checkable
@@ -441,7 +469,8 @@ class RunStore(Protocol):
 
 @runtime_checkable
 class Store(MessageStore, RecordStore, ThreadStore, AliasStore, CursorStore, MaterialStore,
-            QuarantineStore, TriageStore, OutboxStore, RunStore, LifecycleStore, MailOutboxStore, Protocol):
+            QuarantineStore, TriageStore, OutboxStore, RunStore, LifecycleStore, MailOutboxStore,
+            ActionStore, Protocol):
     """The whole store: every part above, plus what spans them (one database, one transaction)."""
 
     path: str

@@ -4,9 +4,9 @@
 transactions: `SqliteDatabase` or `PostgresDatabase`) shared by one small part per `Store` part —
 `Messages`, `Aliases`, `Records` (part_messages.py), `Threads` (part_threads.py), `Cursors`,
 `Materials` (part_sources.py), `Quarantine` (part_quarantine.py), `Triage`, `Outbox`
-(part_triage.py), `Runs` (part_runs.py), `Lifecycle` and `MailOutbox` (part_lifecycle.py).
-Each part's methods are exposed on the store under their own names; only `ingest_batch`, which
-spans parts in one transaction, is written here.
+(part_triage.py), `Runs` (part_runs.py), `Lifecycle` and `MailOutbox` (part_lifecycle.py) and
+`Actions` (part_actions.py). Each part's methods are exposed on the store under their own names;
+only `ingest_batch`, which spans parts in one transaction, is written here.
 A backend (`SqliteStore`, `PostgresStore`) only opens its `Database` and hands it here.
 
 `store.connection` is the backend's own connection (sqlite3 or psycopg) and `store.database` the
@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
 from triagebot.store.database import Database
+from triagebot.store.part_actions import Actions
 from triagebot.store.part_lifecycle import Lifecycle, MailOutbox
 from triagebot.store.part_messages import Aliases, Messages, Records, message_row, record_row
 from triagebot.store.part_quarantine import Quarantine
@@ -83,6 +84,7 @@ class SqlStore:
         self._runs = Runs(database)
         self._lifecycle = Lifecycle(database)
         self._mail = MailOutbox(database)
+        self._actions = Actions(database)
 
     @property
     def connection(self) -> Any:
@@ -209,3 +211,8 @@ class SqlStore:
     mark_mail_sending = _Exposed("_mail", MailOutbox.mark_mail_sending)
     mark_mail_sent = _Exposed("_mail", MailOutbox.mark_mail_sent)
     mark_mail_failed = _Exposed("_mail", MailOutbox.mark_mail_failed)
+
+    # -- actions taken from Slack -----------------------------------------------------------
+    record_action = _Exposed("_actions", Actions.record_action)
+    has_request = _Exposed("_actions", Actions.has_request)
+    actions_of = _Exposed("_actions", Actions.actions_of)

@@ -10,15 +10,15 @@ Routes:
   figure as triagebot/notify/plot.py draws for Slack;
 - `/hosts` the lab: each host, busy or idle, and its queue (not served in public mode).
 
-Read-only: only GET and HEAD are routed (anything else is 405), and a page reads the store
+Read-only pages: only GET and HEAD are routed for them (anything else is 405), and a page reads the store
 through the `Store` protocol, never writes. Every id and filter in a URL is checked
 (views.checked_id, views.filters_from) and refused with 400 when malformed. Templates escape
 everything they print (autoescape on, and no value is marked safe): reports are written by
 strangers. Responses carry a Content-Security-Policy that allows no script at all.
 
-Slack's interaction endpoint (buttons on the daemon's messages; slack-bolt has a Starlette
-adapter) is to be mounted here, in `build_app`'s routes, when that issue lands; nothing is
-built for it yet.
+Slack's endpoint (slack_app.py: buttons on the daemon's messages and the `/triage` command,
+through slack-bolt) is mounted at `/slack/events` when `slack` is given: the one POST route,
+every request's signature and age checked before anything is read from it.
 """
 from __future__ import annotations
 
@@ -67,8 +67,9 @@ def _environment() -> jinja2.Environment:
 Page = Callable[..., Response]  # (request, template name, status, **context) -> the page
 
 
-def build_app(site: Site | None = None, health: Health | None = None) -> Starlette:
-    """The application: the pages when `site` is given, /healthz and /metrics when `health` is."""
+def build_app(site: Site | None = None, health: Health | None = None, slack: Any = None) -> Starlette:
+    """The application: the pages when `site` is given, /healthz and /metrics when `health` is,
+    Slack's endpoint when `slack` (slack_app.SlackSettings) is."""
     templates = Jinja2Templates(env=_environment())
 
     def page(request: Request, name: str, status: int = 200, **context: Any) -> Response:
@@ -92,6 +93,10 @@ def build_app(site: Site | None = None, health: Health | None = None) -> Starlet
                    Route("/metrics", answer(health.metrics), methods=["GET"])]
     if site is not None:
         routes += _page_routes(site, page, problem)
+    if slack is not None:
+        from triagebot.web.slack_app import slack_routes  # slack-bolt only when Slack is set up
+
+        routes += slack_routes(slack)
 
     async def not_found(request: Request, _error: Exception) -> Response:
         if site is None:
