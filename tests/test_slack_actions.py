@@ -287,5 +287,5 @@ def test_only_a_decided_report_may_be_asked_back_to_planned() -> None:
     from triagebot.states import TriageState as S
 
     asked = {state for state in S if state.can_move_to(S.PLANNED, asked=True) and not state.can_move_to(S.PLANNED)}
-    assert asked == {S.CONFIRMED, S.NOT_REPRODUCED, S.INCONCLUSIVE, S.ERROR}  # a refusal stays refused
+    assert asked == {S.CONFIRMED, S.NOT_REPRODUCED, S.INCONCLUSIVE, S.A_A_ONLY, S.ERROR}  # a refusal stays refused
     assert S.CONFIRMED.final and not S.CONFIRMED.can_move_to(S.PLANNED)  # the daemon never does it by itself
