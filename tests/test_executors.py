@@ -265,8 +265,10 @@ def test_a_program_kept_under_the_hosts_tmp_still_runs_in_scratch(outside_tmp: P
             assert tools.name in seen and other.name not in seen  # its own entry only
             assert seen[-1] == "read-only" and not (tools / "written").exists()
             assert Path(scratch, marker).read_text() == "run\n" and not Path("/tmp", marker).exists()
-        # the plan's own programs from /usr: no entry of the host's /tmp at all
-        listing = executor.run(["ls", "-A", "/tmp"], timeout=20, cwd=executor.make_scratch())
+        # the plan's own programs from /usr, on a PATH with no folder under /tmp: no entry of the
+        # host's /tmp at all (a PATH folder under /tmp, such as a virtualenv's bin, is kept)
+        listing = executor.run(["ls", "-A", "/tmp"], timeout=20, cwd=executor.make_scratch(),
+                               env={"PATH": "/usr/bin:/bin"})
         assert listing.ok and listing.stdout == b""
         assert private_tmp.programs_under_tmp("ls", "/usr/bin:/bin") == ()
         assert private_tmp.programs_under_tmp("tool", f"{tools / 'bin'}:/usr/bin") == (tools.name,)
