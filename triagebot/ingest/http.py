@@ -25,7 +25,7 @@ import socket
 import threading
 import time
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from urllib.parse import urljoin, urlsplit
 
 from triagebot.backoff import Backoff
@@ -313,9 +313,9 @@ class NameUnresolved(ResponseRefused):
     within the poll (the next poll asks again) rather than as urllib3's text at every attempt."""
 
 
-def name_unresolved(error: BaseException) -> bool:
-    """Whether `error`, or what caused it through requests' and urllib3's wrappers, is a failed
-    name lookup (socket.gaierror, urllib3's NameResolutionError)."""
+def error_causes(error: BaseException) -> Iterator[BaseException]:
+    """`error` and what caused it, through requests' and urllib3's wrappers (causes, contexts,
+    `reason` and exception arguments), each once, depth first."""
     seen: set[int] = set()
     pending: list[object] = [error]
     while pending:
@@ -323,10 +323,20 @@ def name_unresolved(error: BaseException) -> bool:
         if not isinstance(item, BaseException) or id(item) in seen:
             continue
         seen.add(id(item))
-        if isinstance(item, socket.gaierror) or type(item).__name__ == "NameResolutionError":
-            return True
+        yield item
         pending += [item.__cause__, item.__context__, getattr(item, "reason", None), *item.args]
-    return False
+
+
+def is_name_lookup_failure(error: BaseException) -> bool:
+    """This one exception (not its causes) is a failed name lookup (socket.gaierror, urllib3's
+    NameResolutionError)."""
+    return isinstance(error, socket.gaierror) or type(error).__name__ == "NameResolutionError"
+
+
+def name_unresolved(error: BaseException) -> bool:
+    """Whether `error`, or what caused it through requests' and urllib3's wrappers, is a failed
+    name lookup (socket.gaierror, urllib3's NameResolutionError)."""
+    return any(is_name_lookup_failure(item) for item in error_causes(error))
 
 
 def fetch(client: HttpClient, url: str, policy: HttpPolicy, *, limit: int, sleep: Sleeper = time.sleep,

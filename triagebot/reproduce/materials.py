@@ -25,13 +25,12 @@ import dataclasses
 import html
 import re
 import shlex
-import socket
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from urllib.parse import quote, unquote, urlsplit
 
-from triagebot.ingest.http import NameUnresolved, fetch
+from triagebot.ingest.http import NameUnresolved, error_causes, fetch, is_name_lookup_failure
 from triagebot.ingest.protocol import (
     BodyTooLarge,
     HttpClient,
@@ -74,18 +73,11 @@ class HostUnreachable(ResponseRefused):
 def _unreachable(error: BaseException) -> str | None:
     """"its name does not resolve" / "it refuses connections" when `error` (or what caused it,
     through requests' and urllib3's wrappers) says so, else None."""
-    seen: set[int] = set()
-    pending: list[object] = [error]
-    while pending:
-        item = pending.pop()
-        if not isinstance(item, BaseException) or id(item) in seen:
-            continue
-        seen.add(id(item))
-        if isinstance(item, socket.gaierror) or type(item).__name__ == "NameResolutionError":
+    for item in error_causes(error):
+        if is_name_lookup_failure(item):
             return "its name does not resolve"
         if isinstance(item, ConnectionRefusedError):
             return "it refuses connections"
-        pending += [item.__cause__, item.__context__, getattr(item, "reason", None), *item.args]
     return None
 
 
