@@ -2,10 +2,10 @@
 
 The store: the lab's sysbench report taken on, planned and rerun on the test lab (tests/support/lab.py)
 by the daemon's own steps (flow.py) until confirmed, with a reply in its thread; a second lab
-report planned and waiting for the lab host; a report written by a stranger whose subject,
-Message-ID and reply carry HTML and script (refused: it names no commit); an LKP improvement the
-routing keeps inside the team. The pages are fetched over HTTP as a browser would, in the
-team's view and the public one.
+report (another culprit) planned and waiting for the lab host; a report written by a stranger
+whose subject, Message-ID, culprit subject and reply carry HTML and script (refused: its fio
+command would run a program); an LKP improvement the routing keeps inside the team. The pages
+are fetched over HTTP as a browser would, in the team's view and the public one.
 """
 from __future__ import annotations
 
@@ -74,9 +74,12 @@ Content-Type: text/plain; charset=utf-8
 
 Hi,
 
-fio randwrite IOPS dropped by 30% going from v6.8 to v6.9-rc1 on my box <b>bold</b>.
+fio randwrite IOPS dropped by 30% going from v6.8 to v6.9-rc1 on my box <b>bold</b>:
+41200 IOPS before, 28840 IOPS after. git bisect points at
 
-  fio --name=x --rw=randwrite --bs=4k --size=1G --runtime=30s --group_reporting
+  0badc0de5eed ("block: <script>alert(3)</script> merge small writes later")
+
+  fio --name=x --rw=randwrite --bs=4k --size=1G --runtime=30s --group_reporting --exec_prerun=/bin/true
 
 Mallory
 """
@@ -111,12 +114,19 @@ def triage(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
                           cwd=PROJECT, stdin=subprocess.DEVNULL, timeout=600, env=env)
 
 
+SECOND_CULPRIT = b'5ca1ab1e0042 ("sched: move the idle balance into the tick")'
+
+
 def second_report() -> bytes:
-    """The lab report again, as another message two days later (planned, then left waiting)."""
+    """The lab report again as another message two days later, bisected to another commit (so
+    another regression, not "also seen" of the first): planned, then left waiting."""
     raw = (FIXTURES / "lab" / "sysbench-cpu-regression.eml").read_bytes()
+    culprit = b'c0ffee1234ab ("sched: retune the wakeup granularity for small machines")'
+    assert culprit in raw, "the lab report's culprit line is the one second_report rewrites"
     return raw.replace(f"<{LAB_ID}>".encode(), f"<{SECOND_ID}>".encode()).replace(
         b"Date: Mon, 15 Apr 2024 09:12:44", b"Date: Wed, 17 Apr 2024 10:00:00").replace(
-        b"Subject: [REGRESSION] sysbench cpu", b"Subject: [REGRESSION] again: sysbench cpu")
+        b"Subject: [REGRESSION] sysbench cpu", b"Subject: [REGRESSION] again: sysbench cpu").replace(
+        culprit, SECOND_CULPRIT)
 
 
 def dump(database: Path) -> str:
@@ -126,11 +136,6 @@ def dump(database: Path) -> str:
 
 @pytest.fixture(scope="module")
 def lab_store(tmp_path_factory) -> Iterator[dict]:
-    # Known broken by a merge of this session, kept visible rather than deleted (issue 28 open):
-    pytest.skip("since issue 24's confidence floor (a report without a culprit goes to the daily "
-                "digest) and issue 26's joins (a copy of one culprit is 'also seen') landed, this "
-                "fixture's hostile report and second copy are no longer taken on as it expects; "
-                "it needs reports the new admission rules take on")
     if not (shutil.which("sysbench") and shutil.which("stress-ng")):
         pytest.skip("the lab needs sysbench and stress-ng (apt-get install sysbench stress-ng)")
     root = tmp_path_factory.mktemp("web")
@@ -311,7 +316,8 @@ def test_hostile_subject_message_id_and_reply_render_as_text(lab_store) -> None:
     assert 'href="/r/x%22onmouseover=alert%281%29&amp;a=b%2Fc%3Fd%23e%2541@evil.example"' in index
     assert "&lt;x&#34;onmouseover=alert(1)&amp;a=b/c?d#e%41@evil.example&gt;" in html  # the id, shown as text
     assert "I can reproduce this &lt;img src=x onerror=alert(2)&gt; on my machine too" in html
-    assert "No rerun planned: the report names no culprit commit to rerun" in html
+    assert "No rerun planned: fio option --exec_prerun runs a program: refused" in html
+    assert "&lt;script&gt;alert(3)&lt;/script&gt;" in html  # the culprit's subject, as text
     assert "refusal told to the team" in html and "<td>refused</td>" in html
 
 
