@@ -16,7 +16,8 @@ before the next host's began.
 The lab's benchmark is real sysbench behind a shim, `LAB_BIN/sysbench`, that `write_lab_rules`
 puts first on the PATH the tests give triagebot (`lab_path`). The shim runs the real sysbench
 with the same arguments and rewrites its "events per second" to events per CPU-second of
-sysbench itself, times SLOW_FACTOR when the running "kernel" is the slow commit. Events per
+sysbench itself, times SLOW_FACTOR when the running "kernel" is a slow commit (SLOW_COMMIT or
+a report copy's culprit, SLOW_COMMITS). Events per
 CPU-second do not depend on how busy the machine is (a competing load takes CPU time, not
 work per event), so the slow commit is slower by a fixed factor whatever else runs beside the
 tests: the regressing pair is confirmed and an A/A pair is not, on an idle machine or a loaded one.
@@ -40,6 +41,19 @@ from pathlib import Path
 
 SLOW_COMMIT = "c0ffee1234ab"  # the lab's regressing commit: its "kernel" does each event's work slower
 SLOW_FACTOR = 0.6  # the slow kernel's events per CPU-second, as a share of the others'
+# the culprits of report_copies, one regression each (issue 26 joins reports of one culprit):
+# (sha, subject), every sha and subject its own
+COPY_CULPRITS = (
+    ("c0ffee1234ab", "sched: retune the wakeup granularity for small machines"),
+    ("c0ffee2345bc", "sched/fair: scale the migration cost by the LLC size"),
+    ("c0ffee3456cd", "mm: batch the per-cpu page list refills"),
+    ("c0ffee4567de", "x86/entry: clear the branch history on every syscall"),
+    ("c0ffee5678ef", "timers: keep the idle tick running on busy cores"),
+    ("c0ffee6789f0", "sched/topology: rebuild the domains after a hotplug"),
+    ("c0ffee789a01", "rcu: expedite grace periods while the system boots"),
+    ("c0ffee89ab12", "locking/mutex: spin less when the owner sleeps"),
+)
+SLOW_COMMITS = tuple(sha for sha, _ in COPY_CULPRITS)  # the lab's slow "kernels": SLOW_COMMIT is the first
 HOOK = (sys.executable, str(Path(__file__).resolve()))
 LAB_BIN = "lab-bin"  # below the lab's root: the sysbench shim
 
@@ -58,7 +72,7 @@ def read(name):
     except OSError:
         return ""
 running = read("running")
-factor = float(read("factor") or (FACTOR if running == SLOW else 1.0))
+factor = float(read("factor") or (FACTOR if running in SLOW else 1.0))
 noise = read("noise").split()
 if noise:  # sigma, seed: the n-th sample's log-normal factor of a seeded sequence
     count = int(read("count") or 0)
@@ -79,7 +93,7 @@ def write_shim(root: Path, state: Path) -> Path:
         raise FileNotFoundError("sysbench is not installed")
     shim = root / LAB_BIN / "sysbench"
     shim.parent.mkdir(parents=True, exist_ok=True)
-    shim.write_text(_SHIM.format(python=sys.executable, state=str(state), real=real, slow=SLOW_COMMIT,
+    shim.write_text(_SHIM.format(python=sys.executable, state=str(state), real=real, slow=SLOW_COMMITS,
                                  factor=SLOW_FACTOR))
     shim.chmod(0o755)
     return shim
@@ -140,17 +154,23 @@ def write_slow(state: Path, seconds: float) -> None:
 
 def report_copies(folder: Path, count: int) -> list[str]:
     """`count` copies of the lab's report, each its own Message-ID, dated a minute apart (in 2099:
-    within any admission window); their Message-IDs, oldest first."""
+    within any admission window) and bisected to its own slow commit (COPY_CULPRITS: distinct
+    regressions, each taken on); their Message-IDs, oldest first."""
+    if count > len(COPY_CULPRITS):
+        raise ValueError(f"report_copies: at most {len(COPY_CULPRITS)} copies of distinct culprits, not {count}")
     original = REPORT.read_bytes()
+    culprit = f'{SLOW_COMMIT} ("{COPY_CULPRITS[0][1]}")'.encode()
     folder.mkdir(parents=True, exist_ok=True)
     ids = []
     for number in range(1, count + 1):
         message_id = f"20990415071244.lab{number}@tberg-ws"
         hour, minute = divmod(number, 60)
+        sha, subject = COPY_CULPRITS[number - 1]
         text = original.replace(b"20240415071244.lab1@tberg-ws", message_id.encode()).replace(
             b"Date: Mon, 15 Apr 2024 09:12:44", f"Date: Wed, 15 Apr 2099 {9 + hour:02}:{minute:02}:44".encode())
-        if message_id.encode() not in text or b"2099" not in text:
-            raise ValueError(f"{REPORT}: its Message-ID or Date is not the one report_copies rewrites")
+        if message_id.encode() not in text or b"2099" not in text or culprit not in text:
+            raise ValueError(f"{REPORT}: its Message-ID, Date or culprit is not the one report_copies rewrites")
+        text = text.replace(culprit, f'{sha} ("{subject}")'.encode())
         (folder / f"report-{number}.eml").write_bytes(text)
         ids.append(message_id)
     return ids
