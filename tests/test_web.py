@@ -9,9 +9,11 @@ are fetched over HTTP as a browser would, in the team's view and the public one.
 """
 from __future__ import annotations
 
+import html as html_module
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -21,6 +23,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from email.message import Message
 from pathlib import Path
 
@@ -30,11 +33,14 @@ from tests.conftest import FIXTURES, PROJECT
 from tests.support.daemon_run import free_port, log_events, start_daemon, stop_daemon, wait_for
 from tests.support.lab import lab_path, write_lab_rules
 from triagebot import flow
+from triagebot.ingest.protocol import Batch, FetchedMessage
+from triagebot.ingest.runner import IngestResult, store_batch
 from triagebot.notify import outbox
 from triagebot.notify.plot import png_of, run_figure
 from triagebot.notify.terminal import TerminalNotifier
 from triagebot.parse.report import parse_message
 from triagebot.records import Source
+from triagebot.reproduce.host_lock import host_lock
 from triagebot.rules.loader import RulesError
 from triagebot.rules.routing import parse_routing
 from triagebot.rules.settings import load_settings
@@ -45,6 +51,7 @@ from triagebot.web.views import Site, _run_view, report_href
 
 LAB_ID = "20240415071244.lab1@tberg-ws"
 SECOND_ID = "20240417080000.lab2@tberg-ws"
+THIRD_ID = "20240418080000.lab3@tberg-ws"
 REPLY_ID = "20240416.reply.marek@example.cz"
 HOSTILE_ID = 'x"onmouseover=alert(1)&a=b/c?d#e%41@evil.example'
 HOSTILE_SUBJECT = '<script>alert("subject")</script>'
@@ -295,13 +302,140 @@ def test_the_plot_is_the_notify_figure_as_png_and_svg(lab_store) -> None:
     assert fetch(lab_store["team"] + f"/r/{SECOND_ID}/plot.png")[0] == 404  # not run yet: no plot
 
 
-def test_the_hosts_page_shows_each_host_and_its_queue(lab_store) -> None:
+def test_the_hosts_page_shows_each_host_and_what_runs_next(lab_store) -> None:
     status, html = page(lab_store["team"] + "/hosts")
     assert status == 200
     assert "<h2>lab-local" in html and '<span class="busy no">idle</span>' in html
-    queue = html[html.index("<h2>lab-local"):]
-    assert "Queue (1, next first):" in queue
-    assert f'<ol class="queue">\n<li><a href="/r/{SECOND_ID}">[REGRESSION] again: sysbench cpu' in queue
+    host = html[html.index("<h2>lab-local"):]
+    # the host is idle: the daemon's schedule runs the waiting report there at its next step
+    assert f'<p>next: <a href="/r/{SECOND_ID}">[REGRESSION] again: sysbench cpu' in host
+    assert "starts at the daemon's next step" in host and "Queue (" not in host
+    assert "a report waits 2 h at most for it" in html
+
+
+class HandedOver:
+    """A dispatcher that takes the daemon's jobs and starts none (a job queue with no worker yet):
+    the reports it is given stay `running` on their hosts."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[str, str] = {}
+        self._pending: list = []
+
+    def enqueue(self, store, job) -> None:
+        self._pending.append(job)
+
+    def launch(self) -> None:
+        self.jobs |= {job.host: job.message_id for job in self._pending}
+        self._pending = []
+
+    def abandon(self) -> None:
+        self._pending = []
+
+    def running(self) -> dict[str, str]:
+        return dict(self.jobs)
+
+    def wait(self, timeout: float) -> bool:
+        return False
+
+    def finished(self) -> list:
+        return []
+
+    def join(self) -> None:
+        pass
+
+
+def test_the_hosts_page_shows_the_running_report_and_the_daemons_queue(lab_store, tmp_path: Path) -> None:
+    database = tmp_path / "busy.db"
+    shutil.copy(lab_store["database"], database)
+    third = tmp_path / "third.eml"  # a third lab report, of a third culprit, newer than the second
+    third.write_bytes(second_report().replace(f"<{SECOND_ID}>".encode(), f"<{THIRD_ID}>".encode()).replace(
+        b"Date: Wed, 17 Apr 2024 10:00:00", b"Date: Thu, 18 Apr 2024 10:00:00").replace(
+        SECOND_CULPRIT, b'7ab1e5c0ffee ("sched: charge the wakeup to the waker")'))
+    assert triage("ingest", "--db", str(database), str(third)).returncode == 0
+    settings = load_settings(lab_store["rules"])
+    dispatcher = HandedOver()
+    with SqliteStore(database) as store:
+        lab = flow.DaemonContext(settings=settings, database=database, budget=10, deliver=lambda: None)
+        flow.admit(store, lab, admit_days=365 * 100)
+        flow.plan_new(store, lab)
+        # the daemon's step: the newest report takes the free host, the other waits behind it
+        assert [job.message_id for job in flow.assign(store, lab, dispatcher)] == [THIRD_ID]
+        assert store.get_triage(THIRD_ID).state == "running" and store.get_triage(SECOND_ID).state == "planned"
+
+    @contextmanager
+    def open_store() -> Iterator[SqliteStore]:
+        with SqliteStore(database) as store:
+            yield store
+
+    team = WebServer(build_app(Site(open_store, settings, database)), "127.0.0.1", 0).start()
+    try:
+        with host_lock(database, "lab-local"):  # what the run holds on its host while it runs
+            status, html = page(team.url + "/hosts")
+        after = page(team.url + "/hosts")[1]
+    finally:
+        team.stop()
+    assert status == 200
+    host = html[html.index("<h2>lab-local"):]
+    assert '<span class="busy yes">busy</span>' in host
+    assert f'<p>running: <a href="/r/{THIRD_ID}">' in host
+    assert "Queue (1, next first):" in host
+    assert re.search(rf'<li><a href="/r/{re.escape(SECOND_ID)}">\[REGRESSION\] again: sysbench cpu[^<]*</a> '
+                     r'<span class="since">behind 1, waiting \d+ (s|min|h)', host), host
+    # its lock let go (the run cut short, nobody runs it): the report is listed as waiting for a host
+    assert '<span class="busy no">idle</span>' in after and "Waiting for a host" in after
+
+
+def test_a_report_page_follows_a_dedup_alias_to_the_kept_report(tmp_path: Path) -> None:
+    page_file = FIXTURES / "openwall" / "lkp-report-page-no-message-id.html"
+    markup = page_file.read_text()
+    # the page's lore copy: its text, with the addresses the archive shortened spelled out
+    text = html_module.unescape(re.search(r"<pre[^>]*>(.*?)</pre>", markup, re.S).group(1)).split("\n\n", 1)[1]
+    text = re.sub(r'<a href="[^"]*">(View attachment[^<]*)</a>\n', "", text).replace("@...el.com", "@intel.com")
+    lore_id = "202412011200.web-copy@intel.example"
+    copy = ("From: kernel test robot <oliver.sang@intel.com>\nSubject: [linus:master] [ext4]  4f3d1e4533:  "
+            "fileio.requests_per_sec -12.4% regression\nDate: Sun, 1 Dec 2024 12:00:00 +0800\n"
+            f"Message-ID: <{lore_id}>\n\n{text}").encode()
+    database = tmp_path / "alias.db"
+    with SqliteStore(database) as store:
+        for raw, kind in ((page_file.read_bytes(), "openwall"), (copy, "lore")):
+            batch = Batch((FetchedMessage(raw, kind, source_url=f"https://example.invalid/{kind}",
+                                          list_name="linux-ext4"),), None)
+            store_batch(store, kind, batch, jobs=1, clock=lambda: datetime(2024, 12, 2, tzinfo=UTC),
+                        result=IngestResult())
+        kept = store.resolve_alias(lore_id)
+        assert kept is not None and kept != lore_id and store.get_record(lore_id) is None
+
+    @contextmanager
+    def open_store() -> Iterator[SqliteStore]:
+        with SqliteStore(database) as store:
+            yield store
+
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "routing.toml").write_text('default_channel = "#perf"\npublic_default = false\n')
+    closed = load_settings(rules)  # nothing may leave the team
+    team = WebServer(build_app(Site(open_store)), "127.0.0.1", 0).start()
+    public = WebServer(build_app(Site(open_store, closed, public=True)), "127.0.0.1", 0).start()
+    try:
+        request = urllib.request.Request(team.url + f"/r/{lore_id}")
+        opener = urllib.request.build_opener(NoRedirect)
+        with pytest.raises(urllib.error.HTTPError) as redirect:
+            opener.open(request, timeout=60)
+        assert redirect.value.code == 302 and redirect.value.headers["Location"] == report_href(kept)
+        status, html = page(team.url + f"/r/{lore_id}")  # followed, as a browser does
+        assert status == 200 and "fileio.requests_per_sec -12.4% regression" in html
+        assert page(team.url + f"/r/{lore_id}/plot.png")[0] == 404  # the kept report's: not rerun
+        # in public, a report routing keeps inside is not found under its other name either
+        status, html = page(public.url + f"/r/{lore_id}")
+        assert status == 404 and report_href(kept) not in html
+    finally:
+        team.stop()
+        public.stop()
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
 
 
 def test_hostile_subject_message_id_and_reply_render_as_text(lab_store) -> None:

@@ -85,19 +85,25 @@ def waiting_report(store: Store, row: TriageRow) -> Waiting:
                    taken_on)
 
 
-def busy_hosts(store: Store, database: Path, hosts: tuple[Host, ...],
+def busy_hosts(store: Store, database: Path | None, hosts: tuple[Host, ...],
                running: Mapping[str, str] | None = None) -> dict[str, str]:
     """Which hosts are busy, with the report each runs: `running` (this process's runs), else a
-    held host lock, with the report the triage table says runs there."""
+    held host lock, with the report the triage table says runs there (no `database`, so no lock
+    to try: the triage table's running reports alone)."""
     busy = dict(running or {})
     on_host = {row.host: row.message_id for row in store.triage_in(TriageState.RUNNING) if row.host}
     for host in hosts:
-        if host.name not in busy and host_busy(database, host.name):
+        if host.name in busy:
+            continue
+        if database is None:
+            if host.name in on_host:
+                busy[host.name] = on_host[host.name]
+        elif host_busy(database, host.name):
             busy[host.name] = on_host.get(host.name, BUSY_ELSEWHERE)
     return busy
 
 
-def lab_view(store: Store, database: Path, hosts: tuple[Host, ...], max_wait: timedelta, now: datetime,
+def lab_view(store: Store, database: Path | None, hosts: tuple[Host, ...], max_wait: timedelta, now: datetime,
              running: Mapping[str, str] | None = None) -> LabView:
     """The hosts' state and the schedule of every planned report, now."""
     rows = store.triage_in(TriageState.PLANNED)

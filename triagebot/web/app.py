@@ -6,7 +6,8 @@ Routes:
 - `/` the reports by triage state, newest first, with `triage list`'s filters as query
   parameters (`kind`, `list`, `since`, `testcase`, plus `state` and `limit`);
 - `/r/<message-id>` one report as `triage show` shows it, with its plan, verdict, thread and
-  lifecycle; `/r/<message-id>/plot.png` and `/plot.svg` the samples plot, the same matplotlib
+  lifecycle (another name of a stored message, dedup's alias, redirects to its kept key's
+  page); `/r/<message-id>/plot.png` and `/plot.svg` the samples plot, the same matplotlib
   figure as triagebot/notify/plot.py draws for Slack;
 - `/hosts` the lab: each host, busy or idle, and its queue (not served in public mode).
 
@@ -30,7 +31,7 @@ from typing import Any
 import jinja2
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
@@ -135,6 +136,8 @@ def _page_routes(site: Site, page: Page, problem: Callable[[Request, int, str, s
     def report(request: Request) -> Response:
         def show(store: Store) -> Response:
             key = views.resolve(store, views.checked_id(request.path_params["message_id"]))
+            if (kept := views.kept_report(store, site, key)) is not None:  # one message, the page under its kept key
+                return RedirectResponse(views.report_href(kept), status_code=302, headers=SECURITY_HEADERS)
             found = views.report_view(store, site, key)
             if found is None:
                 return problem(request, 404, "No such report", f"no report is stored under <{key}>")
@@ -148,6 +151,7 @@ def _page_routes(site: Site, page: Page, problem: Callable[[Request, int, str, s
 
         def show(store: Store) -> Response:
             key = views.resolve(store, views.checked_id(request.path_params["message_id"]))
+            key = views.kept_report(store, site, key) or key
             run = views.plot_run(store, site, key)
             if run is None:
                 return problem(request, 404, "No plot", f"no rerun with samples on both sides for <{key}>")

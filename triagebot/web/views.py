@@ -16,17 +16,19 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from triagebot.dates import parse_since
 from triagebot.errors import TriageError
+from triagebot.lab_queue import BUSY_ELSEWHERE, lab_view
 from triagebot.notify.render import STATE_MEANING, commit_url, lore_url, percent, short_commit
 from triagebot.records import KINDS, Report
 from triagebot.report_view import ReportView, gather_report
-from triagebot.reproduce.host_lock import host_busy
+from triagebot.reproduce.schedule import describe_wait
+from triagebot.rules.hosts import DEFAULT_MAX_WAIT_MINUTES
 from triagebot.rules.settings import Settings
 from triagebot.states import TriageState
 from triagebot.store.protocol import Store, TriageRow, UnreadableRecord, normalize_message_id
@@ -76,6 +78,19 @@ def checked_id(text: str) -> str:
     if not _ID.fullmatch(value):
         raise BadRequest(f"message id {value!r}: only printable ASCII without spaces")
     return value
+
+
+def kept_report(store: Store, site: Site, key: str) -> str | None:
+    """The key of the report `key` is another name of (dedup's alias: the lore copy of an archive
+    page names the page's record, parse/twins.py), when no record is stored under `key` itself;
+    None too when that report may not be shown (public pages tell no more of it than of any)."""
+    if store.get_record(key) is not None:
+        return None
+    named = store.resolve_alias(key)
+    if named is None or named == key:
+        return None
+    report = store.get_record(named)
+    return named if report is not None and _may_show(store, site, named, report) else None
 
 
 def resolve(store: Store, key: str) -> str:
@@ -454,31 +469,51 @@ def plot_run(store: Store, site: Site, key: str) -> dict[str, Any] | None:
 
 # --- the lab ------------------------------------------------------------------------------------
 
-def hosts_view(store: Store, site: Site, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
-    """Each host with busy or idle and its queue (planned reports waiting for it, oldest first,
-    and the one running on it), then the reports waiting for a host (the first `limit`)."""
-    hosts = site.settings.need_hosts() if site.settings is not None else ()
-    waiting = store.triage_in(TriageState.NEW, TriageState.PLANNED, TriageState.RUNNING)
+def hosts_view(store: Store, site: Site, limit: int = DEFAULT_LIMIT, now: datetime | None = None) -> dict[str, Any]:
+    """Each host busy (with the report it runs) or idle, the report that starts on it at the
+    daemon's next step and its queue, next first, with how long each has waited: the daemon's
+    own schedule (triagebot.lab_queue.lab_view, as `triage status` prints it) at `now`; then the
+    reports waiting for a host (the first `limit`): new ones, and planned ones no host of
+    hosts.toml can rerun."""
+    settings = site.settings
+    hosts = settings.need_hosts() if settings is not None else ()
+    max_wait = timedelta(minutes=settings.max_wait_minutes if settings is not None else DEFAULT_MAX_WAIT_MINUTES)
+    now = now or datetime.now(UTC)
+    view = lab_view(store, site.database, hosts, max_wait, now)
+    rows = {row.message_id: row for row in store.triage_in(TriageState.NEW, TriageState.PLANNED,
+                                                            TriageState.RUNNING)}
 
-    def item(row: TriageRow) -> dict[str, Any]:
+    def item(message_id: str, waited: timedelta | None = None) -> dict[str, Any]:
+        row = rows.get(message_id) or store.get_triage(message_id)
         try:
-            report = store.get_record(row.message_id)
+            report = store.get_record(message_id)
         except UnreadableRecord:
             report = None
-        return {"href": report_href(row.message_id), "key": row.message_id, "state": row.state,
-                "since": row.updated_at, "subject": (report.subject if report else None) or "(no record)"}
+        return {"href": report_href(message_id), "key": message_id, "state": row.state if row else "?",
+                "since": row.updated_at if row else "?", "waited": describe_wait(waited) if waited else None,
+                "subject": (report.subject if report else None) or "(no record)"}
 
     known = {host.name for host in hosts}
     lab = []
     for host in hosts:
-        mine = [row for row in waiting if row.host == host.name]
-        busy = host_busy(site.database, host.name) if site.database is not None else None
+        running = view.busy.get(host.name)
+        # no lock to try (no database file): a host no report runs on may be busy all the same
+        busy = True if running is not None else (None if site.database is None else False)
         lab.append({"name": host.name, "reach": host.reach, "cpu": host.cpu_model, "microarch": host.microarch,
                     "threads": host.threads, "sockets": host.sockets, "memory_gb": host.memory_gb,
                     "disk": host.disk, "labels": list(host.labels), "can_switch": host.can_switch_kernel,
-                    "busy": busy,
-                    "running": [item(row) for row in mine if row.state == TriageState.RUNNING],
-                    "queue": [item(row) for row in mine if row.state == TriageState.PLANNED]})
-    unplaced = [row for row in waiting if row.state == TriageState.NEW or (row.host or None) not in known]
-    return {"hosts": lab, "unplaced": [item(row) | {"host": row.host or None} for row in unplaced[:limit]],
+                    "busy": busy, "elsewhere": running == BUSY_ELSEWHERE,
+                    "running": [item(running)] if running else [],
+                    "next": [item(assigned.message_id, assigned.waited) | {"past_cap": assigned.past_cap}
+                             for assigned in view.schedule.assignments if assigned.host == host.name],
+                    "queue": [item(queued.message_id, queued.waited) | {"ahead": queued.ahead}
+                              for queued in view.schedule.queues.get(host.name, ())]})
+    placed = set(view.busy.values()) | {assigned.message_id for assigned in view.schedule.assignments} | {
+        queued.message_id for queue in view.schedule.queues.values() for queued in queue}
+    # new, planned for no host that can rerun it, or `running` on no busy host (cut short: the
+    # daemon plans it again)
+    unplaced = [row for row in rows.values() if row.message_id not in placed]
+    return {"hosts": lab, "max_wait": describe_wait(max_wait),
+            "unplaced": [item(row.message_id) | {"host": row.host if row.host and row.host not in known else None}
+                         for row in unplaced[:limit]],
             "unplaced_more": max(0, len(unplaced) - limit)}
