@@ -4,7 +4,8 @@
 
 Ingests the list-year into a fresh SQLite store (`triage ingest`), takes on every report of it
 (every kind the index lists: LKP, people's reports and bugs, syzbot; more than the daemon takes
-on, to load the index; a third left new, a third planned on a host, a third refused), serves
+on, to load the index; a third left new, a third planned on a host, a third refused), describes
+a lab of three hosts that can switch kernels (so /hosts computes the daemon's schedule), serves
 the pages with the real uvicorn on 127.0.0.1 and fetches each page over one keep-alive
 connection, the pages in turn, `--rounds` times. Baseline: `/style.css` from the same server
 (the HTTP stack with no store read and no template), fetched in the same rounds. Prints, per
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import shutil
 import statistics
 import subprocess
 import sys
@@ -47,10 +49,25 @@ def fill(database: Path, mbox: Path) -> list[str]:
         for number, message_id in enumerate(ids):
             store.start_triage(message_id, "#perf-triage")
             if number % 3 == 1:
-                store.set_triage(message_id, "planned", host="bench-host")
+                store.set_triage(message_id, "planned", host=BENCH_HOSTS[0])
             elif number % 3 == 2:
                 store.set_triage(message_id, "refused", note="bench: refused")
         return [listed.key for listed in store.list_records(kind=REPORT_KINDS)]
+
+
+BENCH_HOSTS = ("bench-host", "bench-host-2", "bench-host-3")
+
+
+def lab_rules(scratch: Path) -> Path:
+    """The project's rules with a lab of three hosts that can switch kernels (the pages run
+    nothing: the hooks are never called), so /hosts computes the daemon's whole schedule."""
+    rules = scratch / "rules"
+    shutil.copytree(PROJECT / "rules", rules)
+    (rules / "hosts.toml").write_text("".join(
+        f'[[host]]\nname = "{name}"\nreach = "local"\ncpu_model = "bench"\nthreads = 8\nsockets = 1\n'
+        f'memory_gb = 32\ndisk = "ssd"\nscratch_dir = "{scratch / name}"\nswitch_kernel = ["true", "{{commit}}"]\n'
+        f'running_kernel = ["true"]\n\n' for name in BENCH_HOSTS))
+    return rules
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
             with SqliteStore(database) as store:
                 yield store
 
-        site = Site(open_store, load_settings(PROJECT / "rules"), database)
+        site = Site(open_store, load_settings(lab_rules(Path(scratch))), database)
         server = WebServer(build_app(site), "127.0.0.1", 0).start()
         pages = {"baseline /style.css": ["/style.css"], "/ (every state)": ["/"],
                  "/?state=planned": ["/?state=planned"], "/?since=2024-06-01&kind=reports":

@@ -47,7 +47,7 @@ from triagebot.rules.settings import load_settings
 from triagebot.store.sqlite import SqliteStore
 from triagebot.web.app import build_app
 from triagebot.web.server import WebServer
-from triagebot.web.views import Site, _run_view, report_href
+from triagebot.web.views import Site, _run_view, hosts_view, report_href
 
 LAB_ID = "20240415071244.lab1@tberg-ws"
 SECOND_ID = "20240417080000.lab2@tberg-ws"
@@ -371,6 +371,9 @@ def test_the_hosts_page_shows_the_running_report_and_the_daemons_queue(lab_store
     try:
         with host_lock(database, "lab-local"):  # what the run holds on its host while it runs
             status, html = page(team.url + "/hosts")
+            with open_store() as store:  # a page shows the first `limit` of a queue, and counts them all
+                (shown,) = hosts_view(store, Site(open_store, settings, database), limit=0)["hosts"]
+            assert shown["queue"] == [] and shown["queue_total"] == 1 and shown["busy"] is True
         after = page(team.url + "/hosts")[1]
     finally:
         team.stop()

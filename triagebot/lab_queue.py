@@ -32,6 +32,8 @@ class LabView:
     schedule: Schedule
     now: datetime
     waiting_since: Mapping[str, datetime] = field(default_factory=dict)  # every waiting report
+    # the waiting reports' records as read for the schedule (None: unreadable), for a page to show
+    reports: Mapping[str, Report | None] = field(default_factory=dict)
 
     def waited(self, message_id: str) -> timedelta | None:
         since = self.waiting_since.get(message_id)
@@ -73,13 +75,19 @@ def newest_activity(store: Store, message_id: str, report: Report | None, taken_
     return newest
 
 
-def waiting_report(store: Store, row: TriageRow) -> Waiting:
-    """A planned report as the schedule weighs it (an unreadable record: no machine to compare)."""
-    taken_on = moment(row.created_at) or datetime.now(UTC)
+def _record(store: Store, message_id: str) -> Report | None:
     try:
-        report = store.get_record(row.message_id)
+        return store.get_record(message_id)
     except UnreadableRecord:
-        report = None
+        return None
+
+
+def waiting_report(store: Store, row: TriageRow, report: Report | None = None) -> Waiting:
+    """A planned report as the schedule weighs it, its record read unless given (an unreadable
+    record: no machine to compare)."""
+    taken_on = moment(row.created_at) or datetime.now(UTC)
+    if report is None:
+        report = _record(store, row.message_id)
     return Waiting(row.message_id, report.test_machine if report else None,
                    tuple(report.parameters) if report else (), newest_activity(store, row.message_id, report, taken_on),
                    taken_on)
@@ -107,10 +115,11 @@ def lab_view(store: Store, database: Path | None, hosts: tuple[Host, ...], max_w
              running: Mapping[str, str] | None = None) -> LabView:
     """The hosts' state and the schedule of every planned report, now."""
     rows = store.triage_in(TriageState.PLANNED)
-    waiting = [waiting_report(store, row) for row in rows]
+    reports = {row.message_id: _record(store, row.message_id) for row in rows}
+    waiting = [waiting_report(store, row, reports[row.message_id]) for row in rows]
     busy = busy_hosts(store, database, hosts, running)
     return LabView(hosts, busy, schedule(waiting, hosts, busy, now, max_wait), now,
-                   {item.message_id: item.waiting_since for item in waiting})
+                   {item.message_id: item.waiting_since for item in waiting}, reports)
 
 
 def preferred_host(hosts: tuple[Host, ...], report: Report) -> tuple[HostMatch | None, tuple[str, ...]]:

@@ -471,10 +471,10 @@ def plot_run(store: Store, site: Site, key: str) -> dict[str, Any] | None:
 
 def hosts_view(store: Store, site: Site, limit: int = DEFAULT_LIMIT, now: datetime | None = None) -> dict[str, Any]:
     """Each host busy (with the report it runs) or idle, the report that starts on it at the
-    daemon's next step and its queue, next first, with how long each has waited: the daemon's
-    own schedule (triagebot.lab_queue.lab_view, as `triage status` prints it) at `now`; then the
-    reports waiting for a host (the first `limit`): new ones, and planned ones no host of
-    hosts.toml can rerun."""
+    daemon's next step and its queue, next first (the first `limit`), with how long each has
+    waited: the daemon's own schedule (triagebot.lab_queue.lab_view, as `triage status` prints
+    it) at `now`; then the reports waiting for a host (the first `limit`): new ones, planned
+    ones no host of hosts.toml can rerun, and `running` ones no run holds a host for."""
     settings = site.settings
     hosts = settings.need_hosts() if settings is not None else ()
     max_wait = timedelta(minutes=settings.max_wait_minutes if settings is not None else DEFAULT_MAX_WAIT_MINUTES)
@@ -485,10 +485,13 @@ def hosts_view(store: Store, site: Site, limit: int = DEFAULT_LIMIT, now: dateti
 
     def item(message_id: str, waited: timedelta | None = None) -> dict[str, Any]:
         row = rows.get(message_id) or store.get_triage(message_id)
-        try:
-            report = store.get_record(message_id)
-        except UnreadableRecord:
-            report = None
+        if message_id in view.reports:  # read once for the schedule
+            report = view.reports[message_id]
+        else:
+            try:
+                report = store.get_record(message_id)
+            except UnreadableRecord:
+                report = None
         return {"href": report_href(message_id), "key": message_id, "state": row.state if row else "?",
                 "since": row.updated_at if row else "?", "waited": describe_wait(waited) if waited else None,
                 "subject": (report.subject if report else None) or "(no record)"}
@@ -507,7 +510,8 @@ def hosts_view(store: Store, site: Site, limit: int = DEFAULT_LIMIT, now: dateti
                     "next": [item(assigned.message_id, assigned.waited) | {"past_cap": assigned.past_cap}
                              for assigned in view.schedule.assignments if assigned.host == host.name],
                     "queue": [item(queued.message_id, queued.waited) | {"ahead": queued.ahead}
-                              for queued in view.schedule.queues.get(host.name, ())]})
+                              for queued in view.schedule.queues.get(host.name, ())[:limit]],
+                    "queue_total": len(view.schedule.queues.get(host.name, ()))})
     placed = set(view.busy.values()) | {assigned.message_id for assigned in view.schedule.assignments} | {
         queued.message_id for queue in view.schedule.queues.values() for queued in queue}
     # new, planned for no host that can rerun it, or `running` on no busy host (cut short: the
