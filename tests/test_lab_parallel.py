@@ -5,19 +5,22 @@ hooks and its own "running kernel" and sysbench shim (tests/support/lab.py). `tr
 --once` reads six reports from a real public-inbox server (copies of the lab's report, each
 bisected to its own slow commit, so six regressions and not one "also seen" six times), takes
 them on and runs them through its in-process dispatcher; meanwhile `triage status` shows every
-host busy with its report and the other three queued. That all three hosts ran at once is read
-from the stored sample times: some run on each host started before any of the three ended. The
-lab's hosts switch kernels in step at first (lab.write_together), so runs started together
+host busy with its report and the other three queued, and /metrics and the daemon's /hosts page
+show every host busy with one of the reports. That all three hosts ran at once is read from the
+stored sample times: some run on each host started before any of the three ended. The lab's
+hosts switch kernels in step at first (lab.write_together), so runs started together
 overlap whatever the machine's load; runs taken one at a time could not (see lab.py).
 """
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import urllib.request
 from datetime import datetime
 from itertools import product
 from pathlib import Path
@@ -25,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT
-from tests.support.daemon_run import start_daemon, stop_daemon, wait_for
+from tests.support.daemon_run import free_port, start_daemon, stop_daemon, wait_for
 from tests.support.lab import HOOK, lab_path, report_copies, write_lab_rules, write_shim, write_together
 from tests.support.public_inbox import require_public_inbox, start_public_inbox
 from tests.support.sshd import TestSshd, find_sshd
@@ -76,6 +79,27 @@ def all_busy(database: Path, rules: Path, env: dict[str, str]) -> dict | None:
     return status if all(host["busy"] and host["running"] for host in status["hosts"]) else None
 
 
+def fetch_text(url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            return answer.read().decode()
+    except OSError:
+        return None
+
+
+def every_host_busy_in_metrics(port: int) -> str | None:
+    """The daemon's /metrics once it shows every host busy, else None."""
+    text = fetch_text(f"http://127.0.0.1:{port}/metrics")
+    busy = re.findall(r'^triage_host_busy\{host="[^"]+"\} 1\.0$', text or "", re.MULTILINE)
+    return text if len(busy) == 3 else None
+
+
+def every_host_busy_on_the_page(port: int) -> str | None:
+    """The daemon's /hosts page once it shows every host busy, else None."""
+    html = fetch_text(f"http://127.0.0.1:{port}/hosts")
+    return html if html and html.count('<span class="busy yes">busy</span>') == 3 else None
+
+
 def interval(run: dict) -> tuple[datetime, datetime]:
     samples = run["samples"]
     return datetime.fromisoformat(samples[0]["started_at"]), datetime.fromisoformat(samples[-1]["finished_at"])
@@ -119,7 +143,8 @@ url = "{inbox.list_url}"
 poll_minutes = 1
 ''')
         log = tmp_path / "daemon.log"
-        daemon = start_daemon(database, rules, env, log, "--once", "--budget", "6", "--health-port", "off")
+        port = free_port()
+        daemon = start_daemon(database, rules, env, log, "--once", "--budget", "6", "--health-port", str(port))
         closing.append(lambda: stop_daemon(daemon, signal.SIGKILL))
         # what the team sees meanwhile: every host busy with a report, the other three queued
         during = wait_for(lambda: all_busy(database, rules, env), 600, "all three hosts busy", daemon, log)
@@ -131,6 +156,16 @@ poll_minutes = 1
         text = triage("status", "--db", str(database), "--rules", str(rules), env=env).stdout
         assert all(f"running <{message_id}>" in text for message_id in running), text
         assert all(f". <{message_id}> waiting " in text for message_id in queued), text
+        # the same in /metrics and on the daemon's /hosts page: each host busy with one of the reports
+        scraped = wait_for(lambda: every_host_busy_in_metrics(port), 600, "/metrics: all three hosts busy", daemon, log)
+        assert isinstance(scraped, str)
+        shown_running = re.findall(r'triage_host_running\{host="[^"]+",message_id="([^"]+)"\} 1\.0', scraped)
+        assert len(set(shown_running)) == 3 and set(shown_running) <= set(ids), scraped
+        hosts_page = wait_for(lambda: every_host_busy_on_the_page(port), 600, "/hosts: all three busy", daemon, log)
+        assert isinstance(hosts_page, str)
+        for name in ("lab-local", "lab-ssh-1", "lab-ssh-2"):
+            section = hosts_page[hosts_page.index(f"<h2>{name}"):].split("</section>", 1)[0]
+            assert re.search(r'<p>running: <a href="/r/([^"]+)">', section).group(1) in ids, section
         assert daemon.wait(timeout=1500) == 0, log.read_text()[-3000:]
         status = triage("status", "--db", str(database), "--rules", str(rules), "--json", env=env)
     finally:
