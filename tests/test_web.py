@@ -350,7 +350,8 @@ def test_the_hosts_page_shows_the_running_report_and_the_daemons_queue(lab_store
     third = tmp_path / "third.eml"  # a third lab report, of a third culprit, newer than the second
     third.write_bytes(second_report().replace(f"<{SECOND_ID}>".encode(), f"<{THIRD_ID}>".encode()).replace(
         b"Date: Wed, 17 Apr 2024 10:00:00", b"Date: Thu, 18 Apr 2024 10:00:00").replace(
-        SECOND_CULPRIT, b'7ab1e5c0ffee ("sched: charge the wakeup to the waker")'))
+        SECOND_CULPRIT, b'7ab1e5c0ffee ("sched: charge the wakeup to the waker")').replace(
+        b"Subject: [REGRESSION] again:", b"Subject: [REGRESSION] a third time:"))
     assert triage("ingest", "--db", str(database), str(third)).returncode == 0
     settings = load_settings(lab_store["rules"])
     dispatcher = HandedOver()
@@ -380,7 +381,7 @@ def test_the_hosts_page_shows_the_running_report_and_the_daemons_queue(lab_store
     assert status == 200
     host = html[html.index("<h2>lab-local"):]
     assert '<span class="busy yes">busy</span>' in host
-    assert f'<p>running: <a href="/r/{THIRD_ID}">' in host
+    assert f'<p>running: <a href="/r/{THIRD_ID}">[REGRESSION] a third time: sysbench cpu' in host
     assert "Queue (1, next first):" in host
     assert re.search(rf'<li><a href="/r/{re.escape(SECOND_ID)}">\[REGRESSION\] again: sysbench cpu[^<]*</a> '
                      r'<span class="since">behind 1, waiting \d+ (s|min|h)', host), host
