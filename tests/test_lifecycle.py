@@ -286,7 +286,7 @@ def test_a_daemon_pass_follows_what_its_poll_stored(store: SqliteStore, tmp_path
     monkeypatch.setattr(daemon, "build_source", lambda url, policy, **_: FileSource(mbox))
     for name in ("admit", "plan_new", "run_planned"):  # the lab's steps are not this test's
         monkeypatch.setattr(flow_module, name, lambda *args, **kwargs: [])
-    settings = SimpleNamespace(http=None, bounds=PollBounds(),
+    settings = SimpleNamespace(http=None, bounds=PollBounds(), trees=(),
                                sources=[SimpleNamespace(url="https://lists.example/lkml/", poll_minutes=1)])
     daemon.run_pass(settings, store, daemon.DaemonState(), SimpleNamespace(deliver=lambda: None), DaemonMetrics(),
                     admit_days=14)

@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ from triagebot.health import DaemonMetrics, HealthServer
 from triagebot.ingest.protocol import SourceError
 from triagebot.ingest.runner import DAY_BOUND_MARK, LAST_POLL_KEY, IngestResult, PollFailed, describe_error, ingest_once
 from triagebot.ingest.sources import build_source
-from triagebot.lifecycle import follow
+from triagebot.lifecycle import follow, watch
 from triagebot.logs import event
 from triagebot.notify import outbox
 from triagebot.notify.slack import NotifyError, SlackNotifier
@@ -345,11 +346,14 @@ def drain(store, lab: flow.DaemonContext, dispatcher: Dispatcher, metrics: Daemo
 
 def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonContext, metrics: DaemonMetrics, *,
              admit_days: float, dispatcher: Dispatcher | None = None,
-             stale_days: float = follow.DEFAULT_STALE_DAYS) -> None:
-    """One pass: deliver, poll, admit, digest, plan, run, deliver. A step that raises is logged and skipped.
+             stale_days: float = follow.DEFAULT_STALE_DAYS,
+             clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+    """One pass: deliver, poll, follow, trees, admit, digest, plan, run, deliver. A step that
+    raises is logged and skipped.
 
     Runs are handed to `dispatcher` (they go on after the pass); without one they are run here,
-    one at a time (flow.run_planned)."""
+    one at a time (flow.run_planned). `clock` is the wall clock the lifecycle reads (stale
+    reports, when a watched tree is due)."""
     def step(name: str, action: Callable[[], object]) -> None:
         _step(metrics, name, action)
 
@@ -369,7 +373,10 @@ def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonCont
     step("poll", lambda: new_ids.extend(poll_due_sources(settings, store, state, metrics)))
     # after the verdict: what the new mail says of the reports taken on (fixed, reverted, ...)
     step("follow", lambda: (follow.observe(store, new_ids), follow.join_reports(store, new_ids),
-                            follow.mark_stale(store, days=stale_days)))
+                            follow.mark_stale(store, now=clock(), days=stale_days)))
+    # the git trees rules/trees.toml names: a fix or a revert landing (each tree bounded, its failure its own)
+    if not state.stop and settings.trees:
+        step("trees", lambda: watch.watch_trees(store, settings.trees, lab.database.parent, clock()))
     if not state.stop:
         step("admit", admit)
         step("digest", lambda: flow.post_digests(store, lab) and lab.deliver())

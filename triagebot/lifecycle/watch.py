@@ -1,0 +1,122 @@
+"""Lifecycle stage: the git trees rules/trees.toml names — fetched on their interval, their new
+commits read (oldest first, `commits_per_pass` a pass) for a fix or a revert of a report's culprit
+(detect.commit_move). A move is stored like a mail's (follow.record_move: once, with the Slack
+parent edited), its cause the commit: `commit:TREE:SHA`.
+
+Where each tree is, is kept in the store's cursors (`tree:NAME`, JSON): when it was last
+fetched, how far the walk in progress has read, the last outcome. A tree that fails (the fetch
+refused, a timeout, a broken mirror) is logged and its failure kept there; the other trees, and
+the rest of the daemon's pass, go on.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from triagebot.lifecycle.detect import commit_cause, commit_move
+from triagebot.lifecycle.follow import record_move, targets
+from triagebot.lifecycle.git_tree import GitTree
+from triagebot.lifecycle.tree_protocol import TreeError, TreeReader
+from triagebot.logs import event
+from triagebot.rules.trees import WatchedTree
+from triagebot.store.lifecycle_protocol import LifecycleMove
+from triagebot.store.protocol import Store, utc_text
+
+log = logging.getLogger("triagebot.lifecycle")
+
+CURSOR_PREFIX = "tree:"
+
+
+@dataclass(frozen=True)
+class TreePass:
+    """One tree's share of a pass: what it read and moved, or why it failed."""
+
+    tree: str
+    fetched: bool = False
+    read: int = 0  # commits read
+    moves: tuple[LifecycleMove, ...] = ()
+    error: str | None = None
+
+
+def tree_state(store: Store, tree: str) -> dict:
+    """The tree's cursor: fetched_at, walked, outcome, error, … ({} before its first pass)."""
+    raw = store.get_cursor(CURSOR_PREFIX + tree)
+    try:
+        value = json.loads(raw) if raw else {}
+    except ValueError:
+        value = {}
+    return value if isinstance(value, dict) else {}
+
+
+def _due(state: dict, tree: WatchedTree, now: datetime) -> bool:
+    fetched = state.get("fetched_at")
+    if not isinstance(fetched, str):
+        return True
+    try:
+        last = datetime.fromisoformat(fetched)
+    except ValueError:
+        return True
+    return now - last >= timedelta(minutes=tree.bounds.every_minutes)
+
+
+def watch_tree(store: Store, tree: WatchedTree, reader: TreeReader, now: datetime) -> TreePass:
+    """Fetch the tree if due, then read up to `commits_per_pass` of its new commits."""
+    state = tree_state(store, tree.name)
+    fetched = False
+    try:
+        if _due(state, tree, now):
+            state["fetched_at"] = utc_text(now)  # tried: a failing tree waits its interval too
+            reader.fetch(now - timedelta(days=tree.bounds.first_days))
+            fetched = True
+            if not reader.walking() and reader.start_walk():
+                state["walked"] = 0
+        if not reader.walking():
+            state.update(outcome="ok", error=None)
+            return TreePass(tree.name, fetched)
+        walked = int(state.get("walked") or 0)
+        commits = reader.commits(walked, tree.bounds.commits_per_pass)
+        moves = _moves(store, tree, commits)
+        state["walked"] = walked + len(commits)
+        if commits:
+            state["last_commit"] = commits[-1].sha
+        if len(commits) < tree.bounds.commits_per_pass:
+            reader.finish_walk()
+            state["walked"] = 0
+        state.update(outcome="ok", error=None)
+        return TreePass(tree.name, fetched, len(commits), tuple(moves))
+    except (TreeError, OSError) as error:
+        message = str(error) if isinstance(error, TreeError) else f"tree {tree.name}: {error}"
+        state.update(outcome="error", error=message)
+        event(log, logging.WARNING, "tree failed: the other trees go on", event="tree.failed", tree=tree.name,
+              url=tree.url, error=message)
+        return TreePass(tree.name, fetched, error=message)
+    finally:
+        store.set_cursor(CURSOR_PREFIX + tree.name, json.dumps(state, sort_keys=True))
+
+
+def _moves(store: Store, tree: WatchedTree, commits: Sequence) -> list[LifecycleMove]:
+    followed = targets(store)
+    made = []
+    for commit in commits:
+        for row, target in followed:
+            move = commit_move(commit.message, target)
+            if move is None:
+                continue
+            move = replace(move, note=f"{move.note} (commit {commit.sha[:12]} in {tree.name})")
+            stored = record_move(store, row, move, commit_cause(tree.name, commit.sha))
+            if stored is not None:
+                made.append(stored)
+    if commits:
+        event(log, logging.INFO, "tree read", event="tree.read", tree=tree.name, commits=len(commits),
+              moves=len(made), last=commits[-1].sha)
+    return made
+
+
+def watch_trees(store: Store, trees: Sequence[WatchedTree], state_dir: Path, now: datetime,
+                reader_for: Callable[[WatchedTree, Path], TreeReader] = GitTree) -> list[TreePass]:
+    """Each tree's share of a pass, one after the other; one tree's failure is its own."""
+    return [watch_tree(store, tree, reader_for(tree, state_dir), now) for tree in trees]
