@@ -12,6 +12,7 @@ file, the line and the entry, before any work starts. A file that is absent gets
 sources.toml none (no sources, the default HTTP manners); routing.toml and metric_floors.toml
 the packaged ones, else the built-in default channel and floor; hosts.toml and reproducers/
 nothing, which is an error only for a step that needs them (`need_hosts`, `need_templates`).
+trees.toml absent: no git tree is watched.
 """
 from __future__ import annotations
 
