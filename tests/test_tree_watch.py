@@ -260,3 +260,19 @@ def test_the_rules_file_bounds_and_their_defaults() -> None:
 ])
 def test_parse_commit_object(data: bytes, message: str) -> None:
     assert parse_commit_object(data) == message
+
+
+def test_no_hook_runs_in_the_mirror(served, store: SqliteStore, tmp_path: Path) -> None:
+    tree, url = served
+    watched = tree_of(url)
+    reader = GitTree(watched, state_dir(store))
+    reader.fetch(NOW - timedelta(days=30))
+    # a hook planted in the mirror (the refs move on every fetch): git is told to run none
+    planted = tmp_path / "hook-ran"
+    hook = reader.mirror / "hooks" / "reference-transaction"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(f"#!/bin/sh\ntouch {planted}\n")
+    hook.chmod(0o755)
+    tree.commit(FIX, when=LANDED)
+    reader.fetch(NOW - timedelta(days=30))
+    assert reader.start_walk() and not planted.exists()
