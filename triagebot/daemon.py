@@ -1,7 +1,8 @@
 """The scheduled loop: poll each source on its interval, then triage what arrived, and tell the team.
 
 Each pass: deliver what the outbox holds (after a crash: the posts in doubt are looked up on
-Slack first), poll the sources that are due (rules/sources.toml), take on new reports, plan
+Slack first), poll the sources that are due (rules/sources.toml), follow the reports taken on
+(the new mail, stale ones, the git trees of rules/trees.toml: lifecycle/), take on new reports, plan
 them, hand the planned ones the schedule picks to free lab hosts, deliver again. Every stage is
 a step over stored state (flow.py), so a restart resumes where the last process stopped.
 
