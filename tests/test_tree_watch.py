@@ -276,3 +276,12 @@ def test_no_hook_runs_in_the_mirror(served, store: SqliteStore, tmp_path: Path) 
     tree.commit(FIX, when=LANDED)
     reader.fetch(NOW - timedelta(days=30))
     assert reader.start_walk() and not planted.exists()
+
+
+def test_a_mirror_that_cannot_be_made_is_that_tree_s_failure(served, store: SqliteStore, tmp_path: Path) -> None:
+    _tree, url = served
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the state folder would be\n")
+    [result] = watch.watch_trees(store, [tree_of(url)], blocked, NOW)
+    assert result.error is not None and result.error.startswith("tree mainline: ")
+    assert watch.tree_state(store, "mainline")["outcome"] == "error"

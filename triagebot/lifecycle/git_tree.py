@@ -113,8 +113,7 @@ class GitTree:
     def fetch(self, since: datetime) -> None:
         if not (self.mirror / "HEAD").is_file():
             self.mirror.parent.mkdir(parents=True, exist_ok=True)
-            subprocess.run(["git", "init", "--bare", "--quiet", "--template=", str(self.mirror)], env=self._env,
-                           check=True, capture_output=True, timeout=self._timeout)
+            self._run("init", "--bare", "--quiet", "--template=")
         refspec = f"+refs/heads/{self.tree.branch}:{TIP}"
         fetch = ("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-gc", "--no-auto-maintenance",
                  "--no-recurse-submodules")

@@ -88,11 +88,12 @@ def watch_tree(store: Store, tree: WatchedTree, reader: TreeReader, now: datetim
             state["walked"] = 0
         state.update(outcome="ok", error=None)
         return TreePass(tree.name, fetched, len(commits), tuple(moves))
-    except (TreeError, OSError) as error:
+    except Exception as error:  # noqa: BLE001 - one tree's failure, of any kind, is its own
+        expected = isinstance(error, (TreeError, OSError))  # else a bug: its traceback is logged
         message = str(error) if isinstance(error, TreeError) else f"tree {tree.name}: {error}"
         state.update(outcome="error", error=message)
-        event(log, logging.WARNING, "tree failed: the other trees go on", event="tree.failed", tree=tree.name,
-              url=tree.url, error=message)
+        event(log, logging.WARNING if expected else logging.ERROR, "tree failed: the other trees go on",
+              event="tree.failed", tree=tree.name, url=tree.url, error=message, exc_info=not expected)
         return TreePass(tree.name, fetched, error=message)
     finally:
         store.set_cursor(CURSOR_PREFIX + tree.name, json.dumps(state, sort_keys=True))
