@@ -285,3 +285,22 @@ def test_a_mirror_that_cannot_be_made_is_that_tree_s_failure(served, store: Sqli
     [result] = watch.watch_trees(store, [tree_of(url)], blocked, NOW)
     assert result.error is not None and result.error.startswith("tree mainline: ")
     assert watch.tree_state(store, "mainline")["outcome"] == "error"
+
+
+def test_the_web_page_names_the_commit(served, store: SqliteStore) -> None:
+    import urllib.request
+
+    from triagebot.web.app import build_app
+    from triagebot.web.server import WebServer
+    from triagebot.web.views import Site, report_href
+
+    tree, url = served
+    [fix] = tree.commit(FIX, when=LANDED)
+    watch.watch_trees(store, [tree_of(url)], state_dir(store), NOW)
+    server = WebServer(build_app(Site(lambda: SqliteStore(store.path))), "127.0.0.1", 0).start()
+    try:
+        with urllib.request.urlopen(server.url.rstrip("/") + report_href(REPORT), timeout=30) as answer:
+            html = answer.read().decode()
+    finally:
+        server.stop()
+    assert f"commit {fix} in mainline" in html and "&lt;commit:" not in html
