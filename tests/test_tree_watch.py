@@ -304,3 +304,29 @@ def test_the_web_page_names_the_commit(served, store: SqliteStore) -> None:
     finally:
         server.stop()
     assert f"commit {fix} in mainline" in html and "&lt;commit:" not in html
+
+
+def test_fetches_in_the_background_a_hanging_tree_holds_up_nothing_else(served, store: SqliteStore) -> None:
+    tree, url = served
+    [fix] = tree.commit(FIX, when=LANDED)
+    fetches = watch.TreeFetches()
+    with silent_server() as silent:
+        hanging = tree_of(silent + "linux.git", name="hangs", fetch_seconds=3600)
+        trees = [hanging, tree_of(url)]
+        try:
+            # the pass starts both fetches and returns: nothing is read yet
+            first = watch.watch_trees(store, trees, state_dir(store), NOW, fetches=fetches)
+            assert [(item.fetched, item.read, item.error) for item in first] == [(False, 0, None), (False, 0, None)]
+            assert fetches.running("hangs")
+            fetches.wait("mainline")
+            # the next pass reads what the finished fetch brought; the hanging one is still at it
+            second = watch.watch_trees(store, trees, state_dir(store), NOW + timedelta(seconds=1), fetches=fetches)
+            assert [(move.state, move.cause_id) for move in second[1].moves] == [
+                ("fixed", f"commit:mainline:{fix}")]
+            assert (second[0].fetched, second[0].error) == (False, None) and fetches.running("hangs")
+        finally:
+            fetches.close()  # kills the hanging git
+    assert not fetches.running("hangs")
+    # what the stopped fetch left is reported at the next look
+    [stopped] = watch.watch_trees(store, [hanging], state_dir(store), NOW + timedelta(seconds=2), fetches=fetches)
+    assert stopped.error == "tree hangs: stopped (the daemon is stopping)"

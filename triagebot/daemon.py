@@ -274,11 +274,13 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
             worker_lab = dataclasses.replace(lab, deliver=dispatcher.wake)
             event(log, logging.INFO, "daemon started", event="daemon.started", db=str(database),
                   rules=str(settings.rules_dir), sources=[source.url for source in settings.sources])
+            # the trees' fetches beside the loop (with --once, in the pass: its one pass reads them)
+            tree_fetches = watch.TreeFetches() if settings.trees and not options.once else None
             try:
                 while not state.stop:
                     metrics.beat()
                     run_pass(settings, store, state, lab, metrics, admit_days=options.admit_days,
-                             dispatcher=dispatcher, stale_days=options.stale_days)
+                             dispatcher=dispatcher, stale_days=options.stale_days, tree_fetches=tree_fetches)
                     if options.once:
                         drain(store, lab, dispatcher, metrics, state)
                         break
@@ -288,6 +290,8 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
                             after_runs(store, lab, dispatcher, metrics, state)
                         metrics.beat()
             finally:
+                if tree_fetches is not None:
+                    tree_fetches.close()  # a fetch in flight is killed; the next start fetches again
                 dispatcher.join()  # a stop reaches each run after its sample in progress
                 after_runs(store, lab, dispatcher, metrics, state)
     finally:
@@ -348,13 +352,15 @@ def drain(store, lab: flow.DaemonContext, dispatcher: Dispatcher, metrics: Daemo
 def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonContext, metrics: DaemonMetrics, *,
              admit_days: float, dispatcher: Dispatcher | None = None,
              stale_days: float = follow.DEFAULT_STALE_DAYS,
-             clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+             clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+             tree_fetches: watch.TreeFetches | None = None) -> None:
     """One pass: deliver, poll, follow, trees, admit, digest, plan, run, deliver. A step that
     raises is logged and skipped.
 
     Runs are handed to `dispatcher` (they go on after the pass); without one they are run here,
     one at a time (flow.run_planned). `clock` is the wall clock the lifecycle reads (stale
-    reports, when a watched tree is due)."""
+    reports, when a watched tree is due). With `tree_fetches` the watched trees are fetched in
+    the background, their commits read at the pass after; without, fetched in the pass."""
     def step(name: str, action: Callable[[], object]) -> None:
         _step(metrics, name, action)
 
@@ -377,7 +383,8 @@ def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonCont
                             follow.mark_stale(store, now=clock(), days=stale_days)))
     # the git trees rules/trees.toml names: a fix or a revert landing (each tree bounded, its failure its own)
     if not state.stop and settings.trees:
-        step("trees", lambda: watch.watch_trees(store, settings.trees, lab.database.parent, clock()))
+        step("trees", lambda: watch.watch_trees(store, settings.trees, lab.database.parent, clock(),
+                                                fetches=tree_fetches))
     if not state.stop:
         step("admit", admit)
         step("digest", lambda: flow.post_digests(store, lab) and lab.deliver())

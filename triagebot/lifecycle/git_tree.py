@@ -63,6 +63,8 @@ class GitTree:
         self.mirror = state_dir / "trees" / f"{tree.name}.git"
         self._env = git_environment(self.mirror.parent)
         self._timeout = tree.bounds.fetch_seconds
+        self._current: subprocess.Popen | None = None
+        self._stopped = False
 
     # the git runs
     def _argv(self, *args: str) -> list[str]:
@@ -72,8 +74,11 @@ class GitTree:
     @contextmanager
     def _process(self, argv: list[str], *, stdin: int | None = subprocess.DEVNULL) -> Iterator[subprocess.Popen]:
         """A git process in its own group, killed (group and all) at the tree's timeout or on leaving."""
+        if self._stopped:
+            raise TreeError(f"tree {self.tree.name}: stopped (the daemon is stopping)")
         process = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    env=self._env, start_new_session=True)
+        self._current = process
         expired = threading.Event()
 
         def kill() -> None:
@@ -81,6 +86,7 @@ class GitTree:
             _kill_group(process)
 
         timer = threading.Timer(self._timeout, kill)
+        timer.daemon = True  # a timer never keeps the process alive
         timer.start()
         try:
             yield process
@@ -92,6 +98,9 @@ class GitTree:
                 if stream is not None:
                     stream.close()
             process.wait()
+            self._current = None
+            if self._stopped:
+                raise TreeError(f"tree {self.tree.name}: stopped (the daemon is stopping)")
             if expired.is_set():
                 raise TreeError(f"tree {self.tree.name}: git {argv[len(_CONFIG) * 2 + 3]} stopped after "
                                 f"{self._timeout:g} s (fetch_seconds in rules/trees.toml)")
@@ -110,6 +119,12 @@ class GitTree:
         return self._run("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)[0] == 0
 
     # TreeReader
+    def stop(self) -> None:
+        self._stopped = True
+        process = self._current
+        if process is not None and process.poll() is None:
+            _kill_group(process)
+
     def fetch(self, since: datetime) -> None:
         if not (self.mirror / "HEAD").is_file():
             self.mirror.parent.mkdir(parents=True, exist_ok=True)

@@ -41,3 +41,7 @@ class TreeReader(Protocol):
     def finish_walk(self) -> None:
         """The walk is done: its tip is the last walked."""
         ...
+
+    def stop(self) -> None:
+        """Kill the git at work for this reader, if any (the daemon is stopping)."""
+        ...

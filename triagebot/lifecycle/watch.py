@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Sequence
+from concurrent import futures
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -63,17 +65,77 @@ def _due(state: dict, tree: WatchedTree, now: datetime) -> bool:
     return now - last >= timedelta(minutes=tree.bounds.every_minutes)
 
 
-def watch_tree(store: Store, tree: WatchedTree, reader: TreeReader, now: datetime) -> TreePass:
-    """Fetch the tree if due, then read up to `commits_per_pass` of its new commits."""
+class TreeFetches:
+    """The trees' fetches, each in a thread beside the daemon's loop, so a slow or hanging server
+    holds nothing but its own tree (at most its fetch_seconds). The threads run git only; the
+    store, the walk and the moves stay the loop's."""
+
+    def __init__(self, reader_for: Callable[[WatchedTree, Path], TreeReader] = GitTree, workers: int = 2) -> None:
+        self._reader_for = reader_for
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tree-fetch")
+        self._running: dict[str, tuple[TreeReader, Future[None]]] = {}
+
+    def start(self, tree: WatchedTree, state_dir: Path, since: datetime) -> None:
+        reader = self._reader_for(tree, state_dir)
+        self._running[tree.name] = (reader, self._pool.submit(reader.fetch, since))
+
+    def running(self, name: str) -> bool:
+        item = self._running.get(name)
+        return item is not None and not item[1].done()
+
+    def finished(self, name: str) -> Future[None] | None:
+        """The tree's fetch that ended since the last look (its result() raises its error), once."""
+        item = self._running.get(name)
+        if item is None or not item[1].done():
+            return None
+        del self._running[name]
+        return item[1]
+
+    def wait(self, name: str) -> None:
+        """Until the tree's fetch in flight ends (for `--once` and tests)."""
+        item = self._running.get(name)
+        if item is not None:
+            futures.wait([item[1]])
+
+    def close(self) -> None:
+        """Stop the fetches in flight (their git killed) and the threads."""
+        for reader, _future in self._running.values():
+            reader.stop()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _fetch(tree: WatchedTree, reader: TreeReader, state: dict, now: datetime, state_dir: Path,
+           fetches: TreeFetches | None) -> bool:
+    """Fetch the tree if due — here, or in the background with `fetches`; start a walk of what a
+    fetch brought. Whether a fetch ended in this pass (raises what a failed fetch raised)."""
+    since = now - timedelta(days=tree.bounds.first_days)
+    fetched = False
+    if fetches is None:
+        if _due(state, tree, now):
+            state["fetched_at"] = utc_text(now)  # tried: a failing tree waits its interval too
+            reader.fetch(since)
+            fetched = True
+    else:
+        done = fetches.finished(tree.name)
+        if done is not None:
+            done.result()
+            fetched = True
+        elif _due(state, tree, now) and not fetches.running(tree.name):
+            state["fetched_at"] = utc_text(now)
+            fetches.start(tree, state_dir, since)
+    if fetched and not reader.walking() and reader.start_walk():
+        state["walked"] = 0
+    return fetched
+
+
+def watch_tree(store: Store, tree: WatchedTree, reader: TreeReader, now: datetime, *, state_dir: Path | None = None,
+               fetches: TreeFetches | None = None) -> TreePass:
+    """Fetch the tree if due (in the background with `fetches`: its commits are read at the
+    pass after it ends), then read up to `commits_per_pass` of its new commits."""
     state = tree_state(store, tree.name)
     fetched = False
     try:
-        if _due(state, tree, now):
-            state["fetched_at"] = utc_text(now)  # tried: a failing tree waits its interval too
-            reader.fetch(now - timedelta(days=tree.bounds.first_days))
-            fetched = True
-            if not reader.walking() and reader.start_walk():
-                state["walked"] = 0
+        fetched = _fetch(tree, reader, state, now, state_dir or Path("."), fetches)
         if not reader.walking():
             state.update(outcome="ok", error=None)
             return TreePass(tree.name, fetched)
@@ -118,6 +180,9 @@ def _moves(store: Store, tree: WatchedTree, commits: Sequence) -> list[Lifecycle
 
 
 def watch_trees(store: Store, trees: Sequence[WatchedTree], state_dir: Path, now: datetime,
-                reader_for: Callable[[WatchedTree, Path], TreeReader] = GitTree) -> list[TreePass]:
-    """Each tree's share of a pass, one after the other; one tree's failure is its own."""
-    return [watch_tree(store, tree, reader_for(tree, state_dir), now) for tree in trees]
+                reader_for: Callable[[WatchedTree, Path], TreeReader] = GitTree,
+                fetches: TreeFetches | None = None) -> list[TreePass]:
+    """Each tree's share of a pass, one after the other; one tree's failure is its own. Without
+    `fetches` each due tree is fetched here, in turn; with them, in the background."""
+    return [watch_tree(store, tree, reader_for(tree, state_dir), now, state_dir=state_dir, fetches=fetches)
+            for tree in trees]
