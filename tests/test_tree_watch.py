@@ -330,3 +330,31 @@ def test_fetches_in_the_background_a_hanging_tree_holds_up_nothing_else(served, 
     # what the stopped fetch left is reported at the next look
     [stopped] = watch.watch_trees(store, [hanging], state_dir(store), NOW + timedelta(seconds=2), fetches=fetches)
     assert stopped.error == "tree hangs: stopped (the daemon is stopping)"
+
+
+def test_triage_daemon_once_reads_trees_toml_and_moves_the_report(served, tmp_path: Path) -> None:
+    from tests.support.daemon_run import daemon_env
+    from tests.support.public_inbox import make_message, start_public_inbox
+
+    tree, url = served
+    [fix] = tree.commit(FIX, when=datetime.now(UTC) - timedelta(days=1))
+    database = tmp_path / "daemon" / "triage.db"
+    with SqliteStore(database) as store:
+        store_mail(store, "lkp-first-linux-next")
+        take_on(store)
+    chatter = make_message("Re: [PATCH] ext4: tidy a helper", "Looks good.\n", msgid="chatter@example.org")
+    with start_public_inbox(tmp_path / "lore", "linux-kernel", [chatter]) as server:
+        rules = tmp_path / "rules"
+        rules.mkdir()
+        (rules / "sources.toml").write_text(f'[[lore]]\nurl = "{server.list_url}"\npoll_minutes = 1\n')
+        (rules / "routing.toml").write_text('default_channel = "#perf-triage"\n')
+        (rules / "trees.toml").write_text(f'[[tree]]\nname = "mainline"\nurl = "{url}"\nbranch = "master"\n')
+        done = subprocess.run([sys.executable, "-m", "triagebot.cli", "daemon", "--once", "--db", str(database),
+                               "--rules", str(rules), "--health-port", "off"], capture_output=True, text=True,
+                              timeout=600, stdin=subprocess.DEVNULL, env=daemon_env(tmp_path, None), cwd=PROJECT)
+    assert done.returncode == 0, done.stderr
+    assert '"event": "tree.read"' in done.stderr or "tree read" in done.stderr
+    shown = subprocess.run([sys.executable, "-m", "triagebot.cli", "show", REPORT, "--db", str(database)],
+                           capture_output=True, text=True, cwd=PROJECT, check=True).stdout
+    assert "  after:    fixed" in shown and f"commit {fix} in mainline" in shown
+    assert (database.parent / "trees" / "mainline.git").is_dir()

@@ -3,6 +3,9 @@ commits read (oldest first, `commits_per_pass` a pass) for a fix or a revert of 
 (detect.commit_move). A move is stored like a mail's (follow.record_move: once, with the Slack
 parent edited), its cause the commit: `commit:TREE:SHA`.
 
+The daemon fetches in the background (TreeFetches: threads that run git only); the commits a
+fetch brought are read, and the moves stored, in the loop at the pass after it ended.
+
 Where each tree is, is kept in the store's cursors (`tree:NAME`, JSON): when it was last
 fetched, how far the walk in progress has read, the last outcome. A tree that fails (the fetch
 refused, a timeout, a broken mirror) is logged and its failure kept there; the other trees, and
