@@ -6,7 +6,7 @@ parent edited), its cause the commit: `commit:TREE:SHA`.
 The daemon fetches in the background (TreeFetches: threads that run git only); the commits a
 fetch brought are read, and the moves stored, in the loop at the pass after it ended.
 
-Where each tree is, is kept in the store's cursors (`tree:NAME`, JSON): when it was last
+Where each tree is, is kept in the store's cursors (`daemon:tree:NAME`, JSON): when it was last
 fetched, how far the walk in progress has read, the last outcome. A tree that fails (the fetch
 refused, a timeout, a broken mirror) is logged and its failure kept there; the other trees, and
 the rest of the daemon's pass, go on.
@@ -33,7 +33,7 @@ from triagebot.store.protocol import Store, utc_text
 
 log = logging.getLogger("triagebot.lifecycle")
 
-CURSOR_PREFIX = "tree:"
+CURSOR_PREFIX = "daemon:tree:"  # beside daemon:last-poll: (ingest/runner.py)
 
 
 @dataclass(frozen=True)
