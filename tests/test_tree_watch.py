@@ -184,6 +184,7 @@ def test_a_failing_tree_is_reported_and_the_other_trees_go_on(served, store: Sql
     missing = tree_of(url.replace("mainline.git", "gone.git"), name="gone")
     [failed, watched] = watch.watch_trees(store, [missing, tree_of(url)], state_dir(store), NOW)
     assert failed.error is not None and failed.error.startswith("tree gone: git fetch git://127.0.0.1:")
+    assert "gone.git master failed" in failed.error
     assert "failed (exit 128)" in failed.error and "\n" not in failed.error
     assert watch.tree_state(store, "gone")["outcome"] == "error"
     assert [move.state for move in watched.moves] == ["fixed"]
@@ -358,3 +359,21 @@ def test_triage_daemon_once_reads_trees_toml_and_moves_the_report(served, tmp_pa
                            capture_output=True, text=True, cwd=PROJECT, check=True).stdout
     assert "  after:    fixed" in shown and f"commit {fix} in mainline" in shown
     assert (database.parent / "trees" / "mainline.git").is_dir()
+
+
+def test_a_pack_past_file_mib_fails_the_fetch(served, store: SqliteStore) -> None:
+    import os
+
+    from triagebot.lifecycle.git_tree import PRLIMIT
+
+    if PRLIMIT is None:
+        pytest.skip("prlimit (util-linux) is not installed: git's files are not bounded here")
+    tree, url = served
+    tree.commit(FIX, when=LANDED, blob=os.urandom(3 * 1024 * 1024))  # 3 MiB that no compression shrinks
+    [result] = watch.watch_trees(store, [tree_of(url, file_mib=1)], state_dir(store), NOW)
+    assert result.error is not None and result.error.startswith("tree mainline: git fetch ")
+    assert result.error.endswith("(each file git writes is bounded by file_mib = 1 MiB)")
+    assert result.moves == () and store.moves_of(REPORT) == []
+    # with room for it, the same tree is read
+    [again] = watch.watch_trees(store, [tree_of(url, file_mib=64)], state_dir(store), NOW + timedelta(hours=2))
+    assert again.error is None and [move.state for move in again.moves] == ["fixed"]

@@ -45,8 +45,9 @@ class ServedTree:
         return subprocess.run([GIT or "git", "--git-dir", str(self.path), *args], env=ENV, check=True,
                               capture_output=True, text=True).stdout
 
-    def commit(self, *messages: str | bytes, when: datetime) -> list[str]:
-        """Commits on the branch, one per message, each dated `when`; their shas, oldest first."""
+    def commit(self, *messages: str | bytes, when: datetime, blob: bytes = b"") -> list[str]:
+        """Commits on the branch, one per message, each dated `when` (each adding `blob` as a file
+        when given); their shas, oldest first."""
         stamp = f"{int(when.timestamp())} +0000"
         stream = bytearray()
         parent = self.tip()
@@ -59,7 +60,10 @@ class ServedTree:
                        f"data {len(body)}\n").encode() + body + b"\n"
             if number == first and parent:
                 stream += f"from {parent}\n".encode()
-            stream += f"M 644 inline file\ndata {len(str(number))}\n{number}\n\n".encode()
+            stream += f"M 644 inline file\ndata {len(str(number))}\n{number}\n".encode()
+            if blob:
+                stream += f"M 644 inline blob-{number}\ndata {len(blob)}\n".encode() + blob + b"\n"
+            stream += b"\n"
         self.marks += len(messages)
         subprocess.run([GIT or "git", "--git-dir", str(self.path), "fast-import", "--quiet"], input=bytes(stream),
                        env=ENV, check=True, capture_output=True)

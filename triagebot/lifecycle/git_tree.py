@@ -16,6 +16,7 @@ a tree's whole history is never fetched nor walked.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -37,6 +38,7 @@ _PASSED_ENV = ("PATH", "http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "H
                "SSL_CERT_FILE", "SSL_CERT_DIR")
 _ERROR_CHARS = 300
 _NO_SHALLOW_COMMITS = "no commits selected for shallow requests"
+PRLIMIT = shutil.which("prlimit")  # util-linux: on every Debian; without it, no file bound
 
 
 def git_environment(home: Path, environ: dict[str, str] | os._Environ[str] = os.environ) -> dict[str, str]:
@@ -69,7 +71,9 @@ class GitTree:
     # the git runs
     def _argv(self, *args: str) -> list[str]:
         config = [item for pair in _CONFIG for item in ("-c", pair)]
-        return ["git", *config, "--git-dir", str(self.mirror), *args]
+        # prlimit, not preexec_fn (unsafe beside threads): a pack past file_mib kills git (SIGXFSZ)
+        limit = ["prlimit", f"--fsize={self.tree.bounds.file_mib * 1024 * 1024}", "--"] if PRLIMIT else []
+        return [*limit, "git", *config, "--git-dir", str(self.mirror), *args]
 
     @contextmanager
     def _process(self, argv: list[str], *, stdin: int | None = subprocess.DEVNULL) -> Iterator[subprocess.Popen]:
@@ -102,7 +106,7 @@ class GitTree:
             if self._stopped:
                 raise TreeError(f"tree {self.tree.name}: stopped (the daemon is stopping)")
             if expired.is_set():
-                raise TreeError(f"tree {self.tree.name}: git {argv[len(_CONFIG) * 2 + 3]} stopped after "
+                raise TreeError(f"tree {self.tree.name}: git {argv[argv.index('--git-dir') + 2]} stopped after "
                                 f"{self._timeout:g} s (fetch_seconds in rules/trees.toml)")
 
     def _run(self, *args: str, check: bool = True) -> tuple[int, str, str]:
@@ -133,15 +137,23 @@ class GitTree:
         fetch = ("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-gc", "--no-auto-maintenance",
                  "--no-recurse-submodules")
         if self._has(TIP):
-            self._run(*fetch, "--", self.tree.url, refspec)
+            code, _, stderr = self._run(*fetch, "--", self.tree.url, refspec, check=False)
+            if code != 0:
+                raise self._fetch_failed(code, stderr)
             return
         code, _, stderr = self._run(*fetch, f"--shallow-since={since.strftime('%Y-%m-%d %H:%M:%S %z')}", "--",
                                     self.tree.url, refspec, check=False)
         if code != 0 and _NO_SHALLOW_COMMITS in stderr:  # nothing that recent: from the tip on
             code, _, stderr = self._run(*fetch, "--depth=1", "--", self.tree.url, refspec, check=False)
         if code != 0:
-            raise TreeError(f"tree {self.tree.name}: git fetch {self.tree.url} {self.tree.branch} failed "
-                            f"(exit {code}): {_last_line(stderr)}")
+            raise self._fetch_failed(code, stderr)
+
+    def _fetch_failed(self, code: int, stderr: str) -> TreeError:
+        # a pack cut at file_mib shows as index-pack (or unpack-objects) dying: say which bound
+        hint = (f" (each file git writes is bounded by file_mib = {self.tree.bounds.file_mib} MiB)"
+                if PRLIMIT and ("index-pack" in stderr or "unpack-objects" in stderr) else "")
+        return TreeError(f"tree {self.tree.name}: git fetch {self.tree.url} {self.tree.branch} failed "
+                         f"(exit {code}): {_last_line(stderr)}{hint}")
 
     def start_walk(self) -> bool:
         if not self._has(TIP):

@@ -7,6 +7,7 @@
     fetch_seconds = 300       # a fetch (or a walk) taking longer is stopped and reported
     message_kib = 64          # a commit's first KiB read; the rest of a longer message is ignored
     first_days = 30           # the first fetch goes this far back (a shallow mirror)
+    file_mib = 4096           # no file git writes in the mirror (a pack) may be larger
 
     [[tree]]
     name = "mainline"         # names the mirror (STATE/trees/mainline.git) and the moves it causes
@@ -41,6 +42,7 @@ class TreeBounds:
     fetch_seconds: float = 300.0  # one fetch, or one walk, at most this long: stopped and reported
     message_kib: int = 64  # a commit is read this far; a longer message is cut
     first_days: float = 30.0  # the first fetch's history (git fetch --shallow-since)
+    file_mib: int = 4096  # no file git writes (a pack) larger: prlimit --fsize; the fetch fails past it
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ class WatchedTree:
     bounds: TreeBounds = TreeBounds()
 
 
-_BOUND_KEYS = ("every_minutes", "commits_per_pass", "fetch_seconds", "message_kib", "first_days")
+_BOUND_KEYS = ("every_minutes", "commits_per_pass", "fetch_seconds", "message_kib", "first_days", "file_mib")
 
 
 def _bounds(section: Section, base: TreeBounds) -> TreeBounds:
@@ -61,7 +63,8 @@ def _bounds(section: Section, base: TreeBounds) -> TreeBounds:
         commits_per_pass=section.whole("commits_per_pass", base.commits_per_pass, 1, 1_000_000),
         fetch_seconds=section.number("fetch_seconds", base.fetch_seconds, 0, 24 * 3600, above=True),
         message_kib=section.whole("message_kib", base.message_kib, 1, 16 * 1024),
-        first_days=section.number("first_days", base.first_days, 0, 3650, above=True))
+        first_days=section.number("first_days", base.first_days, 0, 3650, above=True),
+        file_mib=section.whole("file_mib", base.file_mib, 1, 1024 * 1024))
 
 
 def trees_from(file: RulesFile) -> tuple[WatchedTree, ...]:
