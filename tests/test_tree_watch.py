@@ -377,3 +377,15 @@ def test_a_pack_past_file_mib_fails_the_fetch(served, store: SqliteStore) -> Non
     # with room for it, the same tree is read
     [again] = watch.watch_trees(store, [tree_of(url, file_mib=64)], state_dir(store), NOW + timedelta(hours=2))
     assert again.error is None and [move.state for move in again.moves] == ["fixed"]
+
+
+def test_the_packaged_rules_watch_no_tree() -> None:
+    from triagebot.rules.loader import read_file
+    from triagebot.rules.settings import load_settings
+
+    assert load_settings(PROJECT / "rules").trees == ()
+    # its [bounds] are read and checked all the same, and are the defaults it documents
+    assert trees_from(read_file(PROJECT / "rules" / "trees.toml")) == ()
+    bounds = parse_text((PROJECT / "rules" / "trees.toml").read_text() + '[[tree]]\nname = "t"\n'
+                        'url = "file:///srv/t.git"\nbranch = "master"\n', "trees.toml")
+    assert trees_from(bounds)[0].bounds == TreeBounds()
