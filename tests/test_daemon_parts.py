@@ -156,7 +156,7 @@ def test_a_source_raising_anything_is_logged_and_the_next_source_still_polled(
 
     monkeypatch.setattr(daemon, "build_source",
                         lambda url, policy, **_: Broken() if url == broken_url else FileSource(path))
-    settings = SimpleNamespace(http=None, bounds=PollBounds(),
+    settings = SimpleNamespace(http=None, bounds=PollBounds(), trees=(),
                                sources=[SimpleNamespace(url=broken_url, poll_minutes=1),
                                         SimpleNamespace(url=file_url, poll_minutes=1)])
     metrics = DaemonMetrics()
@@ -190,7 +190,7 @@ def test_a_step_that_raises_is_logged_and_the_pass_goes_on(tmp_path: Path, monke
     lab = SimpleNamespace(deliver=lambda: ran.append("deliver"))
     metrics = DaemonMetrics()
     with SqliteStore(tmp_path / "d.db") as store:
-        daemon.run_pass(SimpleNamespace(sources=[], http=None), store, daemon.DaemonState(), lab, metrics,
+        daemon.run_pass(SimpleNamespace(sources=[], http=None, trees=()), store, daemon.DaemonState(), lab, metrics,
                         admit_days=14)
     assert ran == ["deliver", "admit", "run", "deliver"]
     assert _counter(metrics, "triage_step_failures_total", {"step": "plan"}) == 1

@@ -286,10 +286,36 @@ def test_a_daemon_pass_follows_what_its_poll_stored(store: SqliteStore, tmp_path
     monkeypatch.setattr(daemon, "build_source", lambda url, policy, **_: FileSource(mbox))
     for name in ("admit", "plan_new", "run_planned"):  # the lab's steps are not this test's
         monkeypatch.setattr(flow_module, name, lambda *args, **kwargs: [])
-    settings = SimpleNamespace(http=None, bounds=PollBounds(),
+    settings = SimpleNamespace(http=None, bounds=PollBounds(), trees=(),
                                sources=[SimpleNamespace(url="https://lists.example/lkml/", poll_minutes=1)])
     daemon.run_pass(settings, store, daemon.DaemonState(), SimpleNamespace(deliver=lambda: None), DaemonMetrics(),
                     admit_days=14)
     assert [(move.state, move.cause_id) for move in store.moves_of(REPORT)] == [
         ("fixed", "20250121081455.31337-1-mara.quist@example.org")]
     assert [link.joined_id for link in store.links_of(REPORT)] == ["202502031517.9b7e05fa-lkp@intel.com"]
+
+
+@pytest.mark.parametrize(("stale_days", "today", "stale"), [
+    (30, datetime(2025, 2, 20, tzinfo=UTC), False),  # 19 days without a word: not yet
+    (30, datetime(2025, 3, 5, tzinfo=UTC), True),  # 32 days
+    (10, datetime(2025, 2, 20, tzinfo=UTC), True),  # the operator's shorter N
+])
+def test_the_daemon_pass_marks_stale_after_n_days_on_the_clock_it_is_given(
+        tmp_path: Path, monkeypatch, stale_days: float, today: datetime, stale: bool) -> None:
+    from types import SimpleNamespace
+
+    from triagebot import daemon
+    from triagebot import flow as flow_module
+    from triagebot.health import DaemonMetrics
+
+    for name in ("admit", "plan_new", "run_planned"):  # the lab's steps are not this test's
+        monkeypatch.setattr(flow_module, name, lambda *args, **kwargs: [])
+    taken_on = datetime(2025, 2, 1, 8, 0, tzinfo=UTC)
+    with SqliteStore(tmp_path / "t.db", clock=lambda: taken_on) as store:  # every stored time is that day's
+        store_mail(store, "lkp-first-linux-next", received_at="2025-02-01T08:00:00+00:00")
+        confirm(store)
+        daemon.run_pass(SimpleNamespace(sources=[], http=None, trees=()), store, daemon.DaemonState(),
+                        SimpleNamespace(deliver=lambda: None), DaemonMetrics(), admit_days=14,
+                        stale_days=stale_days, clock=lambda: today)
+        moves = [(move.state, move.cause_id, move.note) for move in store.moves_of(REPORT)]
+    assert moves == ([("stale", "", f"no activity since 2025-02-01 ({stale_days:g} days)")] if stale else [])

@@ -1,7 +1,8 @@
 """The scheduled loop: poll each source on its interval, then triage what arrived, and tell the team.
 
 Each pass: deliver what the outbox holds (after a crash: the posts in doubt are looked up on
-Slack first), poll the sources that are due (rules/sources.toml), take on new reports, plan
+Slack first), poll the sources that are due (rules/sources.toml), follow the reports taken on
+(the new mail, stale ones, the git trees of rules/trees.toml: lifecycle/), take on new reports, plan
 them, hand the planned ones the schedule picks to free lab hosts, deliver again. Every stage is
 a step over stored state (flow.py), so a restart resumes where the last process stopped.
 
@@ -36,6 +37,7 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +49,7 @@ from triagebot.health import DaemonMetrics, HealthServer
 from triagebot.ingest.protocol import SourceError
 from triagebot.ingest.runner import DAY_BOUND_MARK, LAST_POLL_KEY, IngestResult, PollFailed, describe_error, ingest_once
 from triagebot.ingest.sources import build_source
-from triagebot.lifecycle import follow
+from triagebot.lifecycle import follow, watch
 from triagebot.logs import event
 from triagebot.notify import outbox
 from triagebot.notify.slack import NotifyError, SlackNotifier
@@ -272,11 +274,13 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
             worker_lab = dataclasses.replace(lab, deliver=dispatcher.wake)
             event(log, logging.INFO, "daemon started", event="daemon.started", db=str(database),
                   rules=str(settings.rules_dir), sources=[source.url for source in settings.sources])
+            # the trees' fetches beside the loop (with --once, in the pass: its one pass reads them)
+            tree_fetches = watch.TreeFetches() if settings.trees and not options.once else None
             try:
                 while not state.stop:
                     metrics.beat()
                     run_pass(settings, store, state, lab, metrics, admit_days=options.admit_days,
-                             dispatcher=dispatcher, stale_days=options.stale_days)
+                             dispatcher=dispatcher, stale_days=options.stale_days, tree_fetches=tree_fetches)
                     if options.once:
                         drain(store, lab, dispatcher, metrics, state)
                         break
@@ -286,6 +290,8 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
                             after_runs(store, lab, dispatcher, metrics, state)
                         metrics.beat()
             finally:
+                if tree_fetches is not None:
+                    tree_fetches.close()  # a fetch in flight is killed; the next start fetches again
                 dispatcher.join()  # a stop reaches each run after its sample in progress
                 after_runs(store, lab, dispatcher, metrics, state)
     finally:
@@ -345,11 +351,16 @@ def drain(store, lab: flow.DaemonContext, dispatcher: Dispatcher, metrics: Daemo
 
 def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonContext, metrics: DaemonMetrics, *,
              admit_days: float, dispatcher: Dispatcher | None = None,
-             stale_days: float = follow.DEFAULT_STALE_DAYS) -> None:
-    """One pass: deliver, poll, admit, digest, plan, run, deliver. A step that raises is logged and skipped.
+             stale_days: float = follow.DEFAULT_STALE_DAYS,
+             clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+             tree_fetches: watch.TreeFetches | None = None) -> None:
+    """One pass: deliver, poll, follow, trees, admit, digest, plan, run, deliver. A step that
+    raises is logged and skipped.
 
     Runs are handed to `dispatcher` (they go on after the pass); without one they are run here,
-    one at a time (flow.run_planned)."""
+    one at a time (flow.run_planned). `clock` is the wall clock the lifecycle reads (stale
+    reports, when a watched tree is due). With `tree_fetches` the watched trees are fetched in
+    the background, their commits read at the pass after; without, fetched in the pass."""
     def step(name: str, action: Callable[[], object]) -> None:
         _step(metrics, name, action)
 
@@ -369,7 +380,11 @@ def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonCont
     step("poll", lambda: new_ids.extend(poll_due_sources(settings, store, state, metrics)))
     # after the verdict: what the new mail says of the reports taken on (fixed, reverted, ...)
     step("follow", lambda: (follow.observe(store, new_ids), follow.join_reports(store, new_ids),
-                            follow.mark_stale(store, days=stale_days)))
+                            follow.mark_stale(store, now=clock(), days=stale_days)))
+    # the git trees rules/trees.toml names: a fix or a revert landing (each tree bounded, its failure its own)
+    if not state.stop and settings.trees:
+        step("trees", lambda: watch.watch_trees(store, settings.trees, lab.database.parent, clock(),
+                                                fetches=tree_fetches))
     if not state.stop:
         step("admit", admit)
         step("digest", lambda: flow.post_digests(store, lab) and lab.deliver())

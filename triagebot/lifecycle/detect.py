@@ -19,7 +19,8 @@ import re
 from dataclasses import dataclass
 
 from triagebot.lifecycle.states import LifecycleState
-from triagebot.records import Report
+from triagebot.parse.objections import read_trailers
+from triagebot.records import Report, Trailer
 
 MIN_SHA = 7
 _REVERTS = re.compile(r"^[ \t]*This reverts commit ([0-9a-f]{7,40})\b", re.MULTILINE)
@@ -50,6 +51,28 @@ def same_commit(one: str, other: str) -> bool:
     return len(short) >= MIN_SHA and long.startswith(short)
 
 
+COMMIT_CAUSE = "commit:"  # a move caused by a commit of a watched tree: commit:TREE:SHA
+
+
+def commit_cause(tree: str, sha: str) -> str:
+    """The cause stored for a move a watched tree's commit made (lifecycle cause_id)."""
+    return f"{COMMIT_CAUSE}{tree}:{sha}"
+
+
+def commit_of_cause(cause_id: str) -> tuple[str, str] | None:
+    """(tree, sha) of a commit cause; None for a Message-ID."""
+    if not cause_id.startswith(COMMIT_CAUSE):
+        return None
+    tree, _, sha = cause_id[len(COMMIT_CAUSE):].partition(":")
+    return (tree, sha) if tree and re.fullmatch(r"[0-9a-f]{7,64}", sha) else None
+
+
+def cause_text(cause_id: str) -> str:
+    """A cause as `triage show` prints it: `<message-id>`, or `commit SHA in TREE`."""
+    commit = commit_of_cause(cause_id)
+    return f"commit {commit[1]} in {commit[0]}" if commit else f"<{cause_id}>"
+
+
 def bare_subject(subject: str) -> str:
     return _PREFIXES.sub("", subject).strip()
 
@@ -58,9 +81,10 @@ def _names_report(value: str, key: str) -> bool:
     return key.lower() in value.lower()
 
 
-def move_for(message: Report, own_text: str, target: Target, *, in_thread: bool) -> Move | None:
-    """The move `message` causes for the report `target`, or None (see the module text)."""
-    subject = bare_subject(message.subject)
+def landed_move(subject: str, trailers: tuple[Trailer, ...], own_text: str, target: Target, *,
+                is_patch: bool) -> Move | None:
+    """The reverted or fixed move a patch, a commit or a mail causes (the module's first two rules);
+    `subject` is bare (bare_subject). Shared by mail (move_for) and a watched tree's commits (commit_move)."""
     culprit = target.culprit
     if culprit:
         reverted = _REVERT_SUBJECT.match(subject)
@@ -70,13 +94,29 @@ def move_for(message: Report, own_text: str, target: Target, *, in_thread: bool)
         for match in _REVERTS.finditer(own_text):
             if same_commit(match.group(1), culprit):
                 return Move(LifecycleState.REVERTED, f"This reverts commit {match.group(1)}: {subject}")
-    for trailer in message.trailers:
+    for trailer in trailers:
         if trailer.name == "Fixes" and culprit and (sha := _SHA.match(trailer.value.lower())):
             if same_commit(sha.group(1), culprit):
                 return Move(LifecycleState.FIXED, f"Fixes: {sha.group(1)} in {subject}")
-        if trailer.name in ("Closes", "Link") and _names_report(trailer.value, target.key) and _is_patch(message,
-                                                                                                       own_text):
+        if trailer.name in ("Closes", "Link") and is_patch and _names_report(trailer.value, target.key):
             return Move(LifecycleState.FIXED, f"{trailer.name}: the report, in {subject}")
+    return None
+
+
+def commit_move(message: str, target: Target) -> Move | None:
+    """The move a commit of a watched git tree causes for `target` (fixed or reverted; a commit is
+    always a change, so a `Closes:`/`Link:` to the report counts). `message` is the commit's whole
+    message: its first line the subject."""
+    subject = message.split("\n", 1)[0].strip()
+    return landed_move(subject, read_trailers(message), message, target, is_patch=True)
+
+
+def move_for(message: Report, own_text: str, target: Target, *, in_thread: bool) -> Move | None:
+    """The move `message` causes for the report `target`, or None (see the module text)."""
+    subject = bare_subject(message.subject)
+    landed = landed_move(subject, message.trailers, own_text, target, is_patch=_is_patch(message, own_text))
+    if landed is not None:
+        return landed
     if not in_thread:
         return None
     for trailer in message.trailers:

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
-from triagebot.lifecycle.detect import Move, Target, move_for, own_text
+from triagebot.lifecycle.detect import Move, Target, cause_text, commit_of_cause, move_for, own_text
 from triagebot.lifecycle.same import REPORT_KINDS, culprit, first_of, relation
 from triagebot.lifecycle.states import EMOJI, LifecycleState, current
 from triagebot.logs import event
@@ -33,8 +33,9 @@ def culprit_of(report: Report) -> tuple[str | None, str | None]:
     return (commit.sha, commit.subject) if commit else (None, None)
 
 
-def _targets(store: Store) -> list[tuple[TriageRow, Target]]:
-    targets = []
+def targets(store: Store) -> list[tuple[TriageRow, Target]]:
+    """The reports followed (every one taken on), each with what a message or commit is matched against."""
+    found = []
     for row in store.triage_in(*TriageState):
         try:
             report = store.get_record(row.message_id)
@@ -43,8 +44,8 @@ def _targets(store: Store) -> list[tuple[TriageRow, Target]]:
         if report is None:
             continue
         sha, subject = culprit_of(report)
-        targets.append((row, Target(row.message_id, sha, subject)))
-    return targets
+        found.append((row, Target(row.message_id, sha, subject)))
+    return found
 
 
 def parent_payload(store: Store, row: TriageRow) -> dict:
@@ -54,13 +55,19 @@ def parent_payload(store: Store, row: TriageRow) -> dict:
     assert report is not None
     payload = render.parent_message(report, row.state, plan=row.plan, run=store.latest_run(row.message_id))
     lines = [f"{EMOJI.get(LifecycleState(move.state), '')} *{move.state}* {move.moved_at[:10]}: "
-             f"{render.escape(move.note)}" + (f" ({render.link(render.lore_url(move.cause_id), 'mail')})"
-                                              if move.cause_id else "") for move in store.moves_of(row.message_id)]
+             f"{render.escape(move.note)}" + _cause_link(move.cause_id) for move in store.moves_of(row.message_id)]
     for link in store.links_of(row.message_id):
         joined = store.get_record(link.joined_id)
         label = joined.subject if joined is not None else link.joined_id
         lines.append(f":link: *{link.relation}*: {render.link(render.lore_url(link.joined_id), label)}")
     return render.with_section(payload, "\n".join(lines)) if lines else payload
+
+
+def _cause_link(cause_id: str) -> str:
+    """The mail that caused a move, linked on lore; a commit of a watched tree is named (the note says which)."""
+    if not cause_id or commit_of_cause(cause_id) is not None:
+        return ""
+    return f" ({render.link(render.lore_url(cause_id), 'mail')})"
 
 
 def record_move(store: Store, row: TriageRow, move: Move, cause_id: str) -> LifecycleMove | None:
@@ -83,8 +90,8 @@ def record_move(store: Store, row: TriageRow, move: Move, cause_id: str) -> Life
 def observe(store: Store, message_ids: Iterable[str]) -> list[LifecycleMove]:
     """Move the reports these newly stored messages concern; returns the moves made."""
     message_ids = list(message_ids)
-    targets = _targets(store) if message_ids else []
-    if not targets:
+    followed = targets(store) if message_ids else []
+    if not followed:
         return []
     made = []
     for message_id in message_ids:
@@ -97,7 +104,7 @@ def observe(store: Store, message_ids: Iterable[str]) -> list[LifecycleMove]:
             continue
         text = own_text(decode_message(raw).body)
         thread = set(store.thread_of(message_id))
-        for row, target in targets:
+        for row, target in followed:
             if target.key == message_id:
                 continue
             move = move_for(message, text, target, in_thread=target.key in thread)
@@ -120,7 +127,7 @@ def mark_stale(store: Store, now: datetime | None = None, days: float = DEFAULT_
     """Reports decided but with no mail, move or run for `days`: stale (no message caused it)."""
     cutoff = utc_text((now or datetime.now(UTC)) - timedelta(days=days))
     made = []
-    for row, _target in _targets(store):
+    for row, _target in targets(store):
         if not row.state.final:
             continue
         if not current([move.state for move in store.moves_of(row.message_id)]).can_move_to(LifecycleState.STALE):
@@ -137,7 +144,7 @@ def render_moves(moves: list[LifecycleMove]) -> str:
     """The moves as `triage show` prints them: one line each, with the message that caused it."""
     lines = [f"  after:    {current([move.state for move in moves])}"]
     for move in moves:
-        cause = f" <{move.cause_id}>" if move.cause_id else ""
+        cause = f" {cause_text(move.cause_id)}" if move.cause_id else ""
         lines.append(f"    {move.moved_at}  {move.state:13} {move.note}{cause}")
     return "\n".join(lines)
 

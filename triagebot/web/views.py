@@ -24,6 +24,8 @@ from urllib.parse import quote
 from triagebot.dates import parse_since
 from triagebot.errors import TriageError
 from triagebot.lab_queue import BUSY_ELSEWHERE, lab_view
+
+from triagebot.lifecycle.detect import cause_text
 from triagebot.notify.render import STATE_MEANING, commit_url, lore_url, percent, short_commit
 from triagebot.records import KINDS, Report
 from triagebot.report_view import ReportView, gather_report
@@ -391,7 +393,7 @@ def _lifecycle(view: ReportView, public: bool) -> list[dict[str, Any]]:
                       if not public else None})
     for move in view.moves:  # after the verdict: fixed, reverted, … with the message that moved it
         moves.append({"at": move.moved_at, "what": f"{move.state}: {move.note}",
-                      "detail": f"<{move.cause_id}>" if move.cause_id else None})
+                      "detail": cause_text(move.cause_id) if move.cause_id else None})
     for link in view.links:  # later reports of the same regression (or commit)
         moves.append({"at": link.linked_at, "what": f"{link.relation}: <{link.joined_id}>", "detail": link.rule})
     return moves
