@@ -17,6 +17,9 @@ past sighting ("the last time I saw …") is no stance; a hedge ("cannot guarant
 machine") is no failure. The first sentence that decides is the evidence; a later one deciding
 the other way is conflicting evidence and the stance abstains to `none`, unless it only narrows
 where a reproduction shows ("But not reproduced on WSL").
+
+Round two (FORMS_DEV2 below) adds the forms of a second development set, each naming the
+labels of fixtures/labels/dev2/replies.jsonl it rests on.
 """
 from __future__ import annotations
 
