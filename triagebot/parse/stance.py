@@ -17,6 +17,9 @@ past sighting ("the last time I saw …") is no stance; a hedge ("cannot guarant
 machine") is no failure. The first sentence that decides is the evidence; a later one deciding
 the other way is conflicting evidence and the stance abstains to `none`, unless it only narrows
 where a reproduction shows ("But not reproduced on WSL").
+
+Round two (FORMS_DEV2 below) adds the forms of a second development set, each naming the
+labels of fixtures/labels/dev2/replies.jsonl it rests on.
 """
 from __future__ import annotations
 
@@ -42,11 +45,24 @@ STANCE_PATTERN = re.compile(
     r"\b(?:applied|applying|tested|testing|with|after|adding) (?:\w+ ){0,2}patch|"
     r"(?:\bis|'s|\bwas|\bstay(?:s|ed)|\bremain(?:s|ed)|\bran|\bruns|\bwork(?:s|ed)) "
     r"(?:stable|fine|responsive|smooth)\b|"
-    r"\b(?:find|found|detect|detected)\b(?:\s+\w+){0,3}?\s+(?:regression|slowdown|degradation|difference)",
+    r"\b(?:find|found|detect|detected)\b(?:\s+\w+){0,3}?\s+(?:regression|slowdown|degradation|difference)|"
+    # the second development set's forms (fixtures/labels/dev2, see FORMS_DEV2 below)
+    r"replicat|\b(?:crashed|oopsed|panicked)\b|\bbehaves? the same\b|\bdifference of\b|"
+    r"\brevert\w*\b[^.]{0,80}?\b(?:restor|improv|back\b|recover)|\bimprov\w*\b[^.]{0,60}?\bafter revert|"
+    r"\bstill\b(?:\s+\w+){0,2}?\s+(?:poor|poorer|slow|slower|worse|bad|degraded)\b|"
+    r"\b(?:is|was)(?: not|n't) (?:there|present|visible)\b|"
+    r"\b(?:is|'s|was|works|worked|runs|ran)\s+(?:just|perfectly|completely|totally|absolutely)\s+(?:fine|stable|ok)\b|"
+    r"\b(?:booted|boots|ran|runs|works|worked|completed|finished)\s+without\s+(?:any\s+)?"
+    r"(?:problems?|issues?|errors?|trouble|failures?|hangs?)\b|"
+    r"\b(?:get|got|getting|produce|produced)\b(?:\s+[\w-]+){0,3}?\s+"
+    r"(?:difference|regression|error|drop|slowdown|problem|issue|crash|hang|warning)",
     re.IGNORECASE)
 STANCE_GATE = Gate(("reproduc", "confirm", "verified", "unable", "see", "saw", "observ", "notic", "hit",
                     "trigger", "measured", "no ", "same", "still ", "also ", "encounter", "experienc", "patch",
-                    "stable", "fine", "responsive", "smooth", "find", "found", "detect"),
+                    "stable", "fine", "responsive", "smooth", "find", "found", "detect",
+                    "replicat", "crashed", "oopsed", "panicked", "difference", "revert", "improv", "poor",
+                    "slow", "worse", "bad", "degraded", " there", "present", "visible", "without", "get",
+                    "got", "produce"),
                    STANCE_PATTERN)
 
 
@@ -57,32 +73,143 @@ class Stance:
 
 
 # Word lists rather than REGEX predicates: list lookups keep the Matcher cheap.
-_NEGATORS = ["n't", "not", "never", "cannot"]
+_NEGATORS = ["n't", "not", "never", "cannot", "nor"]
 _NOUN_WORDS = ["regression", "slowdown", "drop", "degradation", "problem", "issue", "difference", "report",
                "splat", "warning", "behaviour", "behavior", "hang", "deadlock", "effect", "change", "bug", "crash",
                "stall", "corruption", "panic", "oops", "error", "failure"]
 _NOUNS = {"IN": _NOUN_WORDS + [word + "s" for word in _NOUN_WORDS] + ["lockdep", "crashes"]}
 _REPRODUCE_FORMS = ["reproduce", "reproduced", "reproduces", "reproducing", "reproduction", "repro",
-                    "trigger", "triggered", "triggering", "hit", "hitting"]
+                    "trigger", "triggered", "triggering", "hit", "hitting", "replicate", "replicated",
+                    "replicating"]
 _REPRODUCE = {"IN": _REPRODUCE_FORMS}
 _REPRODUCIBLE = {"IN": ["reproducible", "reproduceable", "reproducable"]}
 _AFFIRM = {"IN": ["reproduce", "reproduced", "reproducing", "confirm", "confirmed", "confirming", "confirms",
-                  "reconfirm", "reconfirmed", "verified", "verify"]}
+                  "reconfirm", "reconfirmed", "verified", "verify", "replicate", "replicated", "repro"]}
 _SUBJECT = {"LOWER": {"IN": ["i", "we"]}}
 # "I was finally able to", "I manage to", "we have easily": what stands between a writer and the verb
 _FILLER_WORDS = ["can", "could", "was", "were", "am", "'m", "are", "'re", "also", "did", "have", "'ve", "finally",
                  "now", "too", "easily", "reliably", "still", "do", "even", "indeed", "double", "re", "-", "again",
                  "just", "able", "to", "managed", "manage", "definitely", "consistently", "quickly", "already",
-                 "then", "eventually", "actually", "successfully", "figure", "figured", "out", "how", "only", "first"]
+                 "then", "eventually", "actually", "successfully", "figure", "figured", "out", "how", "only", "first",
+                 "been"]
 _FILLERS = {"LOWER": {"IN": _FILLER_WORDS}, "OP": "{0,8}"}
 _DETERMINERS = {"LOWER": {"IN": ["the", "a", "an", "this", "that", "similar", "same", "even", "larger",
                                  "bigger", "significant", "any", "such", "exact", "measurable", "noticeable",
-                                 "big", "huge", "reported", "it", "lockdep"]}, "OP": "{0,3}"}
+                                 "big", "huge", "reported", "it", "lockdep", "much", "very", "slightly",
+                                 "substantial", "massive"]}, "OP": "{0,3}"}
 _SEE = {"LOWER": {"IN": ["see", "seeing", "saw", "observe", "observed", "observing", "notice", "noticed",
                          "noticing", "hit", "hitting", "measure", "measured", "encounter", "encountered",
                          "encountering", "experience", "experienced", "experiencing", "trigger", "triggered"]}}
 _PATCH_WORDS = ["patch", "patches", "patchset", "fix", "fixes", "series", "workaround", "diff"]
 _THAT = {"LOWER": {"IN": ["this", "it", "that"]}}
+
+_SHORT_DETERMINERS = {"LOWER": {"IN": ["the", "a", "an", "same", "similar", "huge", "big", "bigger", "large",
+                                       "larger", "significant", "much", "very", "this", "that"]}, "OP": "{1,3}"}
+_MACHINES = ["machine", "machines", "box", "boxes", "system", "systems", "host", "hosts", "hardware", "setups",
+             "platforms", "servers", "cpus", "kernels", "devices", "disks", "cards"]
+
+# Forms read from the second development set (fixtures/labels/dev2/replies.jsonl; `dev2:N` is its
+# line N). Each names the labels it rests on; none was written from the blind set.
+FORMS_DEV2: dict[str, list[list[dict[str, Any]]]] = {
+    # a sighting with one more word before the noun, got/produced, "seeing this all over",
+    # "I have crashed on the check": dev2:47, 48, 63, 77, 88, 125
+    "SEEN": [
+        [_SUBJECT, _FILLERS, _SEE, _DETERMINERS, {"IS_ALPHA": True},
+         {"LOWER": {"IN": [noun for noun in _NOUNS["IN"] if not noun.startswith("report")]}}],
+        [_SUBJECT, _FILLERS, {"LOWER": {"IN": ["get", "got", "getting", "produce", "produced"]}}, _SHORT_DETERMINERS,
+         {"LOWER": _NOUNS}],
+        [_SUBJECT, _FILLERS, {"LOWER": {"IN": ["seeing", "saw", "hit", "hitting", "observed", "observing", "noticed",
+                                               "triggered", "reproduced", "replicated"]}}, _THAT,
+         {"LOWER": {"IN": ["too", "also", "as", "all", "on", "here", "again", "every", "regularly", "consistently",
+                           "reliably", "with", "in", "now", "appearing", "happening", "occurring", "showing"]}}],
+        [_SUBJECT, _FILLERS, {"LOWER": {"IN": ["crashed", "oopsed", "panicked"]}},
+         {"LOWER": {"IN": ["on", "in", "at", "with", "the", "again", "twice", "too", "every"]}}],
+    ],
+    # the writer left out after "and": "Tried replicating this and could easily replicate it on
+    # Power box" (dev2:64)
+    "REPRODUCED": [[{"LOWER": {"IN": ["and", "but"]}}, {"LOWER": {"IN": ["could", "can", "was", "managed"]}},
+                    _FILLERS, {"LOWER": _AFFIRM}]],
+    # "I wasn't able to see a failure using gce-xfstests" (dev2:283); "I've hit zero issues with
+    # it" (dev2:86): nothing seen, a failure only with a run of one's own
+    "NOT_SEEN": [
+        [{"LOWER": {"IN": _NEGATORS}}, {"LOWER": {"IN": ["able", "to", "been", "be"]}, "OP": "{1,3}"}, _SEE,
+         _DETERMINERS, {"LOWER": _NOUNS}],
+        [_SUBJECT, _FILLERS, _SEE, {"LOWER": {"IN": ["zero", "no"]}}, {"LOWER": _NOUNS}],
+    ],
+    # "testing on a kernel which is -rc2 based" (dev2:283)
+    "RUN_CUE": [[{"LOWER": {"IN": ["testing", "running", "booting"]}}, {"LOWER": {"IN": ["on", "with"]}}]],
+    # "After applying Martin's patch, i wasn't able to reproduce this kernel oops" (dev2:237)
+    "PATCHED": [[{"LOWER": {"IN": ["applied", "applying", "apply", "with", "after", "tested", "testing"]}},
+                 {"IS_TITLE": True}, {"LOWER": "'s"}, {"LOWER": {"IN": _PATCH_WORDS}}]],
+    # "it behaves the same on different machines": dev2:5
+    "SAME_ELSEWHERE": [
+        [{"LOWER": {"IN": ["behaves", "behave", "behaved", "is", "looks", "happens"]}}, {"LOWER": "the"},
+         {"LOWER": "same"}, {"LOWER": {"IN": ["on", "with", "in", "across"]}}, {"IS_ALPHA": True, "OP": "?"},
+         {"LOWER": {"IN": _MACHINES}}],
+    ],
+    # after a run: "I've also tested libaio with iodepth 16, it behaves the same." (dev2:3); not
+    # "it behaves the same as ext4" (dev2 line of bbf99fbb: a comparison with something else)
+    "SAME_RESULT": [[{"LOWER": {"IN": ["behaves", "behave", "behaved"]}}, {"LOWER": "the"}, {"LOWER": "same"},
+                     {"IS_PUNCT": True}]],
+    # a revert that brings the performance back confirms the regression: "there is performance
+    # improvement ... after reverting the 3 related commits" (dev2:9)
+    "REVERT_RESTORES": [
+        [{"LOWER": {"IN": ["revert", "reverting", "reverted"]}}, {"OP": "{0,10}"},
+         {"LOWER": {"IN": ["restores", "restored", "improves", "improved", "recovers", "recovered"]}}],
+        [{"LOWER": {"IN": ["improvement", "improves", "improved"]}}, {"OP": "{0,8}"},
+         {"LOWER": {"IN": ["after", "by", "when"]}}, {"LOWER": {"IN": ["reverting", "revert"]}}],
+    ],
+    # "There is a difference of 5% with and with[out] the commit" (dev2:33)
+    "DIFF_WITH_WITHOUT": [[{"LOWER": "difference"}, {"LOWER": "of"}, {"OP": "{1,3}"}, {"LOWER": "with"},
+                           {"LOWER": "and"}, {"LOWER": {"IN": ["with", "without"]}}]],
+    # after a run: "I've tested ..., it ... still poor compared with reverting" (dev2:11)
+    "STILL_BAD": [[{"LOWER": "still"}, {"OP": "{0,2}"},
+                   {"LOWER": {"IN": ["poor", "poorer", "slow", "slower", "worse", "bad", "degraded"]}}]],
+    # "the regression is not there" after the writer's test (dev2:224)
+    "NOT_THERE": [[{"LOWER": {"IN": ["regression", "problem", "issue", "slowdown", "bug", "degradation", "hang",
+                                     "crash", "drop"]}},
+                   {"LOWER": {"IN": ["is", "was", "'s"]}}, {"LOWER": {"IN": ["not", "n't"]}},
+                   {"LOWER": {"IN": ["there", "present", "visible"]}}]],
+    # "it works just fine", "5.17 booted without any problems" (dev2:120)
+    "STAYED_FINE": [
+        [{"LOWER": {"IN": ["'s", "is", "was", "works", "worked", "runs", "ran"]}},
+         {"LOWER": {"IN": ["just", "perfectly", "completely", "totally", "absolutely"]}},
+         {"LOWER": {"IN": ["fine", "stable", "ok"]}}],
+        [{"LOWER": {"IN": ["booted", "boots", "ran", "runs", "works", "worked", "completed", "finished"]}},
+         {"LOWER": "without"}, {"LOWER": "any", "OP": "?"},
+         {"LOWER": {"IN": ["problems", "problem", "issues", "issue", "errors", "error", "trouble", "failures",
+                           "hangs"]}}],
+    ],
+    # "I only reproduced hang during making ext4 filesystem": another symptom than the one
+    # reported (dev2:102)
+    "ONLY_PART": [[_SUBJECT, {"LOWER": "only"}, {"LOWER": _REPRODUCE}]],
+    # "I can still reproduce it with the patch": the problem outlives a fix (dev2:143, 236)
+    "STILL": [[{"LOWER": "still"}]],
+    # an open question, not a result: "then we can confirm if the extra writeback is ...",
+    # "whether it perhaps does not trigger some pathological behavior" (dev2:133, 175)
+    "OPEN_QUESTION": [
+        [{"LOWER": {"IN": ["confirm", "verify", "check", "tell", "know"]}}, {"LOWER": {"IN": ["if", "whether"]}}],
+        [{"LOWER": "whether"}],
+    ],
+    # counterfactual: "nor would I have noticed any difference in performance" (dev2:267)
+    "COUNTERFACTUAL": [[{"LOWER": {"IN": ["would", "'d"]}}, {"LOWER": {"IN": ["i", "we"]}, "OP": "?"},
+                        {"LOWER": "have"}]],
+    # surprise and past cases tell no run: "I'm somewhat surprised we didn't hit this lockdep warning
+    # earlier", "I've had more than one case where the problem doesn't reproduce at all using KVM"
+    # (dev2:149, 153)
+    "GENERIC": [
+        [{"LOWER": {"IN": ["surprised", "surprising", "surprisingly", "strange", "odd", "weird"]}}],
+        # "As far as I see these errors did not confuse it" (dev2:66)
+        [{"LOWER": "as"}, {"LOWER": "far"}, {"LOWER": "as"}],
+        [{"LOWER": {"IN": ["case", "cases"]}}, {"LOWER": {"IN": ["where", "when"]}}],
+    ],
+    # "I see that errors are handled according to ...": seeing code, not a result (dev2:154)
+    # "I see that we crash because of this line" (dev2:311)
+    "SEE_CLAUSE": [[_SEE, {"LOWER": {"IN": ["that", "these", "those"]}}, {"OP": "{1,2}"},
+                    {"LOWER": {"IN": ["are", "is", "were", "was", "get", "gets", "got", "have", "has", "had", "can",
+                                      "will", "would", "should", "did", "do", "does"]}}],
+                   [_SEE, {"LOWER": "that"}, {"LOWER": {"IN": ["we", "it", "they", "he", "she", "you", "there"]}}]],
+}
 
 PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
     # "can't reproduce", "could not reproduce", "cannot trigger", "wasn't able to reproduce",
@@ -117,8 +244,6 @@ PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
          {"LOWER": {"IN": ["any", "the", "a", "this", "that"]}, "OP": "?"},
          {"LOWER": {"IN": ["obvious", "significant", "measurable", "such", "reported"]}, "OP": "?"},
          {"LOWER": {"IN": ["regression", "slowdown", "degradation", "difference"]}}],
-        [{"LOWER": {"IN": ["ca", "can", "could"]}}, {"LOWER": {"IN": ["n't", "not"]}},
-         {"LOWER": {"IN": ["confirm", "verify"]}}],
         # "no reproduce any more", "it no longer reproduces"
         [{"LOWER": "no"}, {"LOWER": "longer", "OP": "?"},
          {"LOWER": {"IN": ["reproduce", "reproduces", "reproduced", "repro", "reproduction", "triggers"]}}],
@@ -305,10 +430,20 @@ PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
          {"LOWER": {"IN": _PATCH_WORDS}}],
     ],
     "REVERT": [[{"LOWER": {"IN": ["revert", "reverted", "reverting", "reverts", "revert-"]}}]],
+    # "Can't confirm, the numbers on my box are flat" fails; "While I suspect this is specific to
+    # my device, I couldn't confirm it" (dev2:196) leaves a guess unconfirmed: no failure with a hedge
+    "NOT_CONFIRMED": [[{"LOWER": {"IN": ["ca", "can", "could"]}}, {"LOWER": {"IN": ["n't", "not"]}},
+                       {"LOWER": {"IN": ["confirm", "verify"]}}]],
 }
+# the second set's forms join the labels above (a label's patterns are alternatives)
+PATTERNS = {label: PATTERNS.get(label, []) + FORMS_DEV2.get(label, []) for label in (*PATTERNS, *FORMS_DEV2)}
 
 _STANCE_LABELS = frozenset({"NOT_REPRODUCED", "REPRODUCED", "SEEN", "NOT_SEEN", "REPRODUCE_WORD", "SEE_IT",
-                            "STAYED_FINE"})
+                            "STAYED_FINE", "NOT_THERE", "NOT_CONFIRMED", "SAME_ELSEWHERE", "SAME_RESULT",
+                            "REVERT_RESTORES", "DIFF_WITH_WITHOUT", "STILL_BAD"})
+# an affirmation that needs nothing more, and one that needs the writer's own run in the message
+_AFFIRMATIONS = frozenset({"SAME_ELSEWHERE", "REVERT_RESTORES", "DIFF_WITH_WITHOUT"})
+_AFFIRMATIONS_AFTER_RUN = frozenset({"SAME_RESULT", "STILL_BAD"})
 _AFTERTHOUGHTS = frozenset({"FUTURE", "WILL", "HEDGE"})
 
 
@@ -324,27 +459,38 @@ def decide_sentence(labels: frozenset[str], question: bool, seeing_reproduces: b
         labels = labels | {"FUTURE"}
     if "DATA_STABLE" in labels:
         labels = labels - {"STAYED_FINE"}  # steady numbers say nothing of a machine staying fine
-    if "CONTRAST" in labels and "FUTURE" not in labels:
+    if "SEE_CLAUSE" in labels:
+        labels = labels - {"SEEN"}  # "I see that errors are handled ...": code read, not a result
+    if labels & {"ONLY_PART", "OPEN_QUESTION", "COUNTERFACTUAL"}:
+        return "none"  # another symptom only; an open question; what would have been
+    if "CONTRAST" in labels and not labels & {"FUTURE", "GENERIC"}:
         return "reproduced"  # "not on ext4, but I can see it on tmpfs": seen where it was reported
     if labels & {"YOUR_SETUP", "OTHER_PROBLEM"}:
         # "it can be reproduced easily in your environment": the reporter's machine, not a run;
         # "I could not reproduce the other warning": a claim about another problem
         return "none"
-    negated = ("NOT_REPRODUCED" in labels or {"TRIED", "REPRODUCE_WORD", "NO_SUCCESS"} <= labels
-               or (bool(labels & {"NOT_SEEN", "STAYED_FINE"}) and bool(labels & {"RUN_CUE", "ATTEMPTED"})))
-    if negated and not labels & {"FIRST_PERSON", "RUN_CUE", "ELLIPTIC"}:
+    ran = bool(labels & {"RUN_CUE", "ATTEMPTED"})
+    negated = (bool(labels & {"NOT_REPRODUCED", "NOT_THERE"}) or {"TRIED", "REPRODUCE_WORD", "NO_SUCCESS"} <= labels
+               or ("NOT_CONFIRMED" in labels and "HEDGE" not in labels)
+               or (bool(labels & {"NOT_SEEN", "STAYED_FINE"}) and ran))
+    if negated and not labels & {"FIRST_PERSON", "RUN_CUE", "ELLIPTIC", "ATTEMPT_RESULT"}:
         negated = False  # a negated verb with no writer in it: how code behaves, not a run
     if negated and not labels & {"FUTURE", "GENERIC"}:
         # "applied this patch ... could not reproduce it": the fix works, the report stands
         return "none" if "PATCHED" in labels and "UNPATCHED" not in labels else "not-reproduced"
-    affirmed = "REPRODUCED" in labels or (seeing_reproduces and "SEEN" in labels and "READ_MAIL" not in labels)
+    seen = seeing_reproduces and "SEEN" in labels and "READ_MAIL" not in labels
+    affirmed = ("REPRODUCED" in labels or seen or bool(labels & _AFFIRMATIONS)
+                or (ran and bool(labels & _AFFIRMATIONS_AFTER_RUN)))
     if not affirmed or "NOT_SEEN" in labels or negated:
         return "none"
-    if labels & {"FUTURE", "HEDGE", "RELATIVE", "PAST"}:
-        return "none"  # a plan, a guess, a description of a machine, an old sighting
+    if labels & {"FUTURE", "HEDGE", "RELATIVE", "PAST", "GENERIC"}:
+        return "none"  # a plan, a guess, a description of a machine, an old sighting, code
     if "CONFIRM_ISSUE" in labels:
         return "reproduced"  # "confirm the issue occurred ..., and confirm the workaround works"
-    if ("FIXED" in labels or ("PATCHED" in labels and "UNPATCHED" not in labels)) and "REVERT" not in labels:
+    patched = "PATCHED" in labels and "UNPATCHED" not in labels
+    if patched and "STILL" in labels and "FIXED" not in labels and ("REPRODUCED" in labels or seen):
+        return "reproduced"  # "I can still reproduce it with the patch": the problem outlives the fix
+    if ("FIXED" in labels or patched) and "REVERT" not in labels:
         return "none"  # confirms a fix works; "reverting X fixes it" still confirms the regression
     return "reproduced"
 
@@ -364,8 +510,13 @@ def sentence_label_set(spans: tuple[Span, ...]) -> frozenset[str]:
     if labels.intersection(negations):
         negation = min(span.start for span in spans if span.label in negations)
         contrast = [span.start for span in spans if span.label == "BUT" and span.start > negation]
-        if contrast and any(span.label in ("SEE_IT", "REPRODUCED", "SEEN") and span.start > contrast[0]
-                            for span in spans):
+        after = [span for span in spans if contrast and span.start > contrast[0]]
+        near = [span for span in after if span.start - contrast[0] <= 3]
+        # "... cannot reproduce on x86_64 but 100% reproduce on arm64" (dev2:104): an unnegated
+        # reproduce verb after the "but" is a sighting too
+        if after and (any(span.label in ("SEE_IT", "REPRODUCED", "SEEN") for span in after)
+                      or (any(span.label == "REPRODUCE_WORD" for span in near)
+                          and not any(span.label == "NOT_REPRODUCED" for span in after))):
             labels.add("CONTRAST")
     return frozenset(labels)
 
@@ -382,6 +533,27 @@ _ELLIPTIC = re.compile(r"\s*(?:(?:also|still|but|and|so|sadly|unfortunately|nope
 # a negation after a reproduction that narrows where it shows: "But not reproduced on WSL"
 _RESTRICTION = re.compile(r"\s*(?:but|however|though|although)\b[,]?\s+(?:it\s+)?(?:is\s+|was\s+|does\s+|did\s+)?"
                           r"(?:not|n't)\b[^.]{0,40}?\b(?:on|with|in|under)\b", re.IGNORECASE)
+# a later negation that names another platform or setting narrows a reproduction too: "could
+# easily replicate it on Power box. ... could not reproduce on x86" (dev2:64), "I couldn't see
+# this issue on Power (where blocksize == 4K ...)" (dev2:68)
+_ELSEWHERE = re.compile(r"\b(?:on|with|in|under|using)\s+(?:the\s+|a\s+|an\s+|my\s+|our\s+)?"
+                        r"(?:x86\w*|arm\w*|aarch64|power\w*|ppc\w*|s390\w*|risc-?v|qemu|kvm|vms?|loop\b|"
+                        r"nvme|ssd|hdd|sata|usb|tmpfs|xfs|btrfs|ext[234]|wsl|\d+k\b|\d+\s*k\s+block)|"
+                        # "I haven't been able to reproduce it with CPUs 0 and 1" (dev2:282)
+                        r"\b(?:on|with|using)\s+(?:[\w-]+\s+){0,2}\d|"
+                        # another method: "I tried replicating via below test, but it could not reproduce" (dev2:64)
+                        r"\b(?:via|using|with)\s+(?:the\s+|a\s+|this\s+|my\s+)?(?:below\s+|above\s+)?"
+                        r"(?:test|script|program|unit test)\b",
+                        re.IGNORECASE)
+# a failure told as a first try, before a success: "it was not reproduced in my VM environment
+# at first. But, I reproduced same problem when ..." (dev2:101)
+_AT_FIRST = re.compile(r"\b(?:at first|initially|originally|first few)\b", re.IGNORECASE)
+# a code walk told with "we" for the code: "-> BUG_ON(...); we hit this.", "when
+# ext4_writepages() gets called, we trigger the BUG" (dev2:103, 114)
+_IT_DID_NOT = re.compile(r"\s*(?:(?:but|and|so|sadly|unfortunately)[,]?\s+)?it\s+(?:did|does|do|could|would|was|is)"
+                         r"(?:n't|n’t|\s+not)\b", re.IGNORECASE)
+_CODE_WALK = re.compile(r"\w\(\)|->")
+_WRITER = re.compile(r"\b(?:I|my|me)\b")
 
 
 def stance_of_sentences(rough: tuple[str, ...], in_reply: bool) -> Stance:
@@ -400,9 +572,15 @@ def stance_of_sentences(rough: tuple[str, ...], in_reply: bool) -> Stance:
         labels = sentence_label_set(spans)
         if _ELLIPTIC.match(text):
             labels = labels | {"ELLIPTIC"}
+        if _CODE_WALK.search(text) and not _WRITER.search(text):
+            labels = labels | {"GENERIC"}
         question = text.rstrip().endswith("?")
         if attempted and "NOT_SEEN" in labels and not question:
             labels = labels | {"ATTEMPTED"}
+        if attempted and "NOT_REPRODUCED" in labels and _IT_DID_NOT.match(text) and not question:
+            # "I tried your reproducer using a 1k block size ... It didn't reproduce there" (dev2:308);
+            # not "This is also why mappings smaller than 2MB do not trigger this issue" (code)
+            labels = labels | {"ATTEMPT_RESULT"}
         if patched and "UNPATCHED" not in labels:
             labels = labels | {"PATCHED"}  # "the same testing as my previous patch. I have not hit any oopses."
         stance = decide_sentence(labels, question, seeing_reproduces=in_reply)
@@ -410,12 +588,30 @@ def stance_of_sentences(rough: tuple[str, ...], in_reply: bool) -> Stance:
             if decided is None:
                 decided = Stance(stance, text.strip())
             elif decided.stance != stance:
-                if decided.stance == "reproduced" and _RESTRICTION.match(text):
+                if decided.stance == "reproduced" and (_RESTRICTION.match(text) or _ELSEWHERE.search(text)):
                     continue  # "reproduced on X86. But not reproduced on WSL": where, not whether
+                if decided.stance == "not-reproduced" and stance == "reproduced" and _AT_FIRST.search(
+                        decided.evidence or ""):
+                    decided = Stance(stance, text.strip())  # a first try, then a success
+                    continue
                 return Stance("none", f"conflicting: {decided.evidence} / {text.strip()}")
         attempted = attempted or "RUN_CUE" in labels or {"TRIED", "REPRODUCE_WORD"} <= labels
         patched = patched or ("PATCHED" in labels and "UNPATCHED" not in labels)
     return decided or Stance("none", None)
+
+
+# Stance is also read in threads about a functional problem that name no regression: "ext3/ext4
+# filesystem corruption under post 5.1.0 kernels", "vmlinux ELF header sometimes corrupt", "LTP
+# hugemmap05 test case failure on arm64", "ext4 and project quotas bugs" (dev2:45, 63, 238, 73).
+# Patch postings stay out: there "I can confirm" and "tested" are routine.
+_PROBLEM_THREAD = re.compile(r"\b(?:corrupt\w*|fail(?:s|ed|ure|ures|ing)?|errors?|oops\w*|panic\w*|stalls?|"
+                             r"lockups?|KASAN|broken|breaks|bugs?|doesn'?t boot|not boot\w*)\b", re.IGNORECASE)
+_PATCH_THREAD = re.compile(r"^\s*(?:(?:re|aw|sv|fwd?)\s*:\s*)*\[[^\]]*\b(?:PATCH|RFC)\b", re.IGNORECASE)
+
+
+def is_problem_thread(subject: str) -> bool:
+    """A reply's thread is about a functional problem (not a patch posting): stance is read there."""
+    return bool(_PROBLEM_THREAD.search(subject)) and not _PATCH_THREAD.match(subject)
 
 
 def read_stance(own_text: str, *, in_reply: bool = True) -> Stance:
