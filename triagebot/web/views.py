@@ -24,7 +24,6 @@ from urllib.parse import quote
 from triagebot.dates import parse_since
 from triagebot.errors import TriageError
 from triagebot.lab_queue import BUSY_ELSEWHERE, lab_view
-
 from triagebot.lifecycle.detect import cause_text
 from triagebot.notify.render import STATE_MEANING, commit_url, lore_url, percent, short_commit
 from triagebot.records import KINDS, Report
