@@ -111,7 +111,7 @@ class SmtpTransport:
                              delivered_maybe=handed) from error
         except smtplib.SMTPResponseException as error:
             raise SendFailed(f"{rules.server}:{rules.port}: refused: {error.smtp_code} "
-                             f"{error.smtp_error.decode('utf-8', 'replace')}", delivered_maybe=False) from error
+                             f"{answer_text(error.smtp_error)}", delivered_maybe=False) from error
         except smtplib.SMTPException as error:
             raise SendFailed(f"{rules.server}:{rules.port}: {error}", delivered_maybe=handed) from error
         except (OSError, ssl.SSLError) as error:
@@ -195,3 +195,9 @@ def send_reply(store: Store, report_id: str, message: EmailMessage, rules: MailR
         raise
     _store_sent(store, row, parse)
     return Sent(store.mail_of(report_id) or row, "sent")
+
+
+def answer_text(answer: bytes | str) -> str:
+    """An SMTP server's answer as text: smtplib gives bytes from the wire, but an exception raised
+    with a str (smtplib itself does for some local failures) carries a str."""
+    return answer.decode("utf-8", "replace") if isinstance(answer, bytes) else answer
