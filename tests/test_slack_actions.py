@@ -192,13 +192,20 @@ def test_each_refusal_is_logged_and_changes_nothing(world: World, case: str,
     assert status == expected
     assert any(reason in logged for logged in refusals(caplog)), refusals(caplog)
     assert world.snapshot() == before
+    if expected == 401:  # nothing is read from an unverified request: nobody to answer
+        assert world.slack.ephemeral == []
+    else:  # the clicking user alone is told why, in the channel they clicked in
+        told = world.slack.ephemeral[-1]
+        assert told["channel"] == CHANNEL and told["user"] in ("U0RUNNER", "U0MARKER")
+        assert told["text"].startswith("Not done: ") and reason in told["text"]
+        assert told["text"] not in world.thread_texts()
 
 
 def test_who_may_act_is_validated_in_the_rules() -> None:
     with pytest.raises(RulesError, match=r"r.toml:2: \[slack\]: mark must be a list of Slack user IDs"):
         parse_routing('default_channel = "#a"\n[slack]\nmark = ["alice"]\n', "r.toml")
-    with pytest.raises(RulesError, match="send"):
-        parse_routing('default_channel = "#a"\n[slack]\nsend = ["U0AAA"]\n', "r.toml")
+    with pytest.raises(RulesError, match="delete"):
+        parse_routing('default_channel = "#a"\n[slack]\ndelete = ["U0AAA"]\n', "r.toml")
     assert parse_routing('default_channel = "#a"\n', "r.toml").permissions.run == ()  # nobody by default
 
 
@@ -231,7 +238,8 @@ def test_rerun_with_a_bigger_budget_runs_on_the_lab_through_the_daemons_flow(tmp
                 block["type"] == "actions" for block in m["blocks"]))
             buttons = [element["action_id"] for block in verdict["blocks"] if block["type"] == "actions"
                        for element in block["elements"]]
-            assert buttons == ["rerun", "mark-invalid"]
+            assert buttons == ["rerun", "rerun-with", "test-fix", "bisect", "mark-invalid", "duplicate",
+                               "send-upstream"]
             status, _ = world.send(world.click("U0RUNNER", "rerun", REPORT_ID, message_ts=verdict["ts"]))
             assert status == 200 and store.get_triage(REPORT_ID).state == "planned"
             [action] = store.actions_of(REPORT_ID)
