@@ -33,6 +33,7 @@ from typing import Any
 from slack_bolt import App, BoltRequest
 from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
 from slack_sdk.signature import Clock, SignatureVerifier
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -165,7 +166,13 @@ def build_bolt_app(settings: SlackSettings) -> App:
     def groups_of(user_id: str) -> Collection[str]:
         found = set()
         for group in group_ids:
-            if user_id in client.usergroups_users_list(usergroup=group).get("users", []):
+            try:
+                members = client.usergroups_users_list(usergroup=group).get("users", [])
+            except SlackApiError as error:  # a group gone or unreadable grants nothing: said, not fatal
+                event(log, logging.WARNING, "slack user group unreadable", event="slack.usergroup", group=group,
+                      error=str(error.response.get("error")))
+                continue
+            if user_id in members:
                 found.add(group)
         return found
 
