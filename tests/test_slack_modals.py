@@ -21,8 +21,8 @@ from triagebot import asked, flow
 from triagebot.parse.report import parse_message
 from triagebot.records import Source
 from triagebot.reproduce.rounds import commits_of
-from triagebot.verdict.decide import decide
 from triagebot.rules.settings import load_settings
+from triagebot.verdict.decide import decide
 
 OTHER_ID = "20240416081500.lab2@tberg-ws"  # a second copy of the report, stored under its own id
 SECOND_HOST = '''
