@@ -30,12 +30,14 @@ class SocketModeServer:
         self.acks: list[dict[str, Any]] = []
         self.bad_acks: list[Any] = []
         self.refused_tickets: list[str] = []
+        self.handshakes: list[str] = []  # the path of every WebSocket opening handshake, before it is answered
         self._tickets: set[str] = set()
         self._waiting: dict[str, queue.Queue[dict[str, Any]]] = {}
         self._lock = threading.Lock()
         self._connection: ServerConnection | None = None
         self._connected = threading.Event()
-        self._server = serve(self._handle, "127.0.0.1", 0, compression=None)
+        self._server = serve(self._handle, "127.0.0.1", 0, compression=None,
+                             process_request=lambda _connection, request: self.handshakes.append(request.path))
         self._thread = threading.Thread(target=self._server.serve_forever, name="fake-slack-socket", daemon=True)
         self._thread.start()
 
