@@ -111,3 +111,15 @@ def test_the_daemon_starts_socket_mode_when_an_app_token_is_set(tmp_path: Path) 
             [f"Bearer {APP_TOKEN}"]
         assert len(slack.socket.handshakes) == 1
     assert "slack socket mode connected" in result.stderr
+    # an app-level token Slack refuses stops the daemon at start, saying so in one line
+    with FakeSlack(token=TOKEN, app_token=APP_TOKEN) as slack:
+        refused = subprocess.run(
+            [sys.executable, "-m", "triagebot.cli", "daemon", "--once", "--db", str(tmp_path / "d.db"), "--rules",
+             str(rules), "--health-port", "off"], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+            timeout=600, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "SLACK_BOT_TOKEN": TOKEN,
+                              "SLACK_APP_TOKEN": "xapp-1-revoked", "SLACK_API_URL": slack.base_url,
+                              "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
+        assert slack.socket.handshakes == []
+    assert refused.returncode == 1
+    assert ("triage daemon: SLACK_APP_TOKEN does not work: slack apps.connections.open failed: invalid_auth"
+            in refused.stderr.splitlines())

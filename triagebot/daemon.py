@@ -249,10 +249,6 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
     port = options.health_port
     slack = slack_settings(settings, open_store, options.budget)
     socket = None
-    if slack is not None and slack.app_token:
-        from triagebot.web.slack_app import socket_mode
-
-        socket = socket_mode(slack)  # Slack's envelopes over a WebSocket: no public endpoint needed
     if port is not None:
         try:
             # the team's pages (reports, one report, the lab) beside /healthz and /metrics
@@ -266,6 +262,10 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
               url=f"http://{options.health_address}:{health.port}/healthz", port=health.port)
     notifier = make_notifier(database)
     try:
+        if slack is not None and slack.app_token:
+            from triagebot.web.slack_app import socket_mode
+
+            socket = socket_mode(slack)  # Slack's envelopes over a WebSocket: no public endpoint needed
         with open_store() as store:
             released = store.release_held()
             if released:

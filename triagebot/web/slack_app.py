@@ -41,6 +41,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from triagebot import actions
+from triagebot.errors import TriageError
 from triagebot.logs import event
 from triagebot.rules.routing import PERMISSIONS, Permissions
 from triagebot.states import RUN_STATES
@@ -272,7 +273,13 @@ def socket_mode(settings: SlackSettings) -> Any:
     if not settings.app_token:
         raise ValueError("Socket Mode needs the app-level token (SLACK_APP_TOKEN, xapp-…)")
     handler = SocketModeHandler(build_bolt_app(settings), settings.app_token)
-    handler.connect()
+    try:
+        handler.connect()
+    except SlackApiError as error:
+        raise TriageError(f"SLACK_APP_TOKEN does not work: slack apps.connections.open failed: "
+                          f"{error.response.get('error')}") from None
+    except OSError as error:
+        raise TriageError(f"Socket Mode: cannot reach Slack to open the connection: {error}") from None
     event(log, logging.INFO, "slack socket mode connected", event="slack.socket_mode")
     return handler
 
