@@ -12,86 +12,29 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, PROJECT
+from tests.conftest import PROJECT
 from tests.support.fake_slack import FakeSlack, send_signed, sign
 from tests.support.lab import lab_path, write_lab_rules
+from tests.support.slack_world import (
+    CHANNEL,
+    REPORT,
+    REPORT_ID,
+    ROUTING,
+    SECRET,
+    TOKEN,
+    World,
+    decided_report,
+    refusals,
+)
 from triagebot import flow
 from triagebot.errors import RulesError
-from triagebot.notify import outbox
-from triagebot.notify.slack import SlackNotifier
 from triagebot.parse.report import parse_message
 from triagebot.records import Source
 from triagebot.rules.routing import parse_routing
 from triagebot.rules.settings import load_settings
 from triagebot.web.app import build_app
 from triagebot.web.server import WebServer
-from triagebot.web.slack_app import SLACK_PATH, SlackSettings
-
-TOKEN = "xoxb-slack-actions"
-SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
-CHANNEL = "C0PERFTRIAGE"
-ROUTING = f'''default_channel = "{CHANNEL}"
-[slack]
-run = ["U0RUNNER", "S0LEADS"]
-mark = ["U0MARKER"]
-'''
-REPORT = (FIXTURES / "lab" / "sysbench-cpu-regression.eml").read_bytes()
-REPORT_ID = "20240415071244.lab1@tberg-ws"
-PLAN = {"kind": "plan", "metric": "sysbench.events_per_second"}
-
-
-def refusals(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [record.__dict__["fields"]["reason"] for record in caplog.records
-            if record.__dict__.get("fields", {}).get("event") in ("action.refused", "slack.refused")]
-
-
-class World:
-    """A store, the fake Slack, the app on uvicorn, and a way to deliver the outbox."""
-
-    def __init__(self, stores, slack: FakeSlack, settings, budget: int = 5) -> None:
-        self.stores, self.slack, self.settings = stores, slack, settings
-        self.store = stores.open()
-        self.notifier = SlackNotifier(TOKEN, base_url=slack.base_url)
-        self.server = WebServer(build_app(slack=SlackSettings(
-            signing_secret=SECRET, token=TOKEN, open_store=stores.open, permissions=settings.routing.permissions,
-            budget=budget, api_url=slack.base_url))).start()
-        self.url = self.server.url + SLACK_PATH
-
-    def send(self, body: bytes, **options) -> tuple[int, str]:
-        return send_signed(self.url, body, SECRET, **options)
-
-    def click(self, user_id: str, action_id: str, value: str, **options) -> bytes:
-        return self.slack.interaction(user_id, action_id, value, channel=CHANNEL, **options)
-
-    def command(self, user_id: str, text: str) -> bytes:
-        return self.slack.slash_command(user_id, text, channel=CHANNEL)
-
-    def deliver(self) -> None:
-        outbox.deliver(self.store, self.notifier)
-
-    def thread_texts(self) -> list[str]:
-        return [message["text"] for message in self.slack.messages(CHANNEL)]
-
-    def snapshot(self) -> tuple:
-        return (self.store.get_triage(REPORT_ID), self.store.actions_of(REPORT_ID),
-                [(row.kind, row.status) for row in self.store.outbox()])
-
-    def close(self) -> None:
-        self.server.stop()
-        self.store.close()
-
-
-def decided_report(store, state: str = "confirmed") -> None:
-    """A report the daemon took on and decided, its parent posted (no lab needed)."""
-    report = parse_message(REPORT, Source("eml"))
-    store.put_message(REPORT_ID, REPORT, "test", None, "2026-12-01T00:00:00+00:00")
-    store.put_record(REPORT_ID, report, "test")
-    store.start_triage(REPORT_ID, CHANNEL)
-    store.enqueue(REPORT_ID, "parent", CHANNEL, {"text": "[new] the report"})
-    store.set_triage(REPORT_ID, "planned", plan=PLAN, host="lab-local")
-    if state != "planned":
-        store.set_triage(REPORT_ID, "running")
-        store.set_triage(REPORT_ID, state)
+from triagebot.web.slack_app import SLACK_PATH
 
 
 @pytest.fixture
@@ -192,13 +135,20 @@ def test_each_refusal_is_logged_and_changes_nothing(world: World, case: str,
     assert status == expected
     assert any(reason in logged for logged in refusals(caplog)), refusals(caplog)
     assert world.snapshot() == before
+    if expected == 401:  # nothing is read from an unverified request: nobody to answer
+        assert world.slack.ephemeral == []
+    else:  # the clicking user alone is told why, in the channel they clicked in
+        told = world.slack.ephemeral[-1]
+        assert told["channel"] == CHANNEL and told["user"] in ("U0RUNNER", "U0MARKER")
+        assert told["text"].startswith("Not done: ") and reason in told["text"]
+        assert told["text"] not in world.thread_texts()
 
 
 def test_who_may_act_is_validated_in_the_rules() -> None:
     with pytest.raises(RulesError, match=r"r.toml:2: \[slack\]: mark must be a list of Slack user IDs"):
         parse_routing('default_channel = "#a"\n[slack]\nmark = ["alice"]\n', "r.toml")
-    with pytest.raises(RulesError, match="send"):
-        parse_routing('default_channel = "#a"\n[slack]\nsend = ["U0AAA"]\n', "r.toml")
+    with pytest.raises(RulesError, match="delete"):
+        parse_routing('default_channel = "#a"\n[slack]\ndelete = ["U0AAA"]\n', "r.toml")
     assert parse_routing('default_channel = "#a"\n', "r.toml").permissions.run == ()  # nobody by default
 
 
@@ -231,7 +181,8 @@ def test_rerun_with_a_bigger_budget_runs_on_the_lab_through_the_daemons_flow(tmp
                 block["type"] == "actions" for block in m["blocks"]))
             buttons = [element["action_id"] for block in verdict["blocks"] if block["type"] == "actions"
                        for element in block["elements"]]
-            assert buttons == ["rerun", "mark-invalid"]
+            assert buttons == ["rerun", "rerun-with", "test-fix", "bisect", "mark-invalid", "duplicate",
+                               "send-upstream"]
             status, _ = world.send(world.click("U0RUNNER", "rerun", REPORT_ID, message_ts=verdict["ts"]))
             assert status == 200 and store.get_triage(REPORT_ID).state == "planned"
             [action] = store.actions_of(REPORT_ID)

@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from triagebot import flow
+from triagebot import asked, flow
 from triagebot.dispatch.inprocess import ThreadDispatcher
 from triagebot.dispatch.protocol import Dispatcher
 from triagebot.errors import TriageError
@@ -179,20 +179,26 @@ def _poll_one(source_settings, settings: Settings, store, state: DaemonState, me
 
 def slack_settings(settings: Settings, open_store: Callable[[], AbstractContextManager[Store]], budget: int,
                    environ=os.environ) -> Any:
-    """Slack's endpoint (/slack/events: the buttons and `/triage`) when SLACK_SIGNING_SECRET and
-    SLACK_BOT_TOKEN are both set, else None: no request is taken that cannot be verified."""
-    secret, token = environ.get("SLACK_SIGNING_SECRET"), environ.get("SLACK_BOT_TOKEN")
-    if not (secret and token):
-        if secret or token:
-            event(log, logging.INFO, "slack actions off: they need SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN",
-                  event="slack.actions", enabled=False)
+    """Slack acting on reports (the buttons and `/triage`) when SLACK_BOT_TOKEN is set with
+    SLACK_SIGNING_SECRET (the HTTP endpoint /slack/events) or SLACK_APP_TOKEN (Socket Mode), else
+    None: no request is taken that cannot be verified."""
+    secret, token, app_token = (environ.get("SLACK_SIGNING_SECRET"), environ.get("SLACK_BOT_TOKEN"),
+                                environ.get("SLACK_APP_TOKEN"))
+    if not (token and (secret or app_token)):
+        if secret or token or app_token:
+            event(log, logging.INFO, "slack actions off: they need SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET "
+                  "(HTTP) or SLACK_APP_TOKEN (Socket Mode)", event="slack.actions", enabled=False)
         return None
     from triagebot.web.slack_app import SlackSettings  # slack-bolt only when Slack acts
 
-    event(log, logging.INFO, "slack actions served at /slack/events", event="slack.actions", enabled=True)
-    return SlackSettings(signing_secret=secret, token=token, open_store=open_store,
+    event(log, logging.INFO, "slack actions on", event="slack.actions", enabled=True,
+          http="/slack/events" if secret else None, socket_mode=bool(app_token))
+    hosts = tuple(host.name for host in settings.hosts if host.can_switch_kernel) if settings.hosts else ()
+    return SlackSettings(signing_secret=secret or "", token=token, open_store=open_store,
                          permissions=settings.routing.permissions, budget=budget,
-                         api_url=environ.get("SLACK_API_URL") or None)
+                         api_url=environ.get("SLACK_API_URL") or None, app_token=app_token or None, hosts=hosts,
+                         plan_for_host=lambda store, message_id, host: flow.plan_for_host(store, settings,
+                                                                                          message_id, host))
 
 
 def make_notifier(database: Path, environ=os.environ):
@@ -243,12 +249,14 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
     metrics = DaemonMetrics(sources=[source.url for source in settings.sources])
     health = None
     port = options.health_port
+    slack = slack_settings(settings, open_store, options.budget)
+    socket = None
     if port is not None:
         try:
             # the team's pages (reports, one report, the lab) beside /healthz and /metrics
             site = Site(open_store=open_store, settings=settings, database=database)
             health = HealthServer(metrics, host=options.health_address, port=port, site=site,
-                                  slack=slack_settings(settings, open_store, options.budget)).start()
+                                  slack=slack if slack is not None and slack.signing_secret else None).start()
         except OSError as error:
             raise TriageError(f"--health-port {port}: cannot listen on {options.health_address}:{port}: "
                               f"{error}") from None
@@ -256,6 +264,10 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
               url=f"http://{options.health_address}:{health.port}/healthz", port=health.port)
     notifier = make_notifier(database)
     try:
+        if slack is not None and slack.app_token:
+            from triagebot.web.slack_app import socket_mode
+
+            socket = socket_mode(slack)  # Slack's envelopes over a WebSocket: no public endpoint needed
         with open_store() as store:
             released = store.release_held()
             if released:
@@ -297,6 +309,8 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
     finally:
         if health is not None:
             health.stop()
+        if socket is not None:
+            socket.close()
     event(log, logging.INFO, "daemon stopped", event="daemon.stopped")
     return 0
 
@@ -390,6 +404,8 @@ def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonCont
         step("digest", lambda: flow.post_digests(store, lab) and lab.deliver())
         step("plan", lambda: flow.plan_new(store, lab))
         step("run", run_planned)
+        # what a team member asked from Slack: test a fix, bisect, send the reply upstream
+        step("asked", lambda: asked.carry_out(store, settings, lab.database, lab.budget) and lab.deliver())
         step("deliver", lab.deliver)
     step("count", lambda: metrics.set_counts(store.triage_counts(), store.outbox_counts(), tuple(TriageState),
                                              OUTBOX_STATUSES))

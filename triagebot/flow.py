@@ -32,6 +32,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TypeVar
 
+from triagebot.actions import RERUNS
 from triagebot.certainty import uncertain_reasons
 from triagebot.dispatch.inprocess import InlineDispatcher
 from triagebot.dispatch.protocol import Dispatcher, RunJob
@@ -450,11 +451,24 @@ def run_job(store: Store, lab: DaemonContext, job: RunJob) -> str | None:
             return TriageState.ERROR
 
 
+def plan_for_host(store: Store, settings: Settings, message_id: str, host_name: str) -> dict:
+    """A stored report's plan made for one host of hosts.toml (a rerun asked on that host from
+    Slack, triagebot/actions.py); TriageError saying why there is none."""
+    host = _host_named(settings.need_hosts(), host_name)
+    if host is None:
+        raise TriageError(f"no host {host_name!r} in hosts.toml")
+    report, _notes = with_materials_over_http(_stored_report(store, message_id), store, settings.http)
+    plan = plan_report(report, settings.need_templates(), host=host_shape(host))
+    if not isinstance(plan, Plan):
+        raise TriageError(plan.reason)
+    return plan.to_json()
+
+
 def rerun_asked(store: Store, message_id: str, default_budget: int) -> tuple[int, str]:
     """The budget of a report's run, and the suffix of its outbox kinds: a rerun a team member
     asked for (triagebot/actions.py) runs with the budget they asked, and its replies are kinds
     of their own (`verdict@2`), posted beside the first run's."""
-    reruns = [action for action in store.actions_of(message_id) if action.action == "rerun"]
+    reruns = [action for action in store.actions_of(message_id) if action.action in RERUNS]
     if not reruns:
         return default_budget, ""
     return reruns[-1].budget or default_budget, f"@{len(reruns) + 1}"

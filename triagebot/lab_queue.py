@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from triagebot.actions import pinned_host
 from triagebot.records import Report
 from triagebot.reproduce.host_lock import host_busy
 from triagebot.reproduce.hosts import HostMatch, score_host
@@ -90,7 +91,7 @@ def waiting_report(store: Store, row: TriageRow, report: Report | None = None) -
         report = _record(store, row.message_id)
     return Waiting(row.message_id, report.test_machine if report else None,
                    tuple(report.parameters) if report else (), newest_activity(store, row.message_id, report, taken_on),
-                   taken_on)
+                   taken_on, pinned_host(store, row.message_id))
 
 
 def busy_hosts(store: Store, database: Path | None, hosts: tuple[Host, ...],

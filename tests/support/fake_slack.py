@@ -20,12 +20,22 @@ a ``token`` body field, as Slack accepts both):
 * ``conversations.list``           -> ``{"ok", "channels": [{"id", "name", "is_channel", …}], …}``
 * ``usergroups.users.list``        -> ``{"ok", "users"}``: the members of ``server.user_groups[usergroup]``
   (``no_such_subteam`` for a group not there)
+* ``chat.postEphemeral``           -> ``{"ok", "message_ts"}``: kept in ``server.ephemeral`` (channel,
+  user, text), seen by that user only, never in ``messages``
+* ``views.open``                   -> ``{"ok", "view"}``: a modal (``type``, ``callback_id``, ``title``,
+  ``blocks``) opened with a ``trigger_id``; kept in ``server.views`` under its new ``V…`` id
+* ``apps.connections.open``        -> ``{"ok", "url"}``, called with the app-level token (``xapp-…``,
+  ``FakeSlack(app_token=…)``): a one-time ``ws://127.0.0.1:…`` URL of the Socket Mode endpoint
+  (tests/support/slack_socket.py), ``server.socket``
 
 Slack's side of interactivity, too: ``server.interaction(...)`` and ``server.slash_command(...)``
 build the form bodies Slack POSTs to an app's interactivity and slash-command URLs (a
 ``block_actions`` payload for a button click, the slash command's fields), and ``send_signed``
 POSTs one to the app signed as Slack signs (``v0=`` HMAC-SHA256 of ``v0:TIMESTAMP:BODY`` with
 the signing secret, in ``X-Slack-Signature`` beside ``X-Slack-Request-Timestamp``).
+``server.submit_view(view_id, user_id, values)`` builds the ``view_submission`` body of a modal
+opened through ``views.open``, its inputs filled with ``values`` (block id -> text or choice).
+The ``*_payload`` forms of each are the same payloads as dicts: what Socket Mode envelopes carry.
 
 As on Slack, ``chat.postMessage`` keeps a ``metadata`` object (``event_type``,
 ``event_payload``), which history and replies return only with ``include_all_metadata``; and
@@ -109,6 +119,10 @@ class _State:
     rate_limits: dict[str, list[int]] = field(default_factory=dict)  # method -> [count, retry_after]
     down: bool = False
     user_groups: dict[str, list[str]] = field(default_factory=dict)  # S… -> its members' U… ids
+    ephemeral: list[dict[str, str]] = field(default_factory=list)  # chat.postEphemeral: channel, user, text
+    views: dict[str, dict[str, Any]] = field(default_factory=dict)  # views.open: V… -> the view
+    app_token: str | None = None
+    socket: Any = None  # the Socket Mode endpoint, when an app token is given
     root_url: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
     ts_counter: Any = field(default_factory=lambda: itertools.count(1))
@@ -127,8 +141,10 @@ class SlackError(Exception):
 class FakeSlack:
     """The server; a context manager that starts and stops it."""
 
-    def __init__(self, token: str = "xoxb-test-token", channels: dict[str, str] | None = None) -> None:
-        self.state = _State(token=token, channels=dict(channels or {"C0TRIAGE": "perf-triage"}))
+    def __init__(self, token: str = "xoxb-test-token", channels: dict[str, str] | None = None,
+                 app_token: str | None = None) -> None:
+        self.state = _State(token=token, channels=dict(channels or {"C0TRIAGE": "perf-triage"}),
+                            app_token=app_token)
         for channel_id in self.state.channels:
             self.state.messages[channel_id] = []
         self._server: ThreadingHTTPServer | None = None
@@ -143,11 +159,11 @@ class FakeSlack:
 
     _trigger = itertools.count(1)
 
-    def interaction(self, user_id: str, action_id: str, value: str, channel: str = "C0TRIAGE",
-                    message_ts: str = "1700000000.000100") -> bytes:
-        """The body Slack POSTs when `user_id` clicks button `action_id` (its `value`) on a message."""
+    def interaction_payload(self, user_id: str, action_id: str, value: str, channel: str = "C0TRIAGE",
+                            message_ts: str = "1700000000.000100") -> dict[str, Any]:
+        """The `block_actions` payload of `user_id` clicking button `action_id` (its `value`) on a message."""
         number = next(self._trigger)
-        payload = {
+        return {
             "type": "block_actions", "api_app_id": APP_ID, "token": "verification-token-unused",
             "team": {"id": TEAM_ID, "domain": "triage-test"},
             "user": {"id": user_id, "username": user_id.lower(), "name": user_id.lower(), "team_id": TEAM_ID},
@@ -159,18 +175,71 @@ class FakeSlack:
                          "text": {"type": "plain_text", "text": action_id}, "value": value,
                          "action_ts": f"1700000000.{number:06d}"}],
         }
-        return urlencode({"payload": json.dumps(payload)}).encode()
 
-    def slash_command(self, user_id: str, text: str, command: str = "/triage", channel: str = "C0TRIAGE") -> bytes:
-        """The body Slack POSTs when `user_id` types `command text` in `channel`."""
+    def interaction(self, user_id: str, action_id: str, value: str, channel: str = "C0TRIAGE",
+                    message_ts: str = "1700000000.000100") -> bytes:
+        """The body Slack POSTs when `user_id` clicks button `action_id` (its `value`) on a message."""
+        return urlencode({"payload": json.dumps(self.interaction_payload(user_id, action_id, value, channel,
+                                                                         message_ts))}).encode()
+
+    def slash_command_payload(self, user_id: str, text: str, command: str = "/triage",
+                              channel: str = "C0TRIAGE") -> dict[str, str]:
+        """The fields of `user_id` typing `command text` in `channel`."""
         number = next(self._trigger)
-        return urlencode({
+        return {
             "token": "verification-token-unused", "team_id": TEAM_ID, "team_domain": "triage-test",
             "channel_id": channel, "channel_name": "perf-triage", "user_id": user_id, "user_name": user_id.lower(),
             "command": command, "text": text, "api_app_id": APP_ID, "is_enterprise_install": "false",
             "response_url": f"{self.root_url}/commands/{number}", "trigger_id": f"{number}.{TEAM_ID}.trigger",
-        }).encode()
+        }
 
+    def slash_command(self, user_id: str, text: str, command: str = "/triage", channel: str = "C0TRIAGE") -> bytes:
+        """The body Slack POSTs when `user_id` types `command text` in `channel`."""
+        return urlencode(self.slash_command_payload(user_id, text, command, channel)).encode()
+
+    def submit_view_payload(self, view_id: str, user_id: str, values: dict[str, str]) -> dict[str, Any]:
+        """The `view_submission` payload of `user_id` submitting the opened modal `view_id`, each
+        input block filled from `values` (block id -> typed text, or the chosen option's value)."""
+        with self.state.lock:
+            view = json.loads(json.dumps(self.state.views[view_id]))
+        state: dict[str, Any] = {}
+        for block in view.get("blocks") or []:
+            if block.get("type") != "input" or block["block_id"] not in values:
+                continue
+            element, value = block["element"], values[block["block_id"]]
+            if element["type"] == "static_select":
+                [option] = [item for item in element["options"] if item["value"] == value]
+                filled = {"type": "static_select", "selected_option": option}
+            else:
+                filled = {"type": element["type"], "value": value}
+            state[block["block_id"]] = {element["action_id"]: filled}
+        view["state"] = {"values": state}
+        number = next(self._trigger)
+        return {"type": "view_submission", "team": {"id": TEAM_ID, "domain": "triage-test"},
+                "user": {"id": user_id, "username": user_id.lower(), "name": user_id.lower(), "team_id": TEAM_ID},
+                "api_app_id": APP_ID, "token": "verification-token-unused",
+                "trigger_id": f"{number}.{TEAM_ID}.trigger", "view": view, "response_urls": [],
+                "is_enterprise_install": False}
+
+    def submit_view(self, view_id: str, user_id: str, values: dict[str, str]) -> bytes:
+        """The body Slack POSTs when `user_id` submits the modal (see submit_view_payload)."""
+        return urlencode({"payload": json.dumps(self.submit_view_payload(view_id, user_id, values))}).encode()
+
+    @property
+    def ephemeral(self) -> list[dict[str, str]]:
+        with self.state.lock:
+            return list(self.state.ephemeral)
+
+    @property
+    def views(self) -> dict[str, dict[str, Any]]:
+        with self.state.lock:
+            return dict(self.state.views)
+
+    @property
+    def socket(self) -> Any:
+        """The Socket Mode endpoint (tests/support/slack_socket.py); with an app token only."""
+        assert self.state.socket is not None, "FakeSlack(app_token=…) serves Socket Mode"
+        return self.state.socket
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -182,9 +251,16 @@ class FakeSlack:
         self._thread = threading.Thread(target=self._server.serve_forever, name="fake-slack",
                                         daemon=True)
         self._thread.start()
+        if self.state.app_token:
+            from tests.support.slack_socket import SocketModeServer
+
+            self.state.socket = SocketModeServer(APP_ID)
         return self
 
     def stop(self) -> None:
+        if self.state.socket is not None:
+            self.state.socket.stop()
+            self.state.socket = None
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -289,7 +365,7 @@ class _Handler(BaseHTTPRequestHandler):
                                       {"Retry-After": str(limit[1])})
                 return
             try:
-                self._check_token(headers, params)
+                self._check_token(headers, params, method)
                 handler = _METHODS.get(method)
                 if handler is None:
                     raise SlackError("unknown_method")
@@ -301,12 +377,16 @@ class _Handler(BaseHTTPRequestHandler):
         if hook is not None:
             hook(call)
 
-    def _check_token(self, headers: dict[str, str], params: dict[str, Any]) -> None:
+    def _check_token(self, headers: dict[str, str], params: dict[str, Any], method: str) -> None:
         authorization = headers.get("authorization", "")
         token = authorization[len("Bearer "):] if authorization.startswith("Bearer ") else None
         token = token or params.get("token")
         if not token:
             raise SlackError("not_authed")
+        if method == "apps.connections.open":  # only the app-level token opens a socket
+            if not self.state.app_token or token != self.state.app_token:
+                raise SlackError("invalid_auth")
+            return
         if token != self.state.token:
             raise SlackError("invalid_auth")
 
@@ -602,7 +682,40 @@ def _usergroup_users(state: _State, params: dict[str, Any]) -> dict[str, Any]:
     return {"users": list(state.user_groups[group])}
 
 
+def _post_ephemeral(state: _State, params: dict[str, Any]) -> dict[str, Any]:
+    channel_id = _channel_id(state, params.get("channel"))
+    user = params.get("user")
+    if not user:
+        raise SlackError("user_not_in_channel")
+    text, _blocks = _message_content(params)
+    state.ephemeral.append({"channel": channel_id, "user": str(user), "text": text})
+    return {"message_ts": _next_ts(state)}
+
+
+def _views_open(state: _State, params: dict[str, Any]) -> dict[str, Any]:
+    if not params.get("trigger_id"):
+        raise SlackError("invalid_arguments", response_metadata={"messages": ["[ERROR] missing trigger_id"]})
+    view = _json_field(params.get("view"), "view")
+    if not isinstance(view, dict) or view.get("type") != "modal" or not view.get("title"):
+        raise SlackError("invalid_arguments", response_metadata={"messages": ["[ERROR] not a modal view"]})
+    _check_blocks([block for block in view.get("blocks") or [] if block.get("type") != "input"])
+    if len(view.get("private_metadata") or "") > 3000:
+        raise SlackError("invalid_arguments", response_metadata={"messages": ["[ERROR] private_metadata too long"]})
+    view_id = f"V{len(state.views) + 1:08d}"
+    state.views[view_id] = view | {"id": view_id, "team_id": TEAM_ID, "app_id": APP_ID}
+    return {"view": state.views[view_id]}
+
+
+def _connections_open(state: _State, params: dict[str, Any]) -> dict[str, Any]:
+    if state.socket is None:
+        raise SlackError("not_allowed_token_type")
+    return {"url": state.socket.connection_url()}
+
+
 _METHODS = {
+    "chat.postEphemeral": _post_ephemeral,
+    "views.open": _views_open,
+    "apps.connections.open": _connections_open,
     "usergroups.users.list": _usergroup_users,
     "auth.test": _auth_test,
     "chat.postMessage": _post_message,

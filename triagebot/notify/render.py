@@ -425,7 +425,10 @@ def _a_a_reply(verdict: Json, run: Json) -> Payload:
     return fit({"text": text, "blocks": blocks})
 
 
-ACTION_BUTTONS = (("rerun", "Rerun with a bigger budget"), ("mark-invalid", "Mark invalid"))
+# the buttons on parent and verdict messages (triagebot/actions.py, web/slack_app.py; README "Acting from Slack")
+ACTION_BUTTONS = (("rerun", "Rerun with a bigger budget"), ("rerun-with", "Rerun with…"), ("test-fix", "Test fix"),
+                  ("bisect", "Bisect"), ("mark-invalid", "Mark invalid"), ("duplicate", "Duplicate of…"),
+                  ("send-upstream", "Send reply upstream"))
 
 
 def action_buttons(message_id: str) -> Json:

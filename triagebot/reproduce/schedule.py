@@ -38,6 +38,7 @@ class Waiting:
     parameters: tuple[tuple[str, str], ...]  # its LKP parameters (disk, filesystem)
     newest_at: datetime  # its date, or its thread's latest reply with numbers (aware)
     waiting_since: datetime  # when it was taken on (aware)
+    host: str | None = None  # the host a team member asked its rerun on: only that host runs it
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,10 @@ def schedule(waiting: Sequence[Waiting], hosts: Sequence[Host], busy: Mapping[st
     queues: dict[str, list[Queued]] = {host.name: [] for host in runnable}
     assignments: list[Assignment] = []
     for report in priority_order(waiting):
-        matches, best = most_similar(report, runnable)
+        matches, best = most_similar(report, [host for host in runnable if host.name == report.host]
+                                     if report.host else runnable)
+        if not matches:
+            continue  # its asked host is gone from hosts.toml: it waits (`triage status` shows it)
         preferred = [match for match in matches if match.score == best]
         waited = now - report.waiting_since
         take = next((match for match in preferred if match.host.name in free), None)

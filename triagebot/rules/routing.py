@@ -10,8 +10,9 @@ The same file says which reports `triage web --public` may show people outside t
 matches. Host names, channels and internal notes are never public, whatever it says.
 
 Its `[slack]` table says who may act on a report from Slack (triagebot/actions.py): `run` (rerun
-a report, with a bigger budget) and `mark` (mark a report invalid), each a list of Slack user IDs
-(U…, W…) and user-group IDs (S…). Absent: nobody may act.
+a report, with a bigger budget or on another host; test a fix; bisect), `mark` (mark a report
+invalid or a duplicate of another) and `send` (send the drafted reply upstream), each a list of
+Slack user IDs (U…, W…) and user-group IDs (S…). Absent: nobody may act.
 """
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ class Route:
 
 
 _SLACK_MEMBER = re.compile(r"^[UWS][A-Z0-9]{2,}$")
-PERMISSIONS = ("run", "mark")  # what an action needs: run (a rerun), mark (mark invalid)
+PERMISSIONS = ("run", "mark", "send")  # run: rerun, test fix, bisect; mark: invalid, duplicate; send: upstream
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class Permissions:
 
     run: tuple[str, ...] = ()
     mark: tuple[str, ...] = ()
+    send: tuple[str, ...] = ()
 
     def members(self, permission: str) -> tuple[str, ...]:
         return getattr(self, permission) if permission in PERMISSIONS else ()

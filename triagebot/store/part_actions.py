@@ -39,3 +39,15 @@ class Actions:
         rows = self._database.execute(f"SELECT {_COLUMNS} FROM actions WHERE message_id = ? ORDER BY action_id",
                                       (normalize_message_id(message_id),)).fetchall()
         return [ActionRow(*row) for row in rows]
+
+    def waiting_actions(self, *names: str) -> list[ActionRow]:
+        """Actions named `names` that have no result row yet (request key `result:<action_id>`),
+        oldest first: what the daemon was asked to do and has not done."""
+        if not names:
+            return []
+        marks = ", ".join("?" for _ in names)
+        rows = self._database.execute(
+            f"SELECT {_COLUMNS} FROM actions AS asked WHERE action IN ({marks}) AND NOT EXISTS "
+            "(SELECT 1 FROM actions AS result WHERE result.request_key = 'result:' || CAST(asked.action_id AS TEXT))"
+            " ORDER BY action_id", names).fetchall()
+        return [ActionRow(*row) for row in rows]

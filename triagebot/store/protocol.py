@@ -383,7 +383,7 @@ class ActionRow:
     action_id: int
     request_key: str
     message_id: str
-    action: str  # "rerun", "mark-invalid"
+    action: str  # "rerun", "mark-invalid", … (actions.ACTIONS); an asked one's result: "test-fix:done"
     user_id: str  # the Slack user who acted
     detail: str
     budget: int | None  # a rerun's runs a side
@@ -402,6 +402,10 @@ class ActionStore(Protocol):
     def has_request(self, request_key: str) -> bool: ...
 
     def actions_of(self, message_id: str) -> list[ActionRow]: ...
+
+    def waiting_actions(self, *names: str) -> list[ActionRow]:
+        """Actions named `names` without a result row yet (`result:<action_id>`), oldest first."""
+        ...
 
 
 @runtime_checkable

@@ -216,3 +216,4 @@ class SqlStore:
     record_action = _Exposed("_actions", Actions.record_action)
     has_request = _Exposed("_actions", Actions.has_request)
     actions_of = _Exposed("_actions", Actions.actions_of)
+    waiting_actions = _Exposed("_actions", Actions.waiting_actions)

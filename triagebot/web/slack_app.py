@@ -9,12 +9,20 @@ own request verification stays on with the same secret.
 
 `/triage show <message-id>`, `status` and `queue` answer the user alone (an ephemeral reply);
 `/triage rerun <message-id>` and the buttons act through triagebot/actions.py (checks, one
-transaction with the thread reply). The listeners run on a worker thread, each with its own
-store connection, never on the event loop that serves /healthz.
+transaction with the thread reply). "Rerun with…" and "Duplicate of…" open a modal
+(views.open) whose submission is the action. A refused action answers the clicking user with
+the reason in an ephemeral message (chat.postEphemeral), besides the logged reason. The
+listeners run on a worker thread, each with its own store connection, never on the event loop
+that serves /healthz.
+
+`socket_mode` serves the same app over Socket Mode (the app-level token; slack_sdk's built-in
+WebSocket client), for a team without a public endpoint: Slack's envelopes come over the
+socket, already authenticated, and are acked on it.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
 from collections.abc import Callable, Collection
@@ -25,6 +33,7 @@ from typing import Any
 from slack_bolt import App, BoltRequest
 from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
 from slack_sdk.signature import Clock, SignatureVerifier
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -32,8 +41,9 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from triagebot import actions
+from triagebot.errors import TriageError
 from triagebot.logs import event
-from triagebot.rules.routing import Permissions
+from triagebot.rules.routing import PERMISSIONS, Permissions
 from triagebot.states import RUN_STATES
 from triagebot.store.protocol import Store
 
@@ -48,8 +58,9 @@ _MAILTO = re.compile(r"^<mailto:([^|>]+)(\|[^>]*)?>$")  # Slack links what looks
 
 @dataclass(frozen=True)
 class SlackSettings:
-    """What the endpoint needs: the signing secret (SLACK_SIGNING_SECRET), the bot's token and
-    API address (to look up user groups), who may act, how to open the store."""
+    """What the app needs: the signing secret (SLACK_SIGNING_SECRET; the HTTP endpoint), the
+    app-level token (SLACK_APP_TOKEN; Socket Mode), the bot's token and API address, who may
+    act, how to open the store, and the lab hosts a rerun may be asked on."""
 
     signing_secret: str
     token: str
@@ -58,6 +69,9 @@ class SlackSettings:
     budget: int = 20  # the daemon's runs a side: a rerun asked from Slack doubles the last
     api_url: str | None = None
     clock: Clock = Clock()
+    app_token: str | None = None  # xapp-…: Socket Mode instead of (or beside) the HTTP endpoint
+    hosts: tuple[str, ...] = ()  # hosts.toml hosts that switch kernels: the modal's choices
+    plan_for_host: Callable[[Store, str, str], dict] | None = None  # flow.plan_for_host with the rules
 
 
 def message_id_of(text: str) -> str:
@@ -70,7 +84,10 @@ def message_id_of(text: str) -> str:
 
 
 def request_key(request: BoltRequest) -> str:
-    """The digest of a signed request: a replay of it has the same (timestamp and body are signed)."""
+    """The digest of a request: a replay of it has the same. Over HTTP the timestamp and body are
+    signed; in Socket Mode a redelivered envelope carries the same payload."""
+    if request.mode == "socket_mode":
+        return hashlib.sha256(b"socket:" + json.dumps(request.body, sort_keys=True).encode()).hexdigest()
     stamp = (request.headers.get("x-slack-request-timestamp") or [""])[0]
     return hashlib.sha256(f"{stamp}:".encode() + request.raw_body.encode()).hexdigest()
 
@@ -103,32 +120,82 @@ def _status(store: Store) -> str:
     return "Reports: " + (", ".join(f"{state} {count}" for state, count in sorted(counts.items())) or "none")
 
 
+MODALS = {"rerun-with": "rerun", "duplicate": "duplicate"}  # buttons that open a modal, and their action
+
+
+def _input(block_id: str, label: str, element: dict[str, Any], optional: bool = False) -> dict[str, Any]:
+    return {"type": "input", "block_id": block_id, "optional": optional,
+            "label": {"type": "plain_text", "text": label}, "element": {**element, "action_id": "value"}}
+
+
+def modal(callback_id: str, message_id: str, channel: str, budget: int, hosts: tuple[str, ...]) -> dict[str, Any]:
+    """The modal a button opens (views.open): a rerun's budget and host, or the other report's id."""
+    metadata = json.dumps({"message_id": message_id, "channel": channel})
+    if callback_id == "rerun-with":
+        title, submit = "Rerun", "Rerun"
+        blocks = [_input("budget", "Runs a side", {"type": "plain_text_input", "initial_value": str(budget)})]
+        if hosts:
+            blocks.append(_input("host", "On host (empty: the schedule's choice)", {
+                "type": "static_select", "options": [{"text": {"type": "plain_text", "text": host}, "value": host}
+                                                     for host in hosts[:100]]}, optional=True))
+    else:
+        title, submit = "Duplicate of", "Mark"
+        example = {"type": "plain_text", "text": "20240415071244.1234@example.org"}
+        blocks = [_input("other", "Message-ID of the other report",
+                         {"type": "plain_text_input", "placeholder": example})]
+    return {"type": "modal", "callback_id": callback_id, "private_metadata": metadata,
+            "title": {"type": "plain_text", "text": title}, "submit": {"type": "plain_text", "text": submit},
+            "close": {"type": "plain_text", "text": "Cancel"},
+            "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": f"*<{message_id}>*"}}, *blocks]}
+
+
+def _value(view: dict[str, Any], block_id: str) -> str:
+    item = ((view.get("state") or {}).get("values") or {}).get(block_id, {}).get("value") or {}
+    selected = item.get("selected_option") or {}
+    return str(item.get("value") or selected.get("value") or "").strip()
+
+
 def build_bolt_app(settings: SlackSettings) -> App:
-    """The bolt app: the `/triage` command and every button (an unknown one is refused)."""
+    """The bolt app: the `/triage` command, every button (an unknown one is refused) and the modals."""
     client = WebClient(token=settings.token, base_url=settings.api_url or WebClient.BASE_URL)
-    app = App(client=client, signing_secret=settings.signing_secret, token_verification_enabled=False,
-              request_verification_enabled=True, process_before_response=True, logger=log)
-    group_ids = {member for permission in ("run", "mark") for member in settings.permissions.members(permission)
+    app = App(client=client, signing_secret=settings.signing_secret or None, token_verification_enabled=False,
+              request_verification_enabled=bool(settings.signing_secret), process_before_response=True,
+              logger=log)
+    group_ids = {member for permission in PERMISSIONS for member in settings.permissions.members(permission)
                  if member.startswith("S")}
 
     def groups_of(user_id: str) -> Collection[str]:
         found = set()
         for group in group_ids:
-            if user_id in client.usergroups_users_list(usergroup=group).get("users", []):
+            try:
+                members = client.usergroups_users_list(usergroup=group).get("users", [])
+            except SlackApiError as error:  # a group gone or unreadable grants nothing: said, not fatal
+                event(log, logging.WARNING, "slack user group unreadable", event="slack.usergroup", group=group,
+                      error=str(error.response.get("error")))
+                continue
+            if user_id in members:
                 found.add(group)
         return found
 
-    def act(request: BoltRequest, action: str, message_id: str, user_id: str) -> actions.Outcome:
+    context = actions.Context(settings.permissions, groups_of, settings.budget, settings.hosts,
+                              settings.plan_for_host)
+
+    def act(request: actions.Request) -> actions.Outcome:
         with settings.open_store() as store:
-            return actions.act(store, actions.Request(request_key(request), action, message_id, user_id),
-                               settings.permissions, groups_of, settings.budget)
+            return actions.act(store, request, context)
+
+    def tell(channel: str | None, user_id: str, text: str) -> None:
+        """An ephemeral message: only the clicking user sees it (a refusal's reason)."""
+        if channel:
+            client.chat_postEphemeral(channel=channel, user=user_id, text=text)
 
     @app.command("/triage")
     def command(ack: Callable[..., Any], command: dict[str, Any], request: BoltRequest) -> None:
         words = (command.get("text") or "").split(maxsplit=1)
         verb, rest = (words[0].lower() if words else ""), (words[1] if len(words) > 1 else "")
         if verb == "rerun" and rest:
-            ack(text=act(request, "rerun", message_id_of(rest), command["user_id"]).text)
+            ack(text=act(actions.Request(request_key(request), "rerun", message_id_of(rest),
+                                         command["user_id"])).text)
             return
         with settings.open_store() as store:
             if verb == "show" and rest:
@@ -145,9 +212,76 @@ def build_bolt_app(settings: SlackSettings) -> App:
     @app.action(re.compile(".*"))
     def button(ack: Callable[..., Any], action: dict[str, Any], body: dict[str, Any], request: BoltRequest) -> None:
         ack()
-        act(request, str(action.get("action_id")), str(action.get("value") or ""), body["user"]["id"])
+        action_id, user_id = str(action.get("action_id")), body["user"]["id"]
+        message_id = str(action.get("value") or "")
+        channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
+        if action_id in MODALS:
+            with settings.open_store() as store:
+                reason = actions.precheck(store, actions.Request(request_key(request), MODALS[action_id], message_id,
+                                                                 user_id), context)
+                budget = min(actions.MAX_BUDGET, actions.BUDGET_FACTOR * actions.last_budget(
+                    store.actions_of(message_id), settings.budget))
+            if reason is not None:
+                event(log, logging.WARNING, "slack action refused", event="action.refused", action=action_id,
+                      message_id=message_id, user=user_id, reason=reason)
+                tell(channel, user_id, f"Not done: {reason}.")
+                return
+            client.views_open(trigger_id=body["trigger_id"],
+                              view=modal(action_id, message_id, channel or "", budget, settings.hosts))
+            return
+        outcome = act(actions.Request(request_key(request), action_id, message_id, user_id))
+        if not outcome.done:
+            tell(channel, user_id, outcome.text)
+
+    @app.view(re.compile("^(rerun-with|duplicate)$"))
+    def submitted(ack: Callable[..., Any], body: dict[str, Any], view: dict[str, Any], request: BoltRequest) -> None:
+        user_id = body["user"]["id"]
+        try:
+            metadata = json.loads(view.get("private_metadata") or "{}")
+            message_id, channel = str(metadata["message_id"]), metadata.get("channel")
+        except (ValueError, KeyError, TypeError):
+            ack(response_action="errors", errors={"budget" if view.get("callback_id") == "rerun-with" else "other":
+                                                  "this form lost which report it is about: open it again"})
+            return
+        if view.get("callback_id") == "rerun-with":
+            budget_text, host = _value(view, "budget"), _value(view, "host") or None
+            if not budget_text.isdigit() or not 1 <= int(budget_text) <= actions.MAX_BUDGET:
+                ack(response_action="errors",
+                    errors={"budget": f"a whole number of runs a side, from 1 to {actions.MAX_BUDGET}"})
+                return
+            request_ = actions.Request(request_key(request), "rerun-on-host" if host else "rerun", message_id,
+                                       user_id, budget=int(budget_text), host=host)
+        else:
+            other = message_id_of(_value(view, "other"))
+            if not other:
+                ack(response_action="errors", errors={"other": "the other report's Message-ID"})
+                return
+            request_ = actions.Request(request_key(request), "duplicate", message_id, user_id, other_id=other)
+        ack()
+        outcome = act(request_)
+        if not outcome.done:
+            tell(channel, user_id, outcome.text)
 
     return app
+
+
+def socket_mode(settings: SlackSettings) -> Any:
+    """The app over Socket Mode (slack-bolt's handler on slack_sdk's built-in client), connected
+    with the app-level token: for a team without a public endpoint. `.close()` ends it."""
+    from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+    if not settings.app_token:
+        raise ValueError("Socket Mode needs the app-level token (SLACK_APP_TOKEN, xapp-…)")
+    handler = SocketModeHandler(build_bolt_app(settings), settings.app_token)
+    try:
+        handler.connect()
+    except SlackApiError as error:
+        raise TriageError(f"SLACK_APP_TOKEN does not work: slack apps.connections.open failed: "
+                          f"{error.response.get('error')}") from None
+    except OSError as error:
+        raise TriageError(f"Socket Mode: cannot reach Slack to open the connection: {error}") from None
+    event(log, logging.INFO, "slack socket mode connected", event="slack.socket_mode")
+    return handler
 
 
 def slack_routes(settings: SlackSettings) -> list[Route]:

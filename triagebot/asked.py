@@ -1,0 +1,160 @@
+"""Actions stage: carry out what a team member asked from Slack that takes the lab or the mail —
+test the fix posted in the thread, bisect, send the drafted reply upstream.
+
+triagebot/actions.py keeps the ask (an action row and its thread reply); the daemon's pass calls
+`carry_out`, which takes each ask without a result, oldest first, and does it through the same
+stage functions as the commands: `after_verdict.measure_fix_on_lab` (`triage test-fix`),
+`after_verdict.bisect_on_lab` (`triage bisect`) and `reply.send.send_reply` (`triage reply
+--send`, its mail outbox: sent once, a send cut off is never repeated without a person). Its
+result is kept as one more action row (`test-fix:done`, `bisect:failed`, …) with its thread
+reply, in one transaction: an ask is carried out once; a crash before its result is kept does it
+again on the next pass (the lab's work; the mail outbox then refuses to send twice).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from datetime import UTC, datetime
+from email.utils import make_msgid, parseaddr
+from pathlib import Path
+
+from triagebot.actions import ASKED, finish
+from triagebot.after_verdict import bisect_on_lab, measure_fix_on_lab
+from triagebot.errors import TriageError
+from triagebot.ingest.lore_thread import DEFAULT_ARCHIVE
+from triagebot.logs import event
+from triagebot.reproduce.bisect import FOUND, BisectBudget, bisect_summary
+from triagebot.reproduce.fix import FixRefused, prepare_fix
+from triagebot.reproduce.hosts import choose_host
+from triagebot.reproduce.limits import host_shape
+from triagebot.reproduce.materials import with_materials_over_http
+from triagebot.reproduce.plan import Plan, plan_from_json, plan_report
+from triagebot.reproduce.rounds import commits_of, rounds_within
+from triagebot.rules.mail import load_mail_rules
+from triagebot.rules.settings import Settings
+from triagebot.store.protocol import ActionRow, Store
+
+log = logging.getLogger("triagebot.asked")
+
+TESTER = "triagebot lab <triagebot@localhost>"  # the drafted Tested-by: of a fix tested from Slack
+
+
+def carry_out(store: Store, settings: Settings, database: Path, budget: int,
+              bisect_budget: BisectBudget | None = None) -> list[int]:
+    """Do every asked action without a result, oldest first; the ids of those finished."""
+    finished = []
+    for asked in store.waiting_actions(*ASKED):
+        row = store.get_triage(asked.message_id)
+        if row is None:
+            continue
+        try:
+            done, detail = _carry_out_one(store, settings, database, budget, bisect_budget or BisectBudget(), asked)
+        except TriageError as error:
+            done, detail = False, str(error)
+        event(log, logging.INFO if done else logging.WARNING, "asked action carried out", event="action.carried",
+              action=asked.action, message_id=asked.message_id, user=asked.user_id, done=done, detail=detail)
+        if finish(store, asked, done, detail, row.channel):
+            finished.append(asked.action_id)
+    return finished
+
+
+def _carry_out_one(store: Store, settings: Settings, database: Path, budget: int, bisect_budget: BisectBudget,
+                   asked: ActionRow) -> tuple[bool, str]:
+    if asked.action == "test-fix":
+        return test_fix(store, settings, database, asked.message_id, budget)
+    if asked.action == "bisect":
+        return bisect_report(store, settings, database, asked.message_id, bisect_budget)
+    return send_upstream(store, settings, asked.message_id, f"slack:{asked.user_id}")
+
+
+def test_fix(store: Store, settings: Settings, database: Path, message_id: str, budget: int) -> tuple[bool, str]:
+    """As `triage test-fix MESSAGE-ID`: the newest fix series of the thread, on the confirmed rerun's host."""
+    report = store.get_record(message_id)
+    latest = store.latest_run(message_id)
+    verdict = (latest or {}).get("verdict") or {}
+    if report is None or latest is None or verdict.get("outcome") != "confirmed" \
+            or verdict.get("measured_change_percent") is None:
+        return False, "no confirmed rerun to test a fix against"
+    host = next((item for item in settings.need_hosts() if item.name == latest["host"]), None)
+    if host is None or not host.build_patched or not host.can_switch_kernel:
+        return False, f"host {latest['host']} (of the confirmed rerun) cannot test fixes: it needs switch_kernel " \
+                      "and build_patched hooks in hosts.toml"
+    plan = plan_from_json(latest["plan"])
+    if not isinstance(plan, Plan):
+        return False, "the confirmed rerun's plan cannot be read"
+    thread = [raw for raw in (store.get_raw(key) for key in store.thread_of(message_id)) if raw is not None]
+    archive = report.source.url if report.source.url and "://" in report.source.url else DEFAULT_ARCHIVE
+    with tempfile.TemporaryDirectory(prefix="triage-fix-") as work:
+        try:
+            fix = prepare_fix(thread, Path(work), _archive(archive))
+        except FixRefused as refused:
+            return False, f"no fix to test: {refused}"
+        mbox = fix.mbox.read_bytes()
+    floor = settings.floors.floor_for(plan.report_metric or plan.metric)
+    result, _draft = measure_fix_on_lab(store, database, message_id, host, plan, floor, latest["suspect_commit"],
+                                        float(verdict["measured_change_percent"]), fix, mbox,
+                                        rounds=rounds_within(budget), tester=TESTER)
+    return True, f"v{fix.version} on {host.name}: {result['recovery']['sentence']}"
+
+
+def _archive(url: str) -> str:
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://{rest.split('/', 1)[0]}/"
+
+
+def bisect_report(store: Store, settings: Settings, database: Path, message_id: str,
+                  budget: BisectBudget) -> tuple[bool, str]:
+    """As `triage bisect MESSAGE-ID`: the report's base..culprit on the closest host that can bisect."""
+    report = store.get_record(message_id)
+    if report is None:
+        return False, "the report's record is not stored"
+    able = [host for host in settings.need_hosts() if host.can_switch_kernel and host.list_commits]
+    match = choose_host(able, report.test_machine, parameters=report.parameters)
+    if match is None:
+        return False, "no host in hosts.toml can bisect: one needs switch_kernel and list_commits hooks"
+    report, _notes = with_materials_over_http(report, store, settings.http)
+    plan = plan_report(report, settings.need_templates(), host=host_shape(match.host))
+    if not isinstance(plan, Plan):
+        return False, f"not planned: {plan.reason}"
+    good, bad = commits_of(report)
+    if not good or not bad:
+        return False, "the report names no good and bad commit (`triage bisect` takes --good and --bad)"
+    floor = settings.floors.floor_for(plan.report_metric or plan.metric)
+    stored, _bisect_id, _posted = bisect_on_lab(store, database, message_id, match.host, plan, floor, good, bad,
+                                                budget)
+    return stored["status"] == FOUND, bisect_summary(stored)
+
+
+def send_upstream(store: Store, settings: Settings, message_id: str, requested_by: str) -> tuple[bool, str]:
+    """As `triage reply MESSAGE-ID --send`: the stored reply, else a new draft, sent once."""
+    from triagebot.parse.report import parse_message
+    from triagebot.reply.draft import NoReply, draft_reply
+    from triagebot.reply.send import ReplyInDoubt, SmtpTransport, read_mail, send_reply
+
+    rules = load_mail_rules(settings.rules_dir)
+    if rules.server is None:
+        return False, "rules/mail.toml has no [smtp] server: nothing can be sent"
+    stored = store.mail_of(message_id)
+    if stored is not None:
+        message = read_mail(stored.raw)
+    else:
+        report, raw = store.get_record(message_id), store.get_raw(message_id)
+        if report is None or raw is None:
+            return False, "the report is not stored"
+        if not rules.base_url:
+            return False, "rules/mail.toml has no [web] base_url: the reply links to the report's page"
+        triage = store.get_triage(message_id)
+        domain = (parseaddr(rules.from_)[1].rpartition("@")[2] if rules.from_ else "") or "triagebot.invalid"
+        try:
+            message = draft_reply(raw, report, str(triage.state) if triage else "", store.latest_run(message_id),
+                                  from_=rules.from_, base_url=rules.base_url,
+                                  reply_message_id=make_msgid("triage", domain=domain), date=datetime.now(UTC))
+        except NoReply as refused:
+            return False, str(refused)
+    try:
+        sent = send_reply(store, message_id, message, rules, SmtpTransport(rules, os.environ),
+                          requested_by=requested_by, parse=parse_message)
+    except ReplyInDoubt as doubt:
+        return False, f"{doubt} (a person checks the archive, then `triage reply --send --resend-in-doubt`)"
+    return True, f"reply <{sent.row.reply_message_id}> {sent.how}"
