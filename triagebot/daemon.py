@@ -227,8 +227,11 @@ class DaemonOptions:
 
 
 def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractContextManager[Store]],
-          options: DaemonOptions) -> int:
-    """Run the loop until SIGTERM or SIGINT (or one pass with `once`); the store is opened once."""
+          options: DaemonOptions, make_dispatcher: Callable[[], Dispatcher] | None = None) -> int:
+    """Run the loop until SIGTERM or SIGINT (or one pass with `once`); the store is opened once.
+
+    Runs go to `make_dispatcher()` (PostgreSQL: the job queue, run by `triage worker`), by
+    default to a ThreadDispatcher in this process."""
     state = DaemonState()
 
     def stop(signum, _frame) -> None:
@@ -267,9 +270,13 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
 
             lab = flow.DaemonContext(settings=settings, database=database, deliver=deliver,
                            budget=options.budget, stop_requested=lambda: state.stop, heartbeat=metrics.beat)
-            dispatcher = ThreadDispatcher(open_store, lambda own, job: flow.run_job(own, worker_lab, job))
-            # a worker's notifications are delivered by this loop, woken for them
-            worker_lab = dataclasses.replace(lab, deliver=dispatcher.wake)
+            if make_dispatcher is not None:
+                dispatcher = make_dispatcher()
+            else:
+                threads = ThreadDispatcher(open_store, lambda own, job: flow.run_job(own, worker_lab, job))
+                # a worker's notifications are delivered by this loop, woken for them
+                worker_lab = dataclasses.replace(lab, deliver=threads.wake)
+                dispatcher = threads
             event(log, logging.INFO, "daemon started", event="daemon.started", db=str(database),
                   rules=str(settings.rules_dir), sources=[source.url for source in settings.sources])
             try:
