@@ -147,3 +147,33 @@ def test_a_worker_refuses_what_it_cannot_serve_in_one_line(tmp_path: Path, postg
     assert result.returncode != 0 and message in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert not (tmp_path / "triage.db").exists()
+
+
+def test_a_run_whose_report_was_decided_meanwhile_writes_no_second_verdict(tmp_path: Path) -> None:
+    """A job retried beside a run that was only slow: the slow run, ending second, decides nothing."""
+    import dataclasses
+    import shutil
+
+    from triagebot.store.sqlite import SqliteStore
+
+    if not shutil.which("sysbench"):
+        pytest.skip("the lab's benchmark needs sysbench (apt-get install sysbench)")
+    decided_elsewhere = []
+
+    def at_each_sample() -> None:
+        if not decided_elsewhere:  # at the first sample: the other run's verdict lands
+            with SqliteStore(lab.database) as other:
+                with other.transaction():
+                    other.set_triage("slow@lab", "not-reproduced")
+                    other.enqueue("slow@lab", "verdict", "#perf-triage", {"text": "the other run's verdict"})
+            decided_elsewhere.append(True)
+
+    lab = dataclasses.replace(three_host_lab(tmp_path), heartbeat=at_each_sample)
+    with SqliteStore(lab.database) as store:
+        planned(store, "slow@lab", "2026-11-01T10:00:00+00:00")
+        store.set_triage("slow@lab", "running", host="lab-local")
+        assert flow.run_job(store, lab, RunJob("slow@lab", "lab-local")) is None
+        assert decided_elsewhere and store.get_triage("slow@lab").state == "not-reproduced"
+        assert store.latest_run("slow@lab") is None  # no run, no verdict stored by the slow one
+        assert [(row.kind, row.payload["text"]) for row in store.outbox(message_id="slow@lab")
+                if row.kind in ("verdict", "plot", "update-final")] == [("verdict", "the other run's verdict")]
