@@ -9,7 +9,9 @@ Runs go through a dispatcher (dispatch/protocol.py). On the embedded default it 
 ThreadDispatcher: one thread per busy host, each with its own store connection, so every lab
 host runs at once. Workers write their notifications to the outbox and wake the loop, which
 alone delivers them (one sender keeps the outbox's order and its exactly-once look-ups); when a
-run ends the loop gives the freed host its next report at once, not at the next tick.
+run ends the loop gives the freed host its next report at once, not at the next tick. On
+PostgreSQL the runs are jobs of the database's job queue (dispatch/jobqueue.py), run by
+`triage worker` processes anywhere; they wake the loop the same way (NOTIFY).
 
 Notifications go to Slack when SLACK_BOT_TOKEN is set (SLACK_API_URL overrides the API's
 address), else to the terminal. SIGTERM and SIGINT stop the loop after the current step or
