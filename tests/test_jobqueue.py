@@ -93,9 +93,10 @@ def test_the_schema_is_applied_once_and_db_migrate_says_so(postgres_server) -> N
     migrate = [sys.executable, "-m", "triagebot.cli", "db", "migrate", "--db", url]
     first = subprocess.run(migrate, capture_output=True, text=True, cwd=PROJECT, timeout=120)
     assert first.returncode == 0, first.stderr
-    assert first.stdout.rstrip().endswith("(postgresql); job queue: created"), first.stdout
+    queue, schema = first.stdout.splitlines()
+    assert queue.endswith(": job queue (procrastinate) created") and schema.endswith(" (postgresql)"), first.stdout
     again = subprocess.run(migrate, capture_output=True, text=True, cwd=PROJECT, timeout=120)
-    assert again.stdout.rstrip().endswith("(postgresql); job queue: present"), again.stdout
+    assert again.stdout.splitlines()[0].endswith(": job queue (procrastinate) present"), again.stdout
     with PostgresStore(url) as store:
         assert ensure_job_schema(store) is False
 
