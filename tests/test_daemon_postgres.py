@@ -1,9 +1,11 @@
 """The daemon on PostgreSQL: a report from a real public-inbox is taken on, planned, rerun on the
 test lab and decided, with every notification sent, the store being a real PostgreSQL server the
-tests start (`--db postgresql://…`), as test_daemon.py does on SQLite."""
+tests start (`--db postgresql://…`), as test_daemon.py does on SQLite. The run is a job the
+daemon defers and a `triage worker` process runs (dispatch/jobqueue.py)."""
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -33,10 +35,18 @@ def test_the_daemon_takes_a_report_to_its_verdict_on_postgresql(tmp_path: Path, 
         first = triage(tmp_path, "daemon", "--once", "--db", url, "--rules", str(rules), "--health-port", "off")
         assert first.returncode == 0, first.stderr
         server.add_message(REPORT)
+        # on PostgreSQL the daemon defers the run as a job; a `triage worker` runs it
+        worker = subprocess.Popen([sys.executable, "-m", "triagebot.cli", "worker", "--db", url, "--rules", str(rules)],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=daemon_env(tmp_path, None), cwd=PROJECT)
         try:
             second = triage(tmp_path, "daemon", "--once", "--db", url, "--rules", str(rules), "--health-port", "off")
         finally:
+            worker.send_signal(signal.SIGTERM)
+            worker_log = worker.communicate(timeout=120)[1]
             stop_lab(tmp_path)
+        assert worker.returncode == 0, worker_log
+        assert '"event": "worker.started"' in worker_log and '"event": "worker.stopped"' in worker_log
         assert second.returncode == 0, second.stderr
         status = triage(tmp_path, "status", "--db", url, "--rules", str(rules))
     assert "Verdict: confirmed" in second.stdout

@@ -10,7 +10,9 @@ Runs go through a dispatcher (dispatch/protocol.py). On the embedded default it 
 ThreadDispatcher: one thread per busy host, each with its own store connection, so every lab
 host runs at once. Workers write their notifications to the outbox and wake the loop, which
 alone delivers them (one sender keeps the outbox's order and its exactly-once look-ups); when a
-run ends the loop gives the freed host its next report at once, not at the next tick.
+run ends the loop gives the freed host its next report at once, not at the next tick. On
+PostgreSQL the runs are jobs of the database's job queue (dispatch/jobqueue.py), run by
+`triage worker` processes anywhere; they wake the loop the same way (NOTIFY).
 
 Notifications go to Slack when SLACK_BOT_TOKEN is set (SLACK_API_URL overrides the API's
 address), else to the terminal. SIGTERM and SIGINT stop the loop after the current step or
@@ -235,8 +237,11 @@ class DaemonOptions:
 
 
 def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractContextManager[Store]],
-          options: DaemonOptions) -> int:
-    """Run the loop until SIGTERM or SIGINT (or one pass with `once`); the store is opened once."""
+          options: DaemonOptions, make_dispatcher: Callable[[], Dispatcher] | None = None) -> int:
+    """Run the loop until SIGTERM or SIGINT (or one pass with `once`); the store is opened once.
+
+    Runs go to `make_dispatcher()` (PostgreSQL: the job queue, run by `triage worker`), by
+    default to a ThreadDispatcher in this process."""
     state = DaemonState()
 
     def stop(signum, _frame) -> None:
@@ -281,9 +286,13 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
 
             lab = flow.DaemonContext(settings=settings, database=database, deliver=deliver,
                            budget=options.budget, stop_requested=lambda: state.stop, heartbeat=metrics.beat)
-            dispatcher = ThreadDispatcher(open_store, lambda own, job: flow.run_job(own, worker_lab, job))
-            # a worker's notifications are delivered by this loop, woken for them
-            worker_lab = dataclasses.replace(lab, deliver=dispatcher.wake)
+            if make_dispatcher is not None:
+                dispatcher = make_dispatcher()
+            else:
+                threads = ThreadDispatcher(open_store, lambda own, job: flow.run_job(own, worker_lab, job))
+                # a worker's notifications are delivered by this loop, woken for them
+                worker_lab = dataclasses.replace(lab, deliver=threads.wake)
+                dispatcher = threads
             event(log, logging.INFO, "daemon started", event="daemon.started", db=str(database),
                   rules=str(settings.rules_dir), sources=[source.url for source in settings.sources])
             # the trees' fetches beside the loop (with --once, in the pass: its one pass reads them)

@@ -527,8 +527,11 @@ def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> st
         plot = {"title": render.plot_title(report, run_json),
                 "png_base64": base64.b64encode(run_plot(run_json)).decode()}
 
-    def decide() -> None:
+    def decide() -> bool:
         with store.transaction():
+            now = store.get_triage(row.message_id)
+            if now is None or now.state != TriageState.RUNNING or now.host != host.name:
+                return False  # moved on meanwhile (a job retried beside this slow run decided): not twice
             store.save_run(row.message_id, plan.to_json(), run_json)
             store.set_triage(row.message_id, state)
             store.enqueue(row.message_id, f"verdict{again}", row.channel,
@@ -537,7 +540,11 @@ def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> st
                 store.enqueue(row.message_id, f"plot{again}", row.channel, plot)
             store.enqueue(row.message_id, f"update-final{again}", row.channel, render.with_buttons(
                 render.parent_message(report, state, plan=row.plan, run=run_json), row.message_id))
-    patiently(lab, decide)
+        return True
+    if not patiently(lab, decide):
+        event(log, logging.WARNING, "run not decided: its report moved on meanwhile", event="run.superseded",
+              message_id=row.message_id, host=host.name)
+        return None
     event(log, logging.INFO, "run decided", event="run.decided", message_id=row.message_id, outcome=state,
           reason=(run_json.get("verdict") or {}).get("reason") or run_json.get("error"))
     lab.deliver()

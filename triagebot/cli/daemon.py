@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from triagebot import logs
-from triagebot.cli.common import add_db_argument, add_rules_argument, database_path, open_store
+from triagebot.cli.common import add_db_argument, add_rules_argument, database_location, database_path, open_store
 from triagebot.daemon import DEFAULT_HEALTH_PORT, DaemonOptions, serve
 from triagebot.errors import TriageError
 from triagebot.notify import outbox
@@ -55,7 +55,14 @@ def run(args: argparse.Namespace) -> int:
                             health_port=health_port(args.health_port, args.once),
                             health_address=args.health_address, notify_retry_seconds=args.notify_retry_seconds,
                             stale_days=args.stale_days)
-    return serve(settings, database_path(args), lambda: _writable_store(args), options)
+    location = database_location(args)
+    make_dispatcher = None
+    if location.url is not None:  # the job queue: `triage worker` runs the lab jobs
+        from triagebot.dispatch.jobqueue import JobQueueDispatcher
+
+        url = location.url
+        make_dispatcher = lambda: JobQueueDispatcher(url)  # noqa: E731
+    return serve(settings, database_path(args), lambda: _writable_store(args), options, make_dispatcher)
 
 
 @contextmanager

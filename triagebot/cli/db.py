@@ -1,6 +1,7 @@
 """`triage db` — the store itself: `db copy FROM TO` moves a whole store between backends (SQLite
 file <-> PostgreSQL) and checks every table's count; `db migrate` brings a store to this
-triagebot's schema and says which version it is at.
+triagebot's schema and says which version it is at (on PostgreSQL it also applies the lab job
+queue's schema, procrastinate's, when absent).
 
 FROM and TO take what --db takes (a file path, sqlite:///PATH, postgresql://…). The copy prints
 one line per table (rows in the source, rows in the target) and exits 1 when any count differs;
@@ -34,8 +35,11 @@ def _migrate(args: argparse.Namespace) -> int:
     from triagebot.store.migrations import LATEST_VERSION
 
     location = database_location(args)
-    with location.open():
-        pass
+    with location.open() as store:
+        if location.url is not None:  # the lab's job queue lives beside the store (dispatch/jobqueue.py)
+            from triagebot.dispatch.jobqueue import ensure_job_schema
+
+            print(f"{location}: job queue (procrastinate) {'created' if ensure_job_schema(store) else 'present'}")
     print(f"{location}: schema version {LATEST_VERSION} ({location.backend})")
     return 0
 

@@ -15,6 +15,7 @@ from triagebot.errors import TriageError
 COMMANDS = {
     "parse": ("triagebot.cli.parse", "parse messages into records"),
     "daemon": ("triagebot.cli.daemon", "watch the sources and triage each new report (--once: one pass)"),
+    "worker": ("triagebot.cli.worker", "run the daemon's lab jobs for some hosts (PostgreSQL store: the job queue)"),
     "status": ("triagebot.cli.status", "what the daemon is doing: the queue, the hosts, the last polls"),
     "ingest": ("triagebot.cli.ingest", "fetch messages from files, lore or openwall into the store"),
     "show": ("triagebot.cli.show", "show one stored report with its thread"),

@@ -1,0 +1,149 @@
+"""Dispatch on PostgreSQL: each lab run a procrastinate job, a row in the store's own database.
+
+`JobQueueDispatcher.enqueue` defers the job on the store's connection inside the transaction
+that moves the report to `running` (procrastinate's `configure(connection=…)`), so the state
+change, its outbox rows and the job commit together or not at all. Each job goes to its host's
+queue (`queue_for`) under its host's lock (`lock_for`): procrastinate starts no job while
+another of the same lock is `doing`, so a host runs one report at a time whichever worker, on
+whichever machine, fetched it. A report has at most one waiting job (its queueing lock).
+
+The jobs are run by `triage worker` processes (dispatch/worker.py), anywhere that reaches the
+database. They never deliver notifications: after writing the outbox they NOTIFY
+`OUTBOX_CHANNEL`, which `wait` LISTENs on, and the daemon's loop delivers.
+
+procrastinate's schema lives beside the store's tables, applied by `ensure_job_schema` (`triage
+db migrate`, and the daemon and workers at start) under the store's write lock, so processes
+starting at once apply it once.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import procrastinate
+from procrastinate.schema import SchemaManager
+
+from triagebot.dispatch.protocol import Finished, RunJob
+from triagebot.logs import event
+from triagebot.states import TriageState
+from triagebot.store.postgres import PostgresStore
+from triagebot.store.protocol import Store, StoreError
+
+log = logging.getLogger("triagebot.daemon")
+
+TASK_NAME = "triagebot.lab_run"  # the job's task: rerun one report on one host (dispatch/worker.py)
+OUTBOX_CHANNEL = "triagebot_outbox"  # workers NOTIFY it after writing notifications or ending a job
+JOB_TABLE = "procrastinate_jobs"
+
+
+def queue_for(host: str) -> str:
+    """The queue of one host's jobs: `triage worker --host NAME` listens to NAME's queue."""
+    return f"triagebot-lab-{host}"
+
+
+def lock_for(host: str) -> str:
+    """The lock every job of one host takes: one run per host at a time, across workers."""
+    return f"triagebot-host-{host}"
+
+
+def queueing_lock_for(message_id: str) -> str:
+    """At most one waiting job per report."""
+    return f"triagebot-report-{message_id}"
+
+
+def job_app(url: str, **pool_options: Any) -> procrastinate.App:
+    """A procrastinate app on the store's database (its pool is opened by whoever runs jobs;
+    deferring on the store's own connection needs none)."""
+    connector = procrastinate.PsycopgConnector(conninfo=url, kwargs={"application_name": "triagebot-jobs"},
+                                               **pool_options)
+    return procrastinate.App(connector=connector)
+
+
+def job_schema_present(store: Store) -> bool:
+    found = store.connection.execute(
+        "SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = %s",
+        (JOB_TABLE,)).fetchone()
+    return found is not None
+
+
+def ensure_job_schema(store: Store) -> bool:
+    """Apply procrastinate's schema to the store's database unless it is there; True when applied.
+    One transaction under the store's write lock: two processes starting at once apply it once."""
+    if not isinstance(store, PostgresStore):
+        raise StoreError("the job queue needs a PostgreSQL store (--db postgresql://…)")
+    with store.transaction():
+        if job_schema_present(store):
+            return False
+        # procrastinate's own schema file, as its `schema --apply` runs it (no parameters: `%` is `%`)
+        store.connection.execute(SchemaManager.get_schema())
+    event(log, logging.INFO, "job queue schema applied", event="jobs.schema", version=procrastinate.__version__)
+    return True
+
+
+def notify_outbox(store: Store) -> None:
+    """Wake the daemon's loop (JobQueueDispatcher.wait): notifications or a finished job."""
+    store.connection.execute(f"NOTIFY {OUTBOX_CHANNEL}")
+
+
+class JobQueueDispatcher:
+    """The daemon's side: jobs deferred in the state change's transaction; the lab seen in the job table."""
+
+    def __init__(self, url: str, app: procrastinate.App | None = None) -> None:
+        self._app = app if app is not None else job_app(url)
+        self._store = PostgresStore(url)  # the loop's own connection: LISTEN, and the job table read
+        try:
+            ensure_job_schema(self._store)
+            self._store.connection.execute(f"LISTEN {OUTBOX_CHANNEL}")
+        except BaseException:
+            self._store.close()
+            raise
+        self._seen: dict[str, str] = {}
+        self._finished: list[Finished] = []
+
+    def close(self) -> None:
+        self._store.close()
+
+    def enqueue(self, store: Store, job: RunJob) -> None:
+        self._app.configure_task(
+            TASK_NAME, queue=queue_for(job.host), lock=lock_for(job.host),
+            queueing_lock=queueing_lock_for(job.message_id), connection=store.connection,
+        ).defer(message_id=job.message_id, host=job.host)
+
+    def launch(self) -> None:
+        pass  # the job committed with the state change: a worker fetches it
+
+    def abandon(self) -> None:
+        pass  # the job row rolled back with the transaction
+
+    def running(self) -> Mapping[str, str]:
+        """Host -> report of every lab job waiting for or held by a worker (todo or doing)."""
+        rows = self._store.connection.execute(
+            f"SELECT args->>'host', args->>'message_id', status FROM {JOB_TABLE}"
+            " WHERE task_name = %s AND status IN ('todo', 'doing') ORDER BY status = 'doing', id",
+            (TASK_NAME,)).fetchall()
+        now = {host: message_id for host, message_id, _status in rows}  # a doing job wins its host
+        for host, message_id in self._seen.items():
+            if now.get(host) != message_id:
+                row = self._store.get_triage(message_id)
+                outcome = row.state if row is not None and row.state not in (
+                    TriageState.RUNNING, TriageState.PLANNED) else None
+                self._finished.append(Finished(RunJob(message_id, host), outcome))
+        self._seen = dict(now)
+        return now
+
+    def wait(self, timeout: float) -> bool:
+        for _notice in self._store.connection.notifies(timeout=timeout, stop_after=1):
+            return True
+        return False
+
+    def wake(self) -> None:
+        notify_outbox(self._store)
+
+    def finished(self) -> list[Finished]:
+        self.running()
+        done, self._finished = self._finished, []
+        return done
+
+    def join(self) -> None:
+        pass  # the runs are the workers': they go on while the daemon is stopped
