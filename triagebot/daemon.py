@@ -2,7 +2,8 @@
 
 Each pass: deliver what the outbox holds (after a crash: the posts in doubt are looked up on
 Slack first), poll the sources that are due (rules/sources.toml), take on new reports, plan
-them, hand the planned ones the schedule picks to free lab hosts, deliver again. Every stage is
+them, hand the planned ones the schedule picks to free lab hosts, deliver again; then test the
+fixes queued from confirmed reports' threads (fix_testing.py), one at a time in the loop. Every stage is
 a step over stored state (flow.py), so a restart resumes where the last process stopped.
 
 Runs go through a dispatcher (dispatch/protocol.py). On the embedded default it is a
@@ -39,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from triagebot import flow
+from triagebot import fix_testing, flow
 from triagebot.dispatch.inprocess import ThreadDispatcher
 from triagebot.dispatch.protocol import Dispatcher
 from triagebot.errors import TriageError
@@ -346,7 +347,8 @@ def drain(store, lab: flow.DaemonContext, dispatcher: Dispatcher, metrics: Daemo
 def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonContext, metrics: DaemonMetrics, *,
              admit_days: float, dispatcher: Dispatcher | None = None,
              stale_days: float = follow.DEFAULT_STALE_DAYS) -> None:
-    """One pass: deliver, poll, admit, digest, plan, run, deliver. A step that raises is logged and skipped.
+    """One pass: deliver, poll, follow, queue fixes, admit, digest, plan, run, deliver, test fixes. A step
+    that raises is logged and skipped.
 
     Runs are handed to `dispatcher` (they go on after the pass); without one they are run here,
     one at a time (flow.run_planned)."""
@@ -370,11 +372,14 @@ def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonCont
     # after the verdict: what the new mail says of the reports taken on (fixed, reverted, ...)
     step("follow", lambda: (follow.observe(store, new_ids), follow.join_reports(store, new_ids),
                             follow.mark_stale(store, days=stale_days)))
+    # a fix series in a confirmed report's thread: queued once, tested on the lab after the runs
+    step("queue fixes", lambda: fix_testing.queue_fix_tests(store))
     if not state.stop:
         step("admit", admit)
         step("digest", lambda: flow.post_digests(store, lab) and lab.deliver())
         step("plan", lambda: flow.plan_new(store, lab))
         step("run", run_planned)
         step("deliver", lab.deliver)
+        step("test fixes", lambda: fix_testing.run_queued_fix_tests(store, lab))
     step("count", lambda: metrics.set_counts(store.triage_counts(), store.outbox_counts(), tuple(TriageState),
                                              OUTBOX_STATUSES))
