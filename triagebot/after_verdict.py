@@ -60,12 +60,14 @@ def bisect_reply(result: Json) -> Json:
 
 def bisect_on_lab(store: Store, database: Path, message_id: str, host: Host, plan: Plan, floor_percent: float,
                   good: str, bad: str, budget: BisectBudget,
-                  announce: Callable[[str], None] = lambda line: None) -> tuple[Json, int, bool]:
-    """Bisect good..bad on `host`, stored after every attempt; (result, its id, whether posted)."""
-    bisect_id: int | None = None
+                  announce: Callable[[str], None] = lambda line: None, *, bisect_id: int | None = None,
+                  on_sample: Callable[[Sample], None] | None = None,
+                  extra: Json | None = None) -> tuple[Json, int, bool]:
+    """Bisect good..bad on `host`, stored after every attempt (on the row `bisect_id` when given:
+    the daemon's queued one, `extra` kept in its JSON); (result, its id, whether posted)."""
 
     def stored(result: Json) -> Json:
-        return result | {"host": host.name, "plan": plan.to_json(), "message_id": message_id}
+        return result | {"host": host.name, "plan": plan.to_json(), "message_id": message_id} | (extra or {})
 
     def save(result: Json) -> None:
         nonlocal bisect_id
@@ -83,7 +85,7 @@ def bisect_on_lab(store: Store, database: Path, message_id: str, host: Host, pla
         def measure(base: str, suspect: str, schedule: LookSchedule, reported: float | None) -> Json:
             measured = replace(plan, reported_change_percent=reported)
             return rerun(measured, host, executor, base, suspect, rounds=schedule,
-                         floor_percent=floor_percent).to_json()
+                         floor_percent=floor_percent, on_sample=on_sample).to_json()
 
         result = stored(bisect(commits, good, measure, budget, reported_change_percent=plan.reported_change_percent,
                                on_progress=save))

@@ -2,8 +2,8 @@
 
 Each pass: deliver what the outbox holds (after a crash: the posts in doubt are looked up on
 Slack first), poll the sources that are due (rules/sources.toml), take on new reports, plan
-them, hand the planned ones the schedule picks to free lab hosts, deliver again; then test the
-fixes queued from confirmed reports' threads (fix_testing.py), one at a time in the loop. Every stage is
+them, hand the planned ones the schedule picks to free lab hosts, deliver again; then start the
+fix tests and bisections queued after confirmed verdicts (after_verdict_jobs.py). Every stage is
 a step over stored state (flow.py), so a restart resumes where the last process stopped.
 
 Runs go through a dispatcher (dispatch/protocol.py). On the embedded default it is a
@@ -40,7 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from triagebot import fix_testing, flow
+from triagebot import after_verdict_jobs, bisect_flow, fix_testing, flow
+from triagebot.after_verdict_jobs import AfterVerdictWorker
 from triagebot.dispatch.inprocess import ThreadDispatcher
 from triagebot.dispatch.protocol import Dispatcher
 from triagebot.errors import TriageError
@@ -271,15 +272,16 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
             dispatcher = ThreadDispatcher(open_store, lambda own, job: flow.run_job(own, worker_lab, job))
             # a worker's notifications are delivered by this loop, woken for them
             worker_lab = dataclasses.replace(lab, deliver=dispatcher.wake)
+            after_worker = AfterVerdictWorker(open_store, worker_lab)  # fix tests, bisections
             event(log, logging.INFO, "daemon started", event="daemon.started", db=str(database),
                   rules=str(settings.rules_dir), sources=[source.url for source in settings.sources])
             try:
                 while not state.stop:
                     metrics.beat()
                     run_pass(settings, store, state, lab, metrics, admit_days=options.admit_days,
-                             dispatcher=dispatcher, stale_days=options.stale_days)
+                             dispatcher=dispatcher, stale_days=options.stale_days, after_worker=after_worker)
                     if options.once:
-                        drain(store, lab, dispatcher, metrics, state)
+                        drain(store, lab, dispatcher, metrics, state, after_worker)
                         break
                     deadline = time.monotonic() + options.tick
                     while not state.stop and time.monotonic() < deadline:
@@ -288,6 +290,7 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
                         metrics.beat()
             finally:
                 dispatcher.join()  # a stop reaches each run after its sample in progress
+                after_worker.join()
                 after_runs(store, lab, dispatcher, metrics, state)
     finally:
         if health is not None:
@@ -334,11 +337,12 @@ def after_runs(store, lab: flow.DaemonContext, dispatcher: Dispatcher, metrics: 
 
 
 def drain(store, lab: flow.DaemonContext, dispatcher: Dispatcher, metrics: DaemonMetrics,
-          state: DaemonState) -> None:
-    """`--once`: wait for every run the pass started, and the runs freed hosts take after them."""
+          state: DaemonState, after_worker: AfterVerdictWorker | None = None) -> None:
+    """`--once`: wait for every run the pass started, and the runs freed hosts take after them
+    (and the fix tests and bisections under way)."""
     while not state.stop:
         after_runs(store, lab, dispatcher, metrics, state)
-        if not dispatcher.running():
+        if not dispatcher.running() and not (after_worker is not None and after_worker.busy()):
             break
         dispatcher.wait(1.0)
         metrics.beat()
@@ -346,12 +350,13 @@ def drain(store, lab: flow.DaemonContext, dispatcher: Dispatcher, metrics: Daemo
 
 def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonContext, metrics: DaemonMetrics, *,
              admit_days: float, dispatcher: Dispatcher | None = None,
-             stale_days: float = follow.DEFAULT_STALE_DAYS) -> None:
-    """One pass: deliver, poll, follow, queue fixes, admit, digest, plan, run, deliver, test fixes. A step
-    that raises is logged and skipped.
+             stale_days: float = follow.DEFAULT_STALE_DAYS, after_worker: AfterVerdictWorker | None = None) -> None:
+    """One pass: deliver, poll, follow, queue fix tests and bisections, admit, digest, plan, run,
+    deliver, start the after-verdict jobs. A step that raises is logged and skipped.
 
     Runs are handed to `dispatcher` (they go on after the pass); without one they are run here,
-    one at a time (flow.run_planned)."""
+    one at a time (flow.run_planned). Fix tests and bisections go to `after_worker`'s thread
+    (after_verdict_jobs.py); without one they are run here too."""
     def step(name: str, action: Callable[[], object]) -> None:
         _step(metrics, name, action)
 
@@ -372,14 +377,15 @@ def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonCont
     # after the verdict: what the new mail says of the reports taken on (fixed, reverted, ...)
     step("follow", lambda: (follow.observe(store, new_ids), follow.join_reports(store, new_ids),
                             follow.mark_stale(store, days=stale_days)))
-    # a fix series in a confirmed report's thread: queued once, tested on the lab after the runs
-    step("queue fixes", lambda: fix_testing.queue_fix_tests(store))
+    # after a confirmed verdict: a fix series in the thread to test, a merge or range to bisect
+    step("queue after verdict", lambda: (fix_testing.queue_fix_tests(store), bisect_flow.queue_bisects(store)))
     if not state.stop:
         step("admit", admit)
         step("digest", lambda: flow.post_digests(store, lab) and lab.deliver())
         step("plan", lambda: flow.plan_new(store, lab))
         step("run", run_planned)
         step("deliver", lab.deliver)
-        step("test fixes", lambda: fix_testing.run_queued_fix_tests(store, lab))
+        step("after verdict", lambda: after_worker.poke() if after_worker is not None
+             else after_verdict_jobs.run_after_verdict_jobs(store, lab))
     step("count", lambda: metrics.set_counts(store.triage_counts(), store.outbox_counts(), tuple(TriageState),
                                              OUTBOX_STATUSES))
