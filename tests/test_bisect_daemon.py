@@ -129,7 +129,7 @@ def test_the_daemon_bisects_a_confirmed_merge_and_posts_the_first_bad_commit_onc
                           capture_output=True, text=True, cwd=PROJECT, env=env)
     assert show.returncode == 0, show.stderr
     assert f"  bisect 1 on lab-local: first bad commit {branch[9]}" in show.stdout
-    assert f"git bisect start {merge} {merge}^" in show.stdout
+    assert f"git bisect start {merge} {merge[:12]}^" in show.stdout  # good: the merge's first parent
     with sqlite3.connect(database) as connection:
         (stored,) = connection.execute("SELECT bisect_json FROM bisects").fetchone()
     result = json.loads(stored)

@@ -23,6 +23,14 @@ from triagebot.store.protocol import Store
 log = logging.getLogger("triagebot.daemon")
 
 
+def has_work(store: Store) -> bool:
+    """Whether a fix test or a daemon's bisection waits (or was cut short): the thread is
+    started only then, not at every pass."""
+    if store.fix_tests(status="queued") or store.fix_tests(status="running"):
+        return True
+    return bisect_flow.has_queued(store)
+
+
 def run_after_verdict_jobs(store: Store, lab: DaemonContext) -> int:
     """Everything queued after the verdict, until nothing is left or a stop is asked for; the
     jobs that ended."""
@@ -44,8 +52,11 @@ class AfterVerdictWorker:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
-    def poke(self) -> None:
-        """Start the thread unless it runs (then it sees the new work itself before it ends)."""
+    def poke(self, store: Store) -> None:
+        """Start the thread when work waits, unless it runs (then it sees the new work itself
+        before it ends)."""
+        if not has_work(store):
+            return
         with self._lock:
             if self._thread is not None and self._thread.is_alive():
                 return

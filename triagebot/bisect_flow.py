@@ -71,13 +71,22 @@ def queue_bisects(store: Store) -> list[int]:
     return queued
 
 
+def _waiting(bisection: dict) -> bool:
+    """A bisection the daemon queued that has not ended (queued, or cut short while running)."""
+    return bisection.get("status") in (QUEUED, "running") and bisection.get("queued_by") == BY_DAEMON["queued_by"]
+
+
+def has_queued(store: Store) -> bool:
+    return any(_waiting(bisection) for row in store.triage_in(TriageState.CONFIRMED)
+               for bisection in store.bisects(row.message_id))
+
+
 def run_queued_bisects(store: Store, lab: DaemonContext) -> list[int]:
     """Run the queued bisections (and those a crash or stop cut short), one at a time; those ended."""
     ended = []
     for row in store.triage_in(TriageState.CONFIRMED):
         for bisection in store.bisects(row.message_id):
-            if lab.stop_requested() or bisection.get("status") not in (QUEUED, "running") \
-                    or bisection.get("queued_by") != BY_DAEMON["queued_by"]:
+            if lab.stop_requested() or not _waiting(bisection):
                 continue
             latest = store.latest_run(row.message_id) or {}
             host_name = str(latest.get("host") or "")

@@ -385,7 +385,7 @@ def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonCont
         step("plan", lambda: flow.plan_new(store, lab))
         step("run", run_planned)
         step("deliver", lab.deliver)
-        step("after verdict", lambda: after_worker.poke() if after_worker is not None
+        step("after verdict", lambda: after_worker.poke(store) if after_worker is not None
              else after_verdict_jobs.run_after_verdict_jobs(store, lab))
     step("count", lambda: metrics.set_counts(store.triage_counts(), store.outbox_counts(), tuple(TriageState),
                                              OUTBOX_STATUSES))

@@ -34,7 +34,7 @@ from triagebot.lifecycle.states import LifecycleState, current
 from triagebot.logs import event
 from triagebot.notify import render
 from triagebot.reproduce.executors.choose import executor_for
-from triagebot.reproduce.fix import FixRefused, PreparedFix, patch_subject, prepare_fix
+from triagebot.reproduce.fix import FixRefused, PatchMail, PreparedFix, patch_subject, prepare_fix
 from triagebot.reproduce.fix_choice import FixAction, fix_to_test
 from triagebot.reproduce.host_lock import host_busy, host_lock
 from triagebot.reproduce.plan import Plan, plan_from_json
@@ -217,31 +217,45 @@ def _store_failure(store: Store, message_id: str, fix_test_id: int, status: str,
 
 # --- the daemon's steps ---------------------------------------------------------------------------
 
+def thread_patches(store: Store, message_id: str) -> list[PatchMail]:
+    """The `[PATCH …]` mails in a report's thread, read from their stored records' subjects."""
+    patches = []
+    for key in store.thread_of(message_id):
+        try:
+            record = store.get_record(key)
+        except UnreadableRecord:
+            continue
+        found = patch_subject(key, record.subject) if record is not None and key != message_id else None
+        if found is not None:
+            patches.append(found)
+    return patches
+
+
+def queue_fix_test_of(store: Store, message_id: str) -> int | None:
+    """Queue a test of the newest complete fix series in the report's thread, unless that series
+    has one (reproduce/fix_choice.py); its id, or None. For the daemon's step and for a button
+    that asks the daemon to test the fix (the daemon's after-verdict thread then runs it)."""
+    choice = fix_to_test(thread_patches(store, message_id), {item.series_key for item in store.fix_tests(message_id)})
+    if choice.action is not FixAction.TEST:
+        return None
+    fix_test_id = store.queue_fix_test(message_id, choice.series_key, choice.cause_id)
+    if fix_test_id is not None:
+        event(log, logging.INFO, "fix test queued", event="fix.queued", message_id=message_id,
+              series=choice.series_key, cause=choice.cause_id)
+    return fix_test_id
+
+
 def queue_fix_tests(store: Store) -> list[int]:
     """Queue a test of the newest complete fix series in each confirmed report's thread, once per
-    series (reproduce/fix_choice.py); a report that upstream fixed, reverted or called invalid is
-    left alone. Returns the rows queued."""
+    series; a report that upstream fixed, reverted or called invalid is left alone. Returns the
+    rows queued."""
     queued = []
     for row in store.triage_in(TriageState.CONFIRMED):
         if current([move.state for move in store.moves_of(row.message_id)]).final:
             continue
-        patches = []
-        for key in store.thread_of(row.message_id):
-            try:
-                record = store.get_record(key)
-            except UnreadableRecord:
-                continue
-            found = patch_subject(key, record.subject) if record is not None and key != row.message_id else None
-            if found is not None:
-                patches.append(found)
-        choice = fix_to_test(patches, {item.series_key for item in store.fix_tests(row.message_id)})
-        if choice.action is not FixAction.TEST:
-            continue
-        fix_test_id = store.queue_fix_test(row.message_id, choice.series_key, choice.cause_id)
+        fix_test_id = queue_fix_test_of(store, row.message_id)
         if fix_test_id is not None:
             queued.append(fix_test_id)
-            event(log, logging.INFO, "fix test queued", event="fix.queued", message_id=row.message_id,
-                  series=choice.series_key, cause=choice.cause_id)
     return queued
 
 
