@@ -214,6 +214,9 @@ def fill(store) -> None:
     store.mark_mail_sending(store.enqueue_mail("m4@x", "reply-1@x", b"Subject: Re\r\n\r\n\xe2\x88\x92\r\n",
                                                "alice").reply_id)
     store.record_action("digest-1", "m4@x", "mark-invalid", "U0MARKER", "marked invalid (was planned)")
+    fix_test = store.queue_fix_test("m4@x", "v2:m5@x", "m5@x")
+    store.set_fix_test(fix_test, "done", {"version": 2, "recovery": {"call": "recovers"}})
+    store.queue_fix_test("m4@x", "v3:m6@x", "m6@x")
 
 
 def answers(store) -> tuple:
@@ -225,7 +228,8 @@ def answers(store) -> tuple:
             [(row.key, row.error, row.raw) for row in store.iter_quarantined()],
             store.triage_in("new", "planned"), store.outbox(), store.latest_run("m4@x"), store.bisects("m4@x"),
             store.reports_to_admit(("lkp-regression",), "2026-01-01T00:00:00+00:00"),
-            store.moves_of("m4@x"), store.links_of("m4@x"), store.mail_of("m4@x"), store.actions_of("m4@x"))
+            store.moves_of("m4@x"), store.links_of("m4@x"), store.mail_of("m4@x"), store.actions_of("m4@x"),
+            store.fix_tests("m4@x"), store.fix_tests(status="queued"))
 
 
 def table_rows(store) -> dict[str, list]:

@@ -21,7 +21,7 @@ from triagebot.reproduce.fix import PreparedFix
 from triagebot.reproduce.fix_run import build_patched, fix_result, full_recovery_percent, tested_by_draft
 from triagebot.reproduce.host_lock import host_lock
 from triagebot.reproduce.plan import Plan
-from triagebot.reproduce.runner import HOOK_TIMEOUT_SECONDS, rerun
+from triagebot.reproduce.runner import HOOK_TIMEOUT_SECONDS, Sample, rerun
 from triagebot.rules.hosts import Host
 from triagebot.store.protocol import Store
 from triagebot.verdict.sequential import LookSchedule
@@ -60,12 +60,14 @@ def bisect_reply(result: Json) -> Json:
 
 def bisect_on_lab(store: Store, database: Path, message_id: str, host: Host, plan: Plan, floor_percent: float,
                   good: str, bad: str, budget: BisectBudget,
-                  announce: Callable[[str], None] = lambda line: None) -> tuple[Json, int, bool]:
-    """Bisect good..bad on `host`, stored after every attempt; (result, its id, whether posted)."""
-    bisect_id: int | None = None
+                  announce: Callable[[str], None] = lambda line: None, *, bisect_id: int | None = None,
+                  on_sample: Callable[[Sample], None] | None = None,
+                  extra: Json | None = None) -> tuple[Json, int, bool]:
+    """Bisect good..bad on `host`, stored after every attempt (on the row `bisect_id` when given:
+    the daemon's queued one, `extra` kept in its JSON); (result, its id, whether posted)."""
 
     def stored(result: Json) -> Json:
-        return result | {"host": host.name, "plan": plan.to_json(), "message_id": message_id}
+        return result | {"host": host.name, "plan": plan.to_json(), "message_id": message_id} | (extra or {})
 
     def save(result: Json) -> None:
         nonlocal bisect_id
@@ -83,7 +85,7 @@ def bisect_on_lab(store: Store, database: Path, message_id: str, host: Host, pla
         def measure(base: str, suspect: str, schedule: LookSchedule, reported: float | None) -> Json:
             measured = replace(plan, reported_change_percent=reported)
             return rerun(measured, host, executor, base, suspect, rounds=schedule,
-                         floor_percent=floor_percent).to_json()
+                         floor_percent=floor_percent, on_sample=on_sample).to_json()
 
         result = stored(bisect(commits, good, measure, budget, reported_change_percent=plan.reported_change_percent,
                                on_progress=save))
@@ -95,26 +97,27 @@ def bisect_on_lab(store: Store, database: Path, message_id: str, host: Host, pla
     return result, bisect_id, posted
 
 
-def measure_fix_on_lab(store: Store, database: Path, message_id: str, host: Host, plan: Plan, floor_percent: float,
-                    suspect: str, regression_percent: float, fix: PreparedFix, mbox: bytes, *,
-                    rounds: LookSchedule, tester: str) -> tuple[Json, str]:
-    """Suspect against suspect+fix on `host`; (the result, a drafted reply). The result is posted
-    once to the report's Slack thread when it has one. TriageError when the run fails."""
-    with host_lock(database, host.name), executor_for(host) as executor:
-        patched = build_patched(host, executor, suspect, mbox)
-        measured = replace(plan, reported_change_percent=full_recovery_percent(regression_percent))
-        record = rerun(measured, host, executor, suspect, patched, rounds=rounds, floor_percent=floor_percent)
+def measure_fix(host: Host, executor: Executor, plan: Plan, floor_percent: float, suspect: str,
+                regression_percent: float, fix: PreparedFix, mbox: bytes, *, rounds: LookSchedule,
+                on_sample: Callable[[Sample], None] | None = None) -> Json:
+    """Suspect against suspect+fix on `host` (its lock held by the caller): the host's
+    build_patched hook applies b4's mbox on the suspect, then the rerun's plan and statistics
+    judge the patched kernel against the suspect. The result; TriageError when the run fails."""
+    patched = build_patched(host, executor, suspect, mbox)
+    measured = replace(plan, reported_change_percent=full_recovery_percent(regression_percent))
+    record = rerun(measured, host, executor, suspect, patched, rounds=rounds, floor_percent=floor_percent,
+                   on_sample=on_sample)
     run_json = record.to_json()
     if record.status != "done" or not run_json.get("verdict"):
-        raise TriageError(f"{message_id}: the fix's run ended in error: {record.error}")
-    result = {"kind": "test-fix", "host": host.name, "suspect": suspect, "patched": patched,
-              "version": fix.version, "subjects": list(fix.subjects), "trailers": list(fix.trailers),
-              "verdict": run_json["verdict"], "recovery": fix_result(regression_percent, run_json["verdict"])}
-    draft = tested_by_draft(result, subject=fix.subject, in_reply_to=fix.message_id, tester=tester,
-                            host=host.name, metric=plan.output_metric)
-    triage = store.get_triage(message_id)
-    if triage is not None:
-        text = f"Fix test (v{fix.version}): {result['recovery']['sentence']}"
-        store.enqueue(message_id, f"test-fix-v{fix.version}-{patched[:12]}", triage.channel,
-                      render.with_section({"text": text, "blocks": []}, render.escape(text)))
-    return result, draft
+        raise TriageError(f"the fix's run on {host.name} ended in error: {record.error}")
+    return {"kind": "test-fix", "host": host.name, "suspect": suspect, "patched": patched,
+            "version": fix.version, "subjects": list(fix.subjects), "trailers": list(fix.trailers),
+            "series": fix.message_id, "series_subject": fix.subject, "metric": plan.output_metric,
+            "verdict": run_json["verdict"], "samples": run_json.get("samples", []),
+            "recovery": fix_result(regression_percent, run_json["verdict"])}
+
+
+def fix_draft(result: Json, tester: str) -> str:
+    """The drafted reply to the series (printed and stored, never sent)."""
+    return tested_by_draft(result, subject=result["series_subject"], in_reply_to=result["series"], tester=tester,
+                           host=result["host"], metric=result["metric"])

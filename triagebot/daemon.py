@@ -3,7 +3,8 @@
 Each pass: deliver what the outbox holds (after a crash: the posts in doubt are looked up on
 Slack first), poll the sources that are due (rules/sources.toml), follow the reports taken on
 (the new mail, stale ones, the git trees of rules/trees.toml: lifecycle/), take on new reports, plan
-them, hand the planned ones the schedule picks to free lab hosts, deliver again. Every stage is
+them, hand the planned ones the schedule picks to free lab hosts, deliver again; then start the
+fix tests and bisections queued after confirmed verdicts (after_verdict_jobs.py). Every stage is
 a step over stored state (flow.py), so a restart resumes where the last process stopped.
 
 Runs go through a dispatcher (dispatch/protocol.py). On the embedded default it is a
@@ -43,7 +44,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from triagebot import asked, flow
+from triagebot import after_verdict_jobs, asked, bisect_flow, fix_testing, flow
+from triagebot.after_verdict_jobs import AfterVerdictWorker
 from triagebot.dispatch.inprocess import ThreadDispatcher
 from triagebot.dispatch.protocol import Dispatcher
 from triagebot.errors import TriageError
@@ -288,11 +290,14 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
                            budget=options.budget, stop_requested=lambda: state.stop, heartbeat=metrics.beat)
             if make_dispatcher is not None:
                 dispatcher = make_dispatcher()
+                # the fix tests' and bisections' messages wait in the outbox for the loop's next pass
+                worker_lab = dataclasses.replace(lab, deliver=lambda: None)
             else:
                 threads = ThreadDispatcher(open_store, lambda own, job: flow.run_job(own, worker_lab, job))
                 # a worker's notifications are delivered by this loop, woken for them
                 worker_lab = dataclasses.replace(lab, deliver=threads.wake)
                 dispatcher = threads
+            after_worker = AfterVerdictWorker(open_store, worker_lab)  # fix tests, bisections
             event(log, logging.INFO, "daemon started", event="daemon.started", db=str(database),
                   rules=str(settings.rules_dir), sources=[source.url for source in settings.sources])
             # the trees' fetches beside the loop (with --once, in the pass: its one pass reads them)
@@ -301,9 +306,10 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
                 while not state.stop:
                     metrics.beat()
                     run_pass(settings, store, state, lab, metrics, admit_days=options.admit_days,
-                             dispatcher=dispatcher, stale_days=options.stale_days, tree_fetches=tree_fetches)
+                             dispatcher=dispatcher, stale_days=options.stale_days, tree_fetches=tree_fetches,
+                             after_worker=after_worker)
                     if options.once:
-                        drain(store, lab, dispatcher, metrics, state)
+                        drain(store, lab, dispatcher, metrics, state, after_worker)
                         break
                     deadline = time.monotonic() + options.tick
                     while not state.stop and time.monotonic() < deadline:
@@ -314,6 +320,7 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
                 if tree_fetches is not None:
                     tree_fetches.close()  # a fetch in flight is killed; the next start fetches again
                 dispatcher.join()  # a stop reaches each run after its sample in progress
+                after_worker.join()
                 after_runs(store, lab, dispatcher, metrics, state)
     finally:
         if health is not None:
@@ -362,11 +369,12 @@ def after_runs(store, lab: flow.DaemonContext, dispatcher: Dispatcher, metrics: 
 
 
 def drain(store, lab: flow.DaemonContext, dispatcher: Dispatcher, metrics: DaemonMetrics,
-          state: DaemonState) -> None:
-    """`--once`: wait for every run the pass started, and the runs freed hosts take after them."""
+          state: DaemonState, after_worker: AfterVerdictWorker | None = None) -> None:
+    """`--once`: wait for every run the pass started, and the runs freed hosts take after them
+    (and the fix tests and bisections under way)."""
     while not state.stop:
         after_runs(store, lab, dispatcher, metrics, state)
-        if not dispatcher.running():
+        if not dispatcher.running() and not (after_worker is not None and after_worker.busy()):
             break
         dispatcher.wait(1.0)
         metrics.beat()
@@ -376,14 +384,16 @@ def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonCont
              admit_days: float, dispatcher: Dispatcher | None = None,
              stale_days: float = follow.DEFAULT_STALE_DAYS,
              clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-             tree_fetches: watch.TreeFetches | None = None) -> None:
-    """One pass: deliver, poll, follow, trees, admit, digest, plan, run, deliver. A step that
-    raises is logged and skipped.
+             tree_fetches: watch.TreeFetches | None = None, after_worker: AfterVerdictWorker | None = None) -> None:
+    """One pass: deliver, poll, follow, trees, queue fix tests and bisections, admit, digest, plan,
+    run, deliver, start the after-verdict jobs. A step that raises is logged and skipped.
 
     Runs are handed to `dispatcher` (they go on after the pass); without one they are run here,
     one at a time (flow.run_planned). `clock` is the wall clock the lifecycle reads (stale
     reports, when a watched tree is due). With `tree_fetches` the watched trees are fetched in
-    the background, their commits read at the pass after; without, fetched in the pass."""
+    the background, their commits read at the pass after; without, fetched in the pass. Fix tests
+    and bisections go to `after_worker`'s thread (after_verdict_jobs.py); without one they are run
+    here too."""
     def step(name: str, action: Callable[[], object]) -> None:
         _step(metrics, name, action)
 
@@ -408,6 +418,8 @@ def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonCont
     if not state.stop and settings.trees:
         step("trees", lambda: watch.watch_trees(store, settings.trees, lab.database.parent, clock(),
                                                 fetches=tree_fetches))
+    # after a confirmed verdict: a fix series in the thread to test, a merge or range to bisect
+    step("queue after verdict", lambda: (fix_testing.queue_fix_tests(store), bisect_flow.queue_bisects(store)))
     if not state.stop:
         step("admit", admit)
         step("digest", lambda: flow.post_digests(store, lab) and lab.deliver())
@@ -416,5 +428,7 @@ def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonCont
         # what a team member asked from Slack: test a fix, bisect, send the reply upstream
         step("asked", lambda: asked.carry_out(store, settings, lab.database, lab.budget) and lab.deliver())
         step("deliver", lab.deliver)
+        step("after verdict", lambda: after_worker.poke(store) if after_worker is not None
+             else after_verdict_jobs.run_after_verdict_jobs(store, lab))
     step("count", lambda: metrics.set_counts(store.triage_counts(), store.outbox_counts(), tuple(TriageState),
                                              OUTBOX_STATUSES))

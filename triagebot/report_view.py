@@ -9,7 +9,7 @@ from typing import Any
 from triagebot.parse.thread import Thread, build_threads, reports_by_key
 from triagebot.records import Report
 from triagebot.store.lifecycle_protocol import LifecycleMove, ReportLink
-from triagebot.store.protocol import OutboxRow, Store, TriageRow, UnreadableRecord
+from triagebot.store.protocol import FixTestRow, OutboxRow, Store, TriageRow, UnreadableRecord
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,7 @@ class ReportView:
     moves: tuple[LifecycleMove, ...] = ()  # after the verdict (triagebot/lifecycle/)
     links: tuple[ReportLink, ...] = ()  # later reports of its regression (also seen) or commit (linked)
     bisects: tuple[dict[str, Any], ...] = ()  # its bisections on the lab, oldest first
+    fix_tests: tuple[FixTestRow, ...] = ()  # fixes from its thread tested on the lab, oldest first
 
 
 def gather_report(store: Store, key: str) -> ReportView | None:
@@ -40,7 +41,8 @@ def gather_report(store: Store, key: str) -> ReportView | None:
     return ReportView(key=key, report=report, thread=thread, thread_reports=by_key,
                       latest_run=store.latest_run(key), triage=store.get_triage(key),
                       notifications=store.outbox(message_id=key), moves=tuple(store.moves_of(key)),
-                      links=tuple(store.links_of(key)), bisects=tuple(store.bisects(key)))
+                      links=tuple(store.links_of(key)), bisects=tuple(store.bisects(key)),
+                      fix_tests=tuple(store.fix_tests(key)))
 
 
 def _readable(store: Store, key: str) -> Report | None:

@@ -12,6 +12,7 @@ import sys
 
 from triagebot.cli.common import add_db_argument, add_json_argument, database_location, open_store
 from triagebot.cli.keys import KeyRefused, asked_key, resolve_key, short_key
+from triagebot.fix_view import render_fix_test
 from triagebot.lifecycle.show import after_verdict
 from triagebot.parse.thread import render_thread
 from triagebot.records import report_to_json
@@ -61,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
     for bisection in view.bisects:
         print(f"  bisect {bisection['bisect_id']} on {bisection.get('host', '?')}: {bisect_summary(bisection)}")
         print("\n".join(f"    {line}" for line in bisect_log(bisection).splitlines()))
+    for fix_test in view.fix_tests:
+        print(render_fix_test(fix_test))
     if view.triage is not None:
         print(render_triage(view.triage, view.notifications))
     if after:

@@ -7,29 +7,21 @@ client) goes to a local mbox; b4 makes the newest version of the fix series am-r
 host of the report's confirmed rerun applies and builds it on the suspect (`build_patched`) and
 runs suspect against suspect+fix with the rerun's plan (triagebot.reproduce.fix_run). Prints the
 result and a drafted reply with `Tested-by:` (never sent); the result goes to the report's Slack
-thread through the outbox when the daemon took the report on. Exit 0 with a result, 1 for a
-refusal (with its reason) or a run that failed.
+thread through the outbox when the daemon took the report on. The result is stored
+(triagebot.fix_testing: the same flow the daemon runs by itself) and shown by `triage show`.
+Exit 0 with a result, 1 for a refusal (with its reason) or a run that failed.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-import tempfile
-from pathlib import Path
-from urllib.parse import urlsplit
 
-from triagebot.after_verdict import measure_fix_on_lab
 from triagebot.cli.common import add_db_argument, add_json_argument, add_rules_argument, database_path, open_store
 from triagebot.errors import TriageError
-from triagebot.ingest.lore_thread import DEFAULT_ARCHIVE
-from triagebot.reproduce.fix import FixRefused, prepare_fix
-from triagebot.reproduce.plan import Plan, plan_from_json
-from triagebot.reproduce.rounds import rounds_within
+from triagebot.fix_testing import DEFAULT_TESTER, archive_of, run_fix_test
 from triagebot.rules.settings import settings_for
 from triagebot.store.protocol import normalize_message_id
-
-DEFAULT_TESTER = "triagebot lab <triagebot@localhost>"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,13 +36,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "URL on a public-inbox archive), else the report's own lore URL or Message-ID")
     parser.add_argument("--tester", default=DEFAULT_TESTER, help=f"the drafted Tested-by: (default {DEFAULT_TESTER!r})")
     add_json_argument(parser, "print the result as JSON")
-
-
-def _archive(source_url: str | None) -> str:
-    """The archive a fix may be linked on: the report's own lore host, else lore's."""
-    if source_url and urlsplit(source_url).hostname:
-        return f"{urlsplit(source_url).scheme}://{urlsplit(source_url).hostname}/"
-    return DEFAULT_ARCHIVE
 
 
 def _lore_reference(source_url: str | None, message_id: str) -> str:
@@ -69,7 +54,7 @@ def _fetch(store, settings, reference: str) -> str:
         raise TriageError(f"--fetch {reference!r}: not a message URL or Message-ID")
     result = ingest_once(build_source(url, settings.http), store)
     print(f"triage test-fix: fetched {len(result.new_ids)} new messages of the thread from {url}", file=sys.stderr)
-    return _archive(url)
+    return archive_of(url)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,45 +65,20 @@ def run(args: argparse.Namespace) -> int:
         if report is None:
             print(f"triage test-fix: {message_id}: no such message in {database_path(args)}", file=sys.stderr)
             return 1
-        latest = store.latest_run(message_id)
-        verdict = (latest or {}).get("verdict") or {}
-        if verdict.get("outcome") != "confirmed" or verdict.get("measured_change_percent") is None:
-            print(f"triage test-fix: {message_id}: no confirmed rerun to test a fix against (triage rerun first)",
-                  file=sys.stderr)
-            return 1
-        assert latest is not None
-        host = next((item for item in settings.need_hosts() if item.name == latest["host"]), None)
-        if host is None or not host.build_patched or not host.can_switch_kernel:
-            raise TriageError(f"host {latest['host']} (of the confirmed rerun) cannot test fixes: it needs "
-                              "switch_kernel and build_patched hooks in hosts.toml")
-        plan = plan_from_json(latest["plan"])
-        if not isinstance(plan, Plan):
-            raise TriageError(f"{message_id}: the confirmed rerun's plan cannot be read")
-        archive = _archive(report.source.url)
+        archive = None
         if args.fetch is not None:
             archive = _fetch(store, settings, args.fetch or _lore_reference(report.source.url, message_id))
-        thread = [raw for raw in (store.get_raw(key) for key in store.thread_of(message_id)) if raw is not None]
-        suspect, regression = latest["suspect_commit"], float(verdict["measured_change_percent"])
-        with tempfile.TemporaryDirectory(prefix="triage-fix-") as work:
-            try:
-                fix = prepare_fix(thread, Path(work), archive, args.patch_message_id)
-            except FixRefused as refused:
-                print(f"triage test-fix: {message_id}: refused: {refused}", file=sys.stderr)
-                return 1
-            mbox = fix.mbox.read_bytes()
-        print(f"test-fix of {message_id} on {host.name}: v{fix.version}, {len(fix.subjects)} patches on {suspect}",
-              file=sys.stderr)
-        for subject in fix.subjects:
-            print(f"  {subject}", file=sys.stderr)
-        floor = settings.floors.floor_for(plan.report_metric or plan.metric)
-        result, draft = measure_fix_on_lab(store, database_path(args), message_id, host, plan, floor, suspect,
-                                           regression, fix, mbox, rounds=rounds_within(args.budget),
-                                           tester=args.tester)
+        outcome = run_fix_test(store, settings, database_path(args), message_id, args.patch_message_id,
+                               archive=archive, budget=args.budget, tester=args.tester,
+                               announce=lambda line: print(line, file=sys.stderr))
+    if outcome.status != "done":
+        print(f"triage test-fix: {message_id}: {outcome.result['reason']}", file=sys.stderr)
+        return 1
+    result = outcome.result
     if args.json:
-        print(json.dumps(result | {"draft": draft}, ensure_ascii=False))
+        print(json.dumps(result | {"draft": outcome.draft, "fix_test_id": outcome.fix_test_id}, ensure_ascii=False))
     else:
         print(result["recovery"]["sentence"])
         print("\n--- drafted reply (not sent) ---")
-        print(draft, end="")
+        print(outcome.draft, end="")
     return 0
-

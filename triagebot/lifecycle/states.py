@@ -6,7 +6,7 @@ the lab found; the lifecycle says what upstream did about it since. A report wit
 
     open -> fix-proposed | fix-tested | fixed | reverted | stale | invalid
     fix-proposed -> fix-proposed (another patch) | fix-tested | fixed | reverted | stale | invalid
-    fix-tested -> fixed | reverted | stale | invalid
+    fix-tested -> fix-proposed | fix-tested (another version, tested) | fixed | reverted | stale | invalid
     stale -> fix-proposed | fix-tested | fixed | reverted | invalid (activity wakes it)
     fixed, reverted, invalid: final
 """
@@ -36,7 +36,7 @@ _AFTER_FIX = frozenset({LifecycleState.FIXED, LifecycleState.REVERTED, Lifecycle
 _MOVES: dict[LifecycleState, frozenset[LifecycleState]] = {
     LifecycleState.OPEN: _AFTER_FIX | {LifecycleState.FIX_PROPOSED, LifecycleState.FIX_TESTED},
     LifecycleState.FIX_PROPOSED: _AFTER_FIX | {LifecycleState.FIX_PROPOSED, LifecycleState.FIX_TESTED},
-    LifecycleState.FIX_TESTED: _AFTER_FIX,
+    LifecycleState.FIX_TESTED: _AFTER_FIX | {LifecycleState.FIX_PROPOSED, LifecycleState.FIX_TESTED},
     LifecycleState.STALE: (_AFTER_FIX - {LifecycleState.STALE}) | {LifecycleState.FIX_PROPOSED,
                                                                       LifecycleState.FIX_TESTED},
     LifecycleState.FIXED: frozenset(),

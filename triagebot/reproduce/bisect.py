@@ -162,6 +162,11 @@ def _verdict_numbers(verdict: Json) -> str:
             f"{verdict.get('runs_base')}+{verdict.get('runs_suspect')} runs")
 
 
+def short(commit: str) -> str:
+    """A sha cut to 12 digits; a ref or a sha with a suffix (`abc123^`, `v6.8`) as it is."""
+    return commit[:12] if len(commit) > 12 and all(char in "0123456789abcdef" for char in commit) else commit
+
+
 def bisect_log(result: Json) -> str:
     """The bisection like `git bisect log`, each step's verdict and every attempt as numbers."""
     lines = [f"git bisect start {result['bad']} {result['good']}"]
@@ -169,11 +174,11 @@ def bisect_log(result: Json) -> str:
         for attempt in step["attempts"]:
             verdict = attempt.get("verdict")
             evidence = _verdict_numbers(verdict) if verdict else f"error: {attempt.get('error')}"
-            lines.append(f"# step {step['step']} attempt {attempt['attempt']}: {step['base'][:12]} vs "
-                         f"{step['suspect'][:12]}: {evidence}")
+            lines.append(f"# step {step['step']} attempt {attempt['attempt']}: {short(step['base'])} vs "
+                         f"{short(step['suspect'])}: {evidence}")
         if step["kind"] == "check":
             if step["call"] == "bad":
-                lines.append(f"# checked: {step['suspect'][:12]} is slower than {step['base'][:12]}")
+                lines.append(f"# checked: {short(step['suspect'])} is slower than {short(step['base'])}")
         elif step["call"] is not None:
             lines.append(f"git bisect {step['call']} {step['suspect']}")
     if result["status"] == FOUND:
@@ -191,6 +196,6 @@ def bisect_summary(result: Json) -> str:
         return (f"first bad commit {result['first_bad']} ({signed_percent(result['regression_percent'])} "
                 f"good to bad; {len(result['steps'])} steps, {result['runs_used']} runs)")
     if result["status"] == INCONCLUSIVE:
-        return (f"inconclusive: {result['reason']}; range left {result['range'][0][:12]}..{result['range'][1][:12]} "
-                f"({result['left']} commits)")
+        low, high = result["range"]
+        return f"inconclusive: {result['reason']}; range left {short(low)}..{short(high)} ({result['left']} commits)"
     return f"{result['status']}: {result['reason']}"

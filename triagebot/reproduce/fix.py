@@ -21,6 +21,7 @@ import mailbox
 import os
 import re
 import subprocess
+import sys
 from dataclasses import dataclass
 from email.message import Message
 from pathlib import Path
@@ -62,6 +63,7 @@ class PreparedFix:
     b4_output: str
     message_id: str = ""  # the series message b4 was given (a reply to the series answers it)
     subject: str = ""  # its subject
+    series_key: str = ""  # series_key() of the version b4 was given
 
 
 def _headers(raw: bytes) -> Message:
@@ -71,7 +73,12 @@ def _headers(raw: bytes) -> Message:
 def patch_mail(raw: bytes) -> PatchMail | None:
     """What a `[PATCH vN m/n]` subject says, or None for a message that is no patch mail."""
     message = _headers(raw)
-    subject = " ".join(str(message.get("Subject", "")).split())
+    return patch_subject(str(message.get("Message-ID", "")), str(message.get("Subject", "")))
+
+
+def patch_subject(message_id: str, subject: str) -> PatchMail | None:
+    """A `[PATCH vN m/n]` subject read (pure), or None for a subject of no patch mail (`Re:`)."""
+    subject = " ".join(subject.split())
     match = _PATCH_SUBJECT.search(subject)
     if match is None or re.match(r"\s*re:", subject, re.IGNORECASE):
         return None
@@ -79,8 +86,16 @@ def patch_mail(raw: bytes) -> PatchMail | None:
     version_match = _VERSION.search(tags)
     version = int(version_match.group(1)) if version_match else 1
     part = _PART.search(tags)
-    return PatchMail(str(message.get("Message-ID", "")).strip().strip("<>"), subject, version,
+    return PatchMail(message_id.strip().strip("<>"), subject, version,
                      int(part.group(1)) if part else 1, int(part.group(2)) if part else 1)
+
+
+def series_key(patches: list[PatchMail], version: int) -> str:
+    """What names one version of a series, whichever of its mails arrived first: `v2:<the
+    Message-ID of its lowest-numbered patch>` (a cover letter may come late or not at all)."""
+    parts = sorted((item for item in patches if item.version == version and item.part > 0),
+                   key=lambda item: (item.part, item.message_id))
+    return f"v{version}:{parts[0].message_id if parts else ''}"
 
 
 def check_thread(thread: list[bytes], archive_url: str) -> list[PatchMail]:
@@ -149,15 +164,25 @@ def write_mbox(thread: list[bytes], path: Path) -> Path:
     return path
 
 
+def b4_program() -> str:
+    """The b4 installed beside this Python (pip's, with triagebot: a daemon's PATH may not hold
+    that environment's bin folder), else b4 on PATH."""
+    beside = Path(sys.executable).parent / "b4"
+    return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else "b4"
+
+
 def prepare_fix(thread: list[bytes], workdir: Path, archive_url: str, patch_message_id: str | None = None, *,
-                b4: str = "b4") -> PreparedFix:
+                b4: str | None = None) -> PreparedFix:
     """The newest version of the thread's fix series, am-ready, by b4 (see the module text)."""
+    b4 = b4 or b4_program()
     patches = check_thread(thread, archive_url)
     newest = max(item.version for item in patches)
     first = next(item for item in sorted(patches, key=lambda item: (-item.version, item.part))
                  if item.version == newest)
     chosen = patch_message_id or first.message_id
-    subject = next((item.subject for item in patches if item.message_id == chosen), first.subject)
+    named = next((item for item in patches if item.message_id == chosen), None)
+    subject = named.subject if named is not None else first.subject
+    key = series_key(patches, named.version) if named is not None else f"v?:{chosen}"
     workdir.mkdir(parents=True, exist_ok=True)
     local = write_mbox(thread, workdir / "thread.mbox")
     out = workdir / "am"
@@ -180,4 +205,5 @@ def prepare_fix(thread: list[bytes], workdir: Path, archive_url: str, patch_mess
     finally:
         box.close()
     trailers = tuple(f"{name}: {value.strip()}" for name, value in TRAILER.findall(text))
-    return PreparedFix(made, newest, subjects, trailers, output, chosen, subject)
+    version = named.version if named is not None else newest
+    return PreparedFix(made, version, subjects, trailers, output, chosen, subject, key)

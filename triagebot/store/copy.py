@@ -64,6 +64,8 @@ TABLES: tuple[Table, ...] = (
                           "last_error", "created_at", "sent_at", "raw"), "reply_id", ("reply_id",)),
     Table("actions", ("action_id", "request_key", "message_id", "action", "user_id", "detail", "budget",
                       "created_at"), "action_id", ("action_id",)),
+    Table("fix_tests", ("fix_test_id", "message_id", "series_key", "cause_id", "status", "created_at", "updated_at",
+                        "result_json"), "fix_test_id", ("fix_test_id",)),
 )
 
 

@@ -264,6 +264,26 @@ _ACTIONS = (
     "CREATE INDEX actions_message_id ON actions (message_id)",
 )
 
+_FIX_TESTS = (
+    # Fix tests of a report on the lab (after_verdict.py): one row per fix series tested, keyed
+    # by the series (`series_key`: its version and first patch's Message-ID), so the daemon
+    # queues each series once. `status`: queued -> running -> done, refused (b4 or the checks
+    # refused the patches: nothing applied) or error; a `running` row a crash left is queued
+    # again. `cause_id` is the patch mail that proposed it; `result_json` the measured result.
+    """CREATE TABLE fix_tests (
+        fix_test_id  INTEGER PRIMARY KEY,
+        message_id   TEXT NOT NULL,
+        series_key   TEXT NOT NULL,
+        cause_id     TEXT NOT NULL,
+        status       TEXT NOT NULL,
+        created_at   TEXT NOT NULL,
+        updated_at   TEXT NOT NULL,
+        result_json  TEXT NOT NULL,
+        UNIQUE (message_id, series_key)
+    )""",
+    "CREATE INDEX fix_tests_status ON fix_tests (status)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "messages, records, threads, cursors; reserved plans/runs/verdicts/notifications",
               _INITIAL),
@@ -274,6 +294,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "bisects: bisections on the lab with every step's evidence", _BISECTS),
     Migration(7, "lifecycle moves, report links and the mail outbox of replies upstream", _LIFECYCLE),
     Migration(8, "actions: what a team member did to a report from Slack, who and when", _ACTIONS),
+    Migration(9, "fix_tests: fixes from a report's thread tested on the lab, with their results", _FIX_TESTS),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -1,11 +1,12 @@
-"""Store stage: the part for finished reruns — plans, runs with their samples, verdicts — and bisections."""
+"""Store stage: the part for finished reruns — plans, runs with their samples, verdicts — bisections and
+fix tests."""
 from __future__ import annotations
 
 import json
 from typing import Any
 
 from triagebot.store.database import Database
-from triagebot.store.protocol import StoreError, normalize_message_id
+from triagebot.store.protocol import FIX_TEST_STATUSES, FixTestRow, StoreError, normalize_message_id
 
 
 def _dumps(value: Any) -> str:
@@ -71,3 +72,47 @@ class Runs:
             "SELECT bisect_id, bisect_json FROM bisects WHERE message_id = ? ORDER BY bisect_id",
             (normalize_message_id(message_id),)).fetchall()
         return [json.loads(text) | {"bisect_id": bisect_id} for bisect_id, text in rows]
+
+    def queue_fix_test(self, message_id: str, series_key: str, cause_id: str) -> int | None:
+        """A new fix test, `queued`; its id, or None when this series of the report has one."""
+        database = self._database
+        with database.transaction():
+            now = database.stamp()
+            row = database.execute(
+                "INSERT INTO fix_tests (message_id, series_key, cause_id, status, created_at, updated_at, result_json)"
+                " VALUES (?, ?, ?, 'queued', ?, ?, '{}') ON CONFLICT DO NOTHING RETURNING fix_test_id",
+                (normalize_message_id(message_id), series_key, normalize_message_id(cause_id), now, now)).fetchone()
+        return int(row[0]) if row else None
+
+    def set_fix_test(self, fix_test_id: int, status: str, result: dict[str, Any] | None = None) -> None:
+        """Move a fix test to `status` (one of FIX_TEST_STATUSES), with its result when given."""
+        if status not in FIX_TEST_STATUSES:
+            raise StoreError(f"fix test status {status!r} is not one of {', '.join(FIX_TEST_STATUSES)}")
+        database = self._database
+        with database.transaction():
+            now = database.stamp()
+            if result is None:
+                changed = database.execute("UPDATE fix_tests SET status = ?, updated_at = ? WHERE fix_test_id = ?",
+                                           (status, now, fix_test_id)).rowcount
+            else:
+                changed = database.execute("UPDATE fix_tests SET status = ?, updated_at = ?, result_json = ?"
+                                           " WHERE fix_test_id = ?", (status, now, _dumps(result), fix_test_id)
+                                           ).rowcount
+            if changed != 1:
+                raise StoreError(f"no fix test {fix_test_id} to update")
+
+    def fix_tests(self, message_id: str | None = None, status: str | None = None) -> list[FixTestRow]:
+        """Fix tests of one report and/or in one status (None: any), oldest first."""
+        clauses, values = [], []
+        if message_id is not None:
+            clauses.append("message_id = ?")
+            values.append(normalize_message_id(message_id))
+        if status is not None:
+            clauses.append("status = ?")
+            values.append(status)
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        rows = self._database.execute(
+            "SELECT fix_test_id, message_id, series_key, cause_id, status, created_at, updated_at, result_json"
+            f" FROM fix_tests{where} ORDER BY fix_test_id", tuple(values)).fetchall()
+        return [FixTestRow(int(row[0]), row[1], row[2], row[3], row[4], row[5], row[6], json.loads(row[7]))
+                for row in rows]

@@ -220,6 +220,21 @@ _ACTIONS = (
     "CREATE INDEX actions_message_id ON actions (message_id)",
 )
 
+_FIX_TESTS = (
+    f"""CREATE TABLE fix_tests (
+        fix_test_id  {ID},
+        message_id   {TEXT} NOT NULL,
+        series_key   {TEXT} NOT NULL,
+        cause_id     {TEXT} NOT NULL,
+        status       {TEXT} NOT NULL,
+        created_at   {TEXT} NOT NULL,
+        updated_at   {TEXT} NOT NULL,
+        result_json  {TEXT} NOT NULL,
+        UNIQUE (message_id, series_key)
+    )""",
+    "CREATE INDEX fix_tests_status ON fix_tests (status)",
+)
+
 # Same numbers and names as SQLite's (migrations.py); only the statements differ.
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, MIGRATIONS[0].name, _INITIAL),
@@ -230,4 +245,5 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, MIGRATIONS[5].name, _BISECTS),
     Migration(7, MIGRATIONS[6].name, _LIFECYCLE),
     Migration(8, MIGRATIONS[7].name, _ACTIONS),
+    Migration(9, MIGRATIONS[8].name, _FIX_TESTS),
 )

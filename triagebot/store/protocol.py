@@ -450,6 +450,23 @@ class OutboxStore(Protocol):
         ...
 
 
+FIX_TEST_STATUSES = ("queued", "running", "done", "refused", "error")
+
+
+@dataclass(frozen=True)
+class FixTestRow:
+    """One fix series tested (or to test) on the lab for a report (table `fix_tests`)."""
+
+    fix_test_id: int
+    message_id: str  # the report
+    series_key: str  # `v2:<first patch's Message-ID>` (`@2`, `@3`: tested again on request)
+    cause_id: str  # the patch mail that proposed it
+    status: str  # one of FIX_TEST_STATUSES
+    created_at: str
+    updated_at: str
+    result: dict[str, Any]  # the measured result, or {"reason": ...} for refused and error
+
+
 @runtime_checkable
 class RunStore(Protocol):
     """Finished reruns: the plan, the run with every sample, and its verdict."""
@@ -468,6 +485,18 @@ class RunStore(Protocol):
 
     def bisects(self, message_id: str) -> list[dict[str, Any]]:
         """A report's bisections, oldest first, each its JSON with `bisect_id`."""
+        ...
+
+    def queue_fix_test(self, message_id: str, series_key: str, cause_id: str) -> int | None:
+        """A new fix test, `queued`; its id, or None when this series of the report has one."""
+        ...
+
+    def set_fix_test(self, fix_test_id: int, status: str, result: dict[str, Any] | None = None) -> None:
+        """Move a fix test to `status` (one of FIX_TEST_STATUSES), with its result when given."""
+        ...
+
+    def fix_tests(self, message_id: str | None = None, status: str | None = None) -> list[FixTestRow]:
+        """Fix tests of one report and/or in one status (None: any), oldest first."""
         ...
 
 

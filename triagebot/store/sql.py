@@ -200,6 +200,9 @@ class SqlStore:
     latest_run = _Exposed("_runs", Runs.latest_run)
     save_bisect = _Exposed("_runs", Runs.save_bisect)
     bisects = _Exposed("_runs", Runs.bisects)
+    queue_fix_test = _Exposed("_runs", Runs.queue_fix_test)
+    set_fix_test = _Exposed("_runs", Runs.set_fix_test)
+    fix_tests = _Exposed("_runs", Runs.fix_tests)
     # -- after the verdict: moves, links, replies upstream -----------------------------------
     add_move = _Exposed("_lifecycle", Lifecycle.add_move)
     moves_of = _Exposed("_lifecycle", Lifecycle.moves_of)

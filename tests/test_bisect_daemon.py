@@ -1,0 +1,139 @@
+"""The daemon bisects by itself a confirmed regression whose culprit is a merge: `triage daemon` as
+a real process, a real public-inbox server, the test lab over a real git repository with a merged
+branch, and the local Slack server.
+
+The merged branch has 16 commits; from its 10th on, `lab-factor` is slow, so the merge is slower
+than its first parent and the first bad commit is known. The report blames the merge; the daemon
+confirms it, queues a bisection (the culprit is a merge), runs it on the lab host (whose
+list_commits hook lists the merged commits: rev-list without --first-parent), stores every step
+and posts one message with the first bad commit to the report's Slack thread. Which reports are
+bisected at all is a pure rule, tested on records.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, PROJECT
+from tests.support.daemon_run import (
+    CHANNEL_ID,
+    SLACK_TOKEN,
+    daemon_env,
+    final_state,
+    kind_of,
+    start_daemon,
+    stop_daemon,
+    wait_for,
+)
+from tests.support.fake_slack import FakeSlack
+from tests.support.lab import FACTOR_FILE, HOOK, SLOW_FACTOR, git, lab_path, write_lab_rules
+from tests.support.public_inbox import require_public_inbox, start_public_inbox
+from triagebot.bisect_flow import bisect_reason
+from triagebot.records import Commit, Report, Source
+
+pytestmark = pytest.mark.skipif(not (shutil.which("sysbench") and shutil.which("git")),
+                                reason="the lab needs sysbench and git (apt-get install sysbench git)")
+
+REPORT_ID = "20240415071244.lab1@tberg-ws"
+MERGE_SUBJECT = "Merge branch 'sched/wakeup' into main"
+
+
+def report(*commits: Commit) -> Report:
+    return Report(message_id="r@x", in_reply_to=None, subject="slower", from_="a@x", date=None,
+                  source=Source("mbox"), kind="human-report", commits=commits)
+
+
+@pytest.mark.parametrize("commits, reason", [
+    # one culprit commit, its parent the base: nothing to bisect
+    ((Commit("a" * 12, "sched: retune", "culprit"),), None),
+    # a merge blamed: which of its commits?
+    ((Commit("b" * 12, "Merge tag 'sched-core' of git://x", "culprit"),), f"the culprit {'b' * 12} is a merge"),
+    # a base named: a range (the host says whether more than the culprit lies in it)
+    ((Commit("c" * 12, None, "base"), Commit("d" * 12, "sched: retune", "culprit")),
+     f"the report names a range, {'c' * 12}..{'d' * 12}"),
+    # no culprit: nothing was confirmed against a commit
+    ((Commit("e" * 12, None, "mentioned"),), None),
+])
+def test_which_confirmed_reports_are_bisected(commits, reason) -> None:
+    found = bisect_reason(report(*commits))
+    assert (found is None) if reason is None else found.startswith(reason)
+
+
+def merge_repo(repo: Path, side: int, first_slow: int) -> tuple[str, list[str]]:
+    """A main line of 4 commits, a branch of `side` commits off it (slow from `first_slow`, 0-based),
+    merged back with --no-ff; (the merge's sha, the branch's shas)."""
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    for number in range(4):
+        (repo / FACTOR_FILE).write_text("1.0\n")
+        (repo / "history.txt").open("a").write(f"main {number}\n")
+        git(repo, "add", FACTOR_FILE, "history.txt")
+        git(repo, "commit", "-q", "-m", f"main change {number}")
+    git(repo, "checkout", "-q", "-b", "sched/wakeup")
+    branch = []
+    for number in range(side):
+        (repo / FACTOR_FILE).write_text(f"{SLOW_FACTOR if number >= first_slow else 1.0}\n")
+        (repo / "wakeup.txt").open("a").write(f"wakeup {number}\n")
+        git(repo, "add", FACTOR_FILE, "wakeup.txt")
+        git(repo, "commit", "-q", "-m", f"sched: wakeup change {number}")
+        branch.append(git(repo, "rev-parse", "HEAD").strip())
+    git(repo, "checkout", "-q", "main")
+    (repo / "history.txt").open("a").write("main 4\n")
+    git(repo, "commit", "-q", "-am", "main change 4")
+    git(repo, "merge", "-q", "--no-ff", "-m", MERGE_SUBJECT, "sched/wakeup")
+    return git(repo, "rev-parse", "HEAD").strip(), branch
+
+
+def test_the_daemon_bisects_a_confirmed_merge_and_posts_the_first_bad_commit_once(tmp_path: Path) -> None:
+    require_public_inbox()
+    merge, branch = merge_repo(tmp_path / "linux", 16, 9)
+    rules, state = write_lab_rules(tmp_path, PROJECT, repo=tmp_path / "linux")
+    hosts = (rules / "hosts.toml").read_text()
+    (rules / "hosts.toml").write_text(hosts.replace('"--first-parent", ', ""))  # list the merged commits
+    raw = (FIXTURES / "lab" / "sysbench-cpu-regression.eml").read_bytes().replace(b" Apr 2024 ", b" Apr 2099 ")
+    raw = raw.replace(b'c0ffee1234ab ("sched: retune the wakeup granularity for small machines")',
+                      f'{merge[:12]} ("{MERGE_SUBJECT}")'.encode())
+    assert merge[:12].encode() in raw
+    database, log = tmp_path / "daemon.db", tmp_path / "daemon.log"
+    with start_public_inbox(tmp_path / "lore", "linux-kernel", [raw]) as server, \
+            FakeSlack(token=SLACK_TOKEN, channels={CHANNEL_ID: "perf-triage"}) as slack:
+        (rules / "sources.toml").write_text(f'[http]\nuser_agent = "triagebot-test (bisect daemon)"\n'
+                                            f'timeout_seconds = 5\n\n[[lore]]\nurl = "{server.list_url}"\n'
+                                            f'poll_minutes = 1\n')
+        (rules / "routing.toml").write_text('default_channel = "#perf-triage"\n')
+        env = daemon_env(tmp_path, slack.base_url)
+        env["PATH"] = lab_path(tmp_path, env["PATH"])
+        daemon = start_daemon(database, rules, env, log, "--health-port", "off", "--budget", "10")
+        try:
+            wait_for(lambda: final_state(slack.messages(CHANNEL_ID)) == "confirmed", 600, "the verdict", daemon, log)
+            wait_for(lambda: [message for message in slack.messages(CHANNEL_ID)
+                              if kind_of(message).startswith("bisect-")], 1500, "the bisection's reply", daemon, log)
+            assert stop_daemon(daemon) == 0
+        finally:
+            if daemon.poll() is None:
+                stop_daemon(daemon, signal.SIGKILL)
+            subprocess.run([*HOOK, "stop", str(state)], check=False)
+        messages = slack.messages(CHANNEL_ID)
+    parent = next(message for message in messages if kind_of(message) == "parent")
+    replies = [message for message in messages if kind_of(message).startswith("bisect-")]
+    assert len(replies) == 1 and replies[0]["thread_ts"] == parent["ts"]
+    assert replies[0]["text"].startswith(f"Bisect: first bad commit {branch[9]} (")
+    show = subprocess.run([sys.executable, "-m", "triagebot.cli", "show", "--db", str(database), REPORT_ID],
+                          capture_output=True, text=True, cwd=PROJECT, env=env)
+    assert show.returncode == 0, show.stderr
+    assert f"  bisect 1 on lab-local: first bad commit {branch[9]}" in show.stdout
+    assert f"git bisect start {merge} {merge[:12]}^" in show.stdout  # good: the merge's first parent
+    with sqlite3.connect(database) as connection:
+        (stored,) = connection.execute("SELECT bisect_json FROM bisects").fetchone()
+    result = json.loads(stored)
+    assert result["status"] == "found" and result["queued_by"] == "daemon"
+    assert result["commits"] == 17  # the branch's 16 and the merge
+    assert all(step["attempts"] and step["attempts"][-1]["verdict"] for step in result["steps"])
+    assert len(result["steps"]) <= 6  # the ends checked, then at most ceil(log2(17)) steps
