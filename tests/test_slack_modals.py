@@ -234,7 +234,8 @@ def test_test_fix_and_bisect_are_asked_of_a_confirmed_report_and_their_result_sa
     assert asked.carry_out(world.store, world.settings, tmp_path / "locks.db", 5) == [ask.action_id]
     result = world.store.actions_of(REPORT_ID)[-1]
     assert result.action == f"{action}:failed"
-    expected = ("no confirmed rerun to test a fix against" if action == "test-fix" else
+    expected = (f"{REPORT_ID}: no confirmed rerun to test a fix against (triage rerun first)"
+                if action == "test-fix" else
                 "no host in hosts.toml can bisect: one needs switch_kernel and list_commits hooks")
     assert result.detail == expected
     world.deliver()

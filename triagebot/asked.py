@@ -3,9 +3,10 @@ test the fix posted in the thread, bisect, send the drafted reply upstream.
 
 triagebot/actions.py keeps the ask (an action row and its thread reply); the daemon's pass calls
 `carry_out`, which takes each ask without a result, oldest first, and does it through the same
-stage functions as the commands: `after_verdict.measure_fix_on_lab` (`triage test-fix`),
-`after_verdict.bisect_on_lab` (`triage bisect`) and `reply.send.send_reply` (`triage reply
---send`, its mail outbox: sent once, a send cut off is never repeated without a person). Its
+stage functions as the commands: `fix_testing.run_fix_test` (`triage test-fix`, stored with its
+own reply and lifecycle move), `after_verdict.bisect_on_lab` (`triage bisect`) and
+`reply.send.send_reply` (`triage reply --send`, its mail outbox: sent once, a send cut off is never
+repeated without a person). Its
 result is kept as one more action row (`test-fix:done`, `bisect:failed`, …) with its thread
 reply, in one transaction: an ask is carried out once; a crash before its result is kept does it
 again on the next pass (the lab's work; the mail outbox then refuses to send twice).
@@ -14,23 +15,21 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 from datetime import UTC, datetime
 from email.utils import make_msgid, parseaddr
 from pathlib import Path
 
 from triagebot.actions import ASKED, finish
-from triagebot.after_verdict import bisect_on_lab, measure_fix_on_lab
+from triagebot.after_verdict import bisect_on_lab
 from triagebot.errors import TriageError
-from triagebot.ingest.lore_thread import DEFAULT_ARCHIVE
+from triagebot.fix_testing import HostBusy, run_fix_test
 from triagebot.logs import event
 from triagebot.reproduce.bisect import FOUND, BisectBudget, bisect_summary
-from triagebot.reproduce.fix import FixRefused, prepare_fix
 from triagebot.reproduce.hosts import choose_host
 from triagebot.reproduce.limits import host_shape
 from triagebot.reproduce.materials import with_materials_over_http
-from triagebot.reproduce.plan import Plan, plan_from_json, plan_report
-from triagebot.reproduce.rounds import commits_of, rounds_within
+from triagebot.reproduce.plan import Plan, plan_report
+from triagebot.reproduce.rounds import commits_of
 from triagebot.rules.mail import load_mail_rules
 from triagebot.rules.settings import Settings
 from triagebot.store.protocol import ActionRow, Store
@@ -50,6 +49,10 @@ def carry_out(store: Store, settings: Settings, database: Path, budget: int,
             continue
         try:
             done, detail = _carry_out_one(store, settings, database, budget, bisect_budget or BisectBudget(), asked)
+        except HostBusy as busy:  # the host runs something else: the asked action waits for the next pass
+            event(log, logging.INFO, "asked action waits for its host", event="action.waiting",
+                  action=asked.action, message_id=asked.message_id, detail=str(busy))
+            continue
         except TriageError as error:
             done, detail = False, str(error)
         event(log, logging.INFO if done else logging.WARNING, "asked action carried out", event="action.carried",
@@ -69,38 +72,14 @@ def _carry_out_one(store: Store, settings: Settings, database: Path, budget: int
 
 
 def test_fix(store: Store, settings: Settings, database: Path, message_id: str, budget: int) -> tuple[bool, str]:
-    """As `triage test-fix MESSAGE-ID`: the newest fix series of the thread, on the confirmed rerun's host."""
-    report = store.get_record(message_id)
-    latest = store.latest_run(message_id)
-    verdict = (latest or {}).get("verdict") or {}
-    if report is None or latest is None or verdict.get("outcome") != "confirmed" \
-            or verdict.get("measured_change_percent") is None:
-        return False, "no confirmed rerun to test a fix against"
-    host = next((item for item in settings.need_hosts() if item.name == latest["host"]), None)
-    if host is None or not host.build_patched or not host.can_switch_kernel:
-        return False, f"host {latest['host']} (of the confirmed rerun) cannot test fixes: it needs switch_kernel " \
-                      "and build_patched hooks in hosts.toml"
-    plan = plan_from_json(latest["plan"])
-    if not isinstance(plan, Plan):
-        return False, "the confirmed rerun's plan cannot be read"
-    thread = [raw for raw in (store.get_raw(key) for key in store.thread_of(message_id)) if raw is not None]
-    archive = report.source.url if report.source.url and "://" in report.source.url else DEFAULT_ARCHIVE
-    with tempfile.TemporaryDirectory(prefix="triage-fix-") as work:
-        try:
-            fix = prepare_fix(thread, Path(work), _archive(archive))
-        except FixRefused as refused:
-            return False, f"no fix to test: {refused}"
-        mbox = fix.mbox.read_bytes()
-    floor = settings.floors.floor_for(plan.report_metric or plan.metric)
-    result, _draft = measure_fix_on_lab(store, database, message_id, host, plan, floor, latest["suspect_commit"],
-                                        float(verdict["measured_change_percent"]), fix, mbox,
-                                        rounds=rounds_within(budget), tester=TESTER)
-    return True, f"v{fix.version} on {host.name}: {result['recovery']['sentence']}"
-
-
-def _archive(url: str) -> str:
-    scheme, _, rest = url.partition("://")
-    return f"{scheme}://{rest.split('/', 1)[0]}/"
+    """As `triage test-fix MESSAGE-ID`, through the same flow (fix_testing.run_fix_test): the newest
+    fix series of the thread, on the confirmed rerun's host; the result is stored with its own reply
+    in the thread and the lifecycle move `fix-tested`. HostBusy propagates: the click waits."""
+    outcome = run_fix_test(store, settings, database, message_id, budget=budget, tester=TESTER)
+    if outcome.status != "done":
+        return False, f"no fix tested: {outcome.result.get('reason', outcome.status)}"
+    result = outcome.result
+    return True, f"v{result['version']} on {result['host']}: {result['recovery']['sentence']}"
 
 
 def bisect_report(store: Store, settings: Settings, database: Path, message_id: str,
