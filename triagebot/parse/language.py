@@ -101,6 +101,13 @@ def _sentences_around_gate(text: str, gate: Gate) -> list[str]:
         covered = end
         lines = [line for line in text[start:end].split("\n") if not _LOG_LINE.match(line)]
         sentence = " ".join(" ".join(lines).split())
+        if len(sentence) > MAX_SENTENCE:
+            # a run with no full stop (a pasted `git bisect log`): the keyword's own line, when it
+            # states something alone ("# first bad commit: [e7b813b3] efi: random: ...")
+            line_start = text.rfind("\n", 0, position) + 1
+            line_end = text.find("\n", position)
+            sentence = " ".join(text[line_start:len(text) if line_end == -1 else line_end].split())
+            covered = line_end if line_end != -1 else len(text)
         if sentence and len(sentence) <= MAX_SENTENCE and gate.pattern.search(sentence):
             found.append(sentence)
     return found
