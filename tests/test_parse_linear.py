@@ -19,6 +19,15 @@ HANG_GUARD = 60  # seconds; a hang guard, not a speed target
 
 # name -> code run in a child; each must print "ok" (its own check of the result).
 CASES = {
+    "stance gate: a 2 MB line of bisect keywords with no full stop or line end": """
+        from triagebot.parse.language import rough_sentences
+        from triagebot.parse.stance import STANCE_GATE
+        line = "I bisected # bad: [a] " * 100_000
+        assert rough_sentences(line, STANCE_GATE) == ()
+        lines = "\\n".join(["# bad: [abc] I bisected it"] * 50_000)
+        found = rough_sentences(lines, STANCE_GATE)  # the first lines as one sentence, then line by line
+        assert len(found) > 49_900 and set(found[1:]) == {"# bad: [abc] I bisected it"}
+    """,
     "report trailer: Link: x + 100k spaces + y": """
         from triagebot.parse import report
         match = report._TRAILER.search("Link: x" + " " * 100_000 + "y\\n")

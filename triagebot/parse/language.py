@@ -101,6 +101,16 @@ def _sentences_around_gate(text: str, gate: Gate) -> list[str]:
         covered = end
         lines = [line for line in text[start:end].split("\n") if not _LOG_LINE.match(line)]
         sentence = " ".join(" ".join(lines).split())
+        if len(sentence) > MAX_SENTENCE:
+            # a run with no full stop (a pasted `git bisect log`): the keyword's own line, when it
+            # states something alone ("# first bad commit: [e7b813b3] efi: random: ...")
+            # (both searches bounded by the window: a megabyte line stays linear)
+            line_start = text.rfind("\n", window, position)
+            line_start = window if line_start == -1 else line_start + 1
+            line_end = text.find("\n", position, position + MAX_SENTENCE)
+            line_end = min(len(text), position + MAX_SENTENCE) if line_end == -1 else line_end
+            sentence = " ".join(text[line_start:line_end].split())
+            covered = max(line_end, position + 1)
         if sentence and len(sentence) <= MAX_SENTENCE and gate.pattern.search(sentence):
             found.append(sentence)
     return found

@@ -55,14 +55,21 @@ STANCE_PATTERN = re.compile(
     r"\b(?:booted|boots|ran|runs|works|worked|completed|finished)\s+without\s+(?:any\s+)?"
     r"(?:problems?|issues?|errors?|trouble|failures?|hangs?)\b|"
     r"\b(?:get|got|getting|produce|produced)\b(?:\s+[\w-]+){0,3}?\s+"
-    r"(?:difference|regression|error|drop|slowdown|problem|issue|crash|hang|warning)",
+    r"(?:difference|regression|error|drop|slowdown|problem|issue|crash|hang|warning)|"
+    # the third development set's forms (fixtures/labels/dev3, see FORMS_DEV3 below)
+    r"\b(?:I|we)\b[^.?!\n]{0,60}?\bbisect(?:ed|ion)?\b|\bfirst bad commit\b|#\s*(?:bad|good|skip):|"
+    r"\b(?:have|had|having)\s+(?:\w+\s+)?(?:same|similar)\b|\b(?:see|hit|get)\s+it\s+(?:too|as well)\b|"
+    r"\bstill\s+(?:the\s+same|there|present|persist\w*|exist\w*|happen\w*|occur\w*|stuck|crash\w*|hang\w*|"
+    r"hung|fail\w*|broken|had|easily|reliably|reproduc\w*)\b|"
+    r"\b(?:rerunning|re-running|retesting)\b|\bduplicate\s+(?:it|this|that|the)\b|\bfine for (?:me|us)\b",
     re.IGNORECASE)
 STANCE_GATE = Gate(("reproduc", "confirm", "verified", "unable", "see", "saw", "observ", "notic", "hit",
                     "trigger", "measured", "no ", "same", "still ", "also ", "encounter", "experienc", "patch",
                     "stable", "fine", "responsive", "smooth", "find", "found", "detect",
                     "replicat", "crashed", "oopsed", "panicked", "difference", "revert", "improv", "poor",
                     "slow", "worse", "bad", "degraded", " there", "present", "visible", "without", "get",
-                    "got", "produce"),
+                    "got", "produce", "bisect", "first bad", "# bad", "# good", "# skip", "have", "had", "having",
+                    "still", "rerunning", "re-running", "retesting", "duplicate"),
                    STANCE_PATTERN)
 
 
@@ -119,7 +126,8 @@ FORMS_DEV2: dict[str, list[list[dict[str, Any]]]] = {
         [_SUBJECT, _FILLERS, {"LOWER": {"IN": ["get", "got", "getting", "produce", "produced"]}}, _SHORT_DETERMINERS,
          {"LOWER": _NOUNS}],
         [_SUBJECT, _FILLERS, {"LOWER": {"IN": ["seeing", "saw", "hit", "hitting", "observed", "observing", "noticed",
-                                               "triggered", "reproduced", "replicated"]}}, _THAT,
+                                               "triggered", "reproduced", "replicated"]}},
+         {"LOWER": {"IN": ["this", "it"]}},  # not "that": "I noticed that too" is said of code (dev3:30)
          {"LOWER": {"IN": ["too", "also", "as", "all", "on", "here", "again", "every", "regularly", "consistently",
                            "reliably", "with", "in", "now", "appearing", "happening", "occurring", "showing"]}}],
         [_SUBJECT, _FILLERS, {"LOWER": {"IN": ["crashed", "oopsed", "panicked"]}},
@@ -435,16 +443,80 @@ PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
     "NOT_CONFIRMED": [[{"LOWER": {"IN": ["ca", "can", "could"]}}, {"LOWER": {"IN": ["n't", "not"]}},
                        {"LOWER": {"IN": ["confirm", "verify"]}}]],
 }
-# the second set's forms join the labels above (a label's patterns are alternatives)
-PATTERNS = {label: PATTERNS.get(label, []) + FORMS_DEV2.get(label, []) for label in (*PATTERNS, *FORMS_DEV2)}
+_STILL_THERE = ["there", "present", "persists", "persisted", "persist", "exists", "existed", "happens", "happened",
+                "happening", "occurs", "occurred", "stuck", "crashes", "crashed", "hangs", "hung", "fails", "failed",
+                "broken", "reproducible", "reproduceable", "reproducable", "reproduces"]
+
+# Forms read from the third development set (fixtures/labels/dev3/replies.jsonl; `dev3:N` is its
+# line N), each shown in dev2 as well or in several dev3 messages. None was written from the blind set.
+FORMS_DEV3: dict[str, list[list[dict[str, Any]]]] = {
+    # the writer's own bisect: "after being more careful with my bisect ... The actual first bad
+    # commit is 2b3d0478" (dev2:121), "I bisected again" (dev3:65), "Steve and I have completed a
+    # git bisect and found the first bad commit" (dev3:233), "After an extensive bisect ... X is the
+    # first bad commit" (dev3:227), "I have bisected the issue" (dev3:223), "The first bad commit
+    # could be any of" (dev3:139), a pasted `git bisect log` ("# bad: [6613476e] Linux 6.8-rc1",
+    # dev3:46, 180)
+    "BISECTED": [
+        [_SUBJECT, _FILLERS, {"LOWER": {"IN": ["bisected", "rebisected", "re-bisected"]}}],
+        [_SUBJECT, _FILLERS, {"LOWER": {"IN": ["completed", "finished", "concluded", "did", "ran", "done"]}},
+         {"LOWER": {"IN": ["a", "the", "my", "another", "git", "an", "extensive", "new"]}, "OP": "{0,2}"},
+         {"LOWER": {"IN": ["bisect", "bisection", "bisecting"]}}],
+        [{"LOWER": "first"}, {"LOWER": "bad"}, {"LOWER": "commit"}, {"LOWER": {"IN": ["is", ":", "could"]}}],
+        [{"LOWER": "is"}, {"LOWER": "the"}, {"LOWER": "first"}, {"LOWER": "bad"}, {"LOWER": "commit"}],
+        [{"ORTH": "#"}, {"LOWER": {"IN": ["bad", "good", "skip"]}}, {"ORTH": ":"}],
+    ],
+    # the same problem on the writer's side: "when I again had the same issue" (dev3:146), "I get
+    # the same error doing ..." (dev3:236), "I produced the same mount error" (dev2:125)
+    "SEEN": [
+        [_SUBJECT, _FILLERS, {"LOWER": {"IN": ["have", "had", "having", "get", "got", "getting", "see", "saw",
+                                               "seeing", "hit", "produced"]}},
+         {"LOWER": {"IN": ["the", "exactly", "a", "very"]}, "OP": "{0,2}"}, {"LOWER": {"IN": ["same", "similar"]}},
+         {"LOWER": _NOUNS}],
+        # "I see it too, but not on v5.0" (dev3:40), "I hit it as well on 5.15" (dev2:280's form);
+        # not "I noticed that too" about code (dev3:30): "it", not "that"
+        [_SUBJECT, _FILLERS, {"LOWER": {"IN": ["see", "hit", "get"]}}, {"LOWER": "it"},
+         {"LOWER": {"IN": ["too", "as"]}}],
+    ],
+    # the problem outlives a run or a fix: "still the same crash" (dev3:39), "the device is still
+    # stuck" after the patch (dev3:13), "the problem still persists" on the patched kernel
+    # (dev3 line of Matthew Ruffell's 6.8-rc3 build), "the issue is still easily reproducible"
+    # (dev2:236), "the kernel still crashes" with both patches (dev3 line of Marcin's second test)
+    "STILL_SAME": [[{"LOWER": "still"}, {"LOWER": {"IN": ["the", "a"]}}, {"LOWER": "same"}, {"LOWER": _NOUNS}]],
+    "STILL_PRESENT": [
+        [{"LOWER": "still"}, {"LOWER": {"IN": _STILL_THERE}}],
+        [{"LOWER": "still"}, {"LOWER": {"IN": ["easily", "reliably", "consistently", "very", "quite"]}},
+         {"LOWER": {"IN": ["reproducible", "reproduceable", "reproducable"]}}],
+        [{"LOWER": "still"}, {"LOWER": "had"}, {"LOWER": {"IN": ["the", "some", "those", "these", "that"]}, "OP": "?"},
+         {"LOWER": _NOUNS}],
+    ],
+    # a rerun: "rerunning the test with same config ... I did not see the oops" (dev3:168); fine
+    # "for me" is the writer's own machine: "the system still boots up just fine for me on
+    # 6.12-rc1" (dev3:106), as "I tested booting ... and it works just fine" (dev2:120)
+    "RUN_CUE": [[{"LOWER": {"IN": ["rerunning", "re-running", "retesting"]}},
+                 {"LOWER": {"IN": ["the", "this", "that", "it", "my", "our"]}}],
+                [{"LOWER": "fine"}, {"LOWER": "for"}, {"LOWER": {"IN": ["me", "us"]}}]],
+    "STAYED_FINE": [[{"LOWER": {"IN": ["boots", "booted", "works", "worked", "runs", "ran"]}},
+                     {"LOWER": "up", "OP": "?"}, {"LOWER": {"IN": ["just", "perfectly"]}, "OP": "?"},
+                     {"LOWER": "fine"}, {"LOWER": "for"}, {"LOWER": {"IN": ["me", "us"]}}]],
+    # "I can not seem to duplicate the failure" (dev3:196), "can duplicate it here"
+    "NOT_REPRODUCED": [[{"LOWER": {"IN": _NEGATORS}}, {"LOWER": {"IN": ["seem", "able", "to", "been", "manage"]},
+                                                        "OP": "{0,3}"},
+                        {"LOWER": {"IN": ["duplicate", "duplicated"]}}]],
+}
+
+# the second and third sets' forms join the labels above (a label's patterns are alternatives)
+PATTERNS = {label: PATTERNS.get(label, []) + FORMS_DEV2.get(label, []) + FORMS_DEV3.get(label, [])
+            for label in (*PATTERNS, *FORMS_DEV2, *FORMS_DEV3)}
 
 _STANCE_LABELS = frozenset({"NOT_REPRODUCED", "REPRODUCED", "SEEN", "NOT_SEEN", "REPRODUCE_WORD", "SEE_IT",
                             "STAYED_FINE", "NOT_THERE", "NOT_CONFIRMED", "SAME_ELSEWHERE", "SAME_RESULT",
-                            "REVERT_RESTORES", "DIFF_WITH_WITHOUT", "STILL_BAD"})
+                            "REVERT_RESTORES", "DIFF_WITH_WITHOUT", "STILL_BAD", "BISECTED", "STILL_SAME",
+                            "STILL_PRESENT"})
 # an affirmation that needs nothing more, and one that needs the writer's own run in the message
-_AFFIRMATIONS = frozenset({"SAME_ELSEWHERE", "REVERT_RESTORES", "DIFF_WITH_WITHOUT"})
-_AFFIRMATIONS_AFTER_RUN = frozenset({"SAME_RESULT", "STILL_BAD"})
+_AFFIRMATIONS = frozenset({"SAME_ELSEWHERE", "REVERT_RESTORES", "DIFF_WITH_WITHOUT", "BISECTED", "STILL_SAME"})
+_AFFIRMATIONS_AFTER_RUN = frozenset({"SAME_RESULT", "STILL_BAD", "STILL_PRESENT"})
 _AFTERTHOUGHTS = frozenset({"FUTURE", "WILL", "HEDGE"})
+_REPLY_ONLY = frozenset({"BISECTED", "STILL_SAME", "STILL_PRESENT"})
 
 
 def decide_sentence(labels: frozenset[str], question: bool, seeing_reproduces: bool = True) -> str:
@@ -470,6 +542,8 @@ def decide_sentence(labels: frozenset[str], question: bool, seeing_reproduces: b
         # "I could not reproduce the other warning": a claim about another problem
         return "none"
     ran = bool(labels & {"RUN_CUE", "ATTEMPTED"})
+    if "STILL_PRESENT" in labels and "FIRST_PERSON" in labels:
+        ran = True  # "it is still there in 6.11-rc3 ... I got an immediate lockup" (dev3:129)
     negated = (bool(labels & {"NOT_REPRODUCED", "NOT_THERE"}) or {"TRIED", "REPRODUCE_WORD", "NO_SUCCESS"} <= labels
                or ("NOT_CONFIRMED" in labels and "HEDGE" not in labels)
                or (bool(labels & {"NOT_SEEN", "STAYED_FINE"}) and ran))
@@ -477,7 +551,10 @@ def decide_sentence(labels: frozenset[str], question: bool, seeing_reproduces: b
         negated = False  # a negated verb with no writer in it: how code behaves, not a run
     if negated and not labels & {"FUTURE", "GENERIC"}:
         # "applied this patch ... could not reproduce it": the fix works, the report stands
-        return "none" if "PATCHED" in labels and "UNPATCHED" not in labels else "not-reproduced"
+        # "the patch works fine for me": a fix confirmed, not a failure to reproduce
+        return "none" if labels & {"PATCHED", "FIXED"} and "UNPATCHED" not in labels else "not-reproduced"
+    if not seeing_reproduces:
+        labels = labels - _REPLY_ONLY  # a report's own bisect or "still there" is the report itself
     seen = seeing_reproduces and "SEEN" in labels and "READ_MAIL" not in labels
     affirmed = ("REPRODUCED" in labels or seen or bool(labels & _AFFIRMATIONS)
                 or (ran and bool(labels & _AFFIRMATIONS_AFTER_RUN)))
@@ -488,7 +565,8 @@ def decide_sentence(labels: frozenset[str], question: bool, seeing_reproduces: b
     if "CONFIRM_ISSUE" in labels:
         return "reproduced"  # "confirm the issue occurred ..., and confirm the workaround works"
     patched = "PATCHED" in labels and "UNPATCHED" not in labels
-    if patched and "STILL" in labels and "FIXED" not in labels and ("REPRODUCED" in labels or seen):
+    if patched and "STILL" in labels and "FIXED" not in labels and (
+            "REPRODUCED" in labels or seen or labels & {"STILL_SAME", "STILL_PRESENT"}):
         return "reproduced"  # "I can still reproduce it with the patch": the problem outlives the fix
     if ("FIXED" in labels or patched) and "REVERT" not in labels:
         return "none"  # confirms a fix works; "reverting X fixes it" still confirms the regression
@@ -514,7 +592,9 @@ def sentence_label_set(spans: tuple[Span, ...]) -> frozenset[str]:
         near = [span for span in after if span.start - contrast[0] <= 3]
         # "... cannot reproduce on x86_64 but 100% reproduce on arm64" (dev2:104): an unnegated
         # reproduce verb after the "but" is a sighting too
-        if after and (any(span.label in ("SEE_IT", "REPRODUCED", "SEEN") for span in after)
+        # "lzop was fine, but pbzip2 still had issues" (dev3:225): the problem outlives it after the "but"
+        if after and (any(span.label in ("SEE_IT", "REPRODUCED", "SEEN", "STILL_PRESENT", "STILL_SAME")
+                          for span in after)
                       or (any(span.label == "REPRODUCE_WORD" for span in near)
                           and not any(span.label == "NOT_REPRODUCED" for span in after))):
             labels.add("CONTRAST")
@@ -575,8 +655,8 @@ def stance_of_sentences(rough: tuple[str, ...], in_reply: bool) -> Stance:
         if _CODE_WALK.search(text) and not _WRITER.search(text):
             labels = labels | {"GENERIC"}
         question = text.rstrip().endswith("?")
-        if attempted and "NOT_SEEN" in labels and not question:
-            labels = labels | {"ATTEMPTED"}
+        if attempted and labels & {"NOT_SEEN", "STILL_PRESENT"} and not question:
+            labels = labels | {"ATTEMPTED"}  # "I booted 6.11-rc3. The lockup is still there." (dev3:129)
         if attempted and "NOT_REPRODUCED" in labels and _IT_DID_NOT.match(text) and not question:
             # "I tried your reproducer using a 1k block size ... It didn't reproduce there" (dev2:308);
             # not "This is also why mappings smaller than 2MB do not trigger this issue" (code)
