@@ -317,11 +317,14 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
                             after_runs(store, lab, dispatcher, metrics, state)
                         metrics.beat()
             finally:
-                if tree_fetches is not None:
-                    tree_fetches.close()  # a fetch in flight is killed; the next start fetches again
-                dispatcher.join()  # a stop reaches each run after its sample in progress
-                after_worker.join()
-                after_runs(store, lab, dispatcher, metrics, state)
+                try:
+                    if tree_fetches is not None:
+                        tree_fetches.close()  # a fetch in flight is killed; the next start fetches again
+                    dispatcher.join()  # a stop reaches each run after its sample in progress
+                    after_worker.join()
+                    after_runs(store, lab, dispatcher, metrics, state)
+                finally:
+                    dispatcher.close()  # the job queue's own connection (PostgreSQL) ends with the daemon
     finally:
         if health is not None:
             health.stop()

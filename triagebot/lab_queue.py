@@ -1,9 +1,11 @@
 """The lab's queue as the store and the host locks show it: what `schedule` is given, and its answer.
 
-The daemon (flow.assign), `triage status` and `triage plan` read the same view, so what a team
-is shown is what the daemon does. The rule itself is triagebot.reproduce.schedule (pure); this
-module only gathers its arguments: the waiting reports (state `planned`) with the date that
-orders them, which hosts are busy and with which report.
+The daemon (flow.assign, /metrics), `triage status`, `triage plan` and the web's /hosts read the
+same view, so what a team is shown is what the daemon does; which hosts are busy is answered in
+one place, `occupancy` (the job queue on PostgreSQL, the host locks on SQLite). The rule itself
+is triagebot.reproduce.schedule (pure); this module only gathers its arguments: the waiting
+reports (state `planned`) with the date that orders them, which hosts are busy and with which
+report.
 """
 from __future__ import annotations
 
@@ -35,6 +37,10 @@ class LabView:
     waiting_since: Mapping[str, datetime] = field(default_factory=dict)  # every waiting report
     # the waiting reports' records as read for the schedule (None: unreadable), for a page to show
     reports: Mapping[str, Report | None] = field(default_factory=dict)
+    # busy hosts whose job waits for a worker to fetch it (PostgreSQL: no `triage worker` serves it yet)
+    awaiting_worker: frozenset[str] = frozenset()
+    busy_from: str = ""  # where `busy` was read (Occupancy.source)
+    beat_ago: Mapping[str, float] = field(default_factory=dict)  # Occupancy.beat_ago
 
     def waited(self, message_id: str) -> timedelta | None:
         since = self.waiting_since.get(message_id)
@@ -94,22 +100,73 @@ def waiting_report(store: Store, row: TriageRow, report: Report | None = None) -
                    taken_on, pinned_host(store, row.message_id))
 
 
-def busy_hosts(store: Store, database: Path | None, hosts: tuple[Host, ...],
-               running: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Which hosts are busy, with the report each runs: `running` (this process's runs), else a
-    held host lock, with the report the triage table says runs there (no `database`, so no lock
-    to try: the triage table's running reports alone)."""
+@dataclass(frozen=True)
+class Occupancy:
+    """Which hosts are busy, with the report each runs, and where that was read."""
+
+    busy: dict[str, str]  # host -> the report it runs (BUSY_ELSEWHERE: locked by another process)
+    awaiting_worker: frozenset[str] = frozenset()  # hosts whose job no worker has fetched yet (PostgreSQL)
+    source: str = "host locks"  # "job queue", "host locks", "this process" or "triage table"
+    # job queue: each busy host's worker, seconds since it last beat (a dead worker's job is retried)
+    beat_ago: dict[str, float] = field(default_factory=dict)
+
+
+def _job_connection(store: Store):
+    """The store's PostgreSQL connection, where procrastinate's job table is; None on SQLite
+    (psycopg may not even be installed there)."""
+    try:
+        from triagebot.store.postgres import PostgresStore
+    except ImportError:
+        return None
+    return store.connection if isinstance(store, PostgresStore) else None
+
+
+def occupancy(store: Store, database: Path | None, hosts: tuple[Host, ...],
+              running: Mapping[str, str] | None = None) -> Occupancy:
+    """The one answer to "which hosts are busy, with which report", below every view (`triage
+    status`, `triage plan`, the web's /hosts, the daemon's schedule and /metrics):
+
+    - `running`: the caller's own runs (the daemon's dispatcher: its threads on SQLite, the job
+      table read the same way as here on PostgreSQL);
+    - else on PostgreSQL the job queue (dispatch/lab_jobs.py): a host is busy with the report
+      of the job in its queue, held by a worker (`doing`) wherever that worker runs, or waiting
+      for one (`todo`: the report is `running` there already, nothing else is given the host);
+    - else, and beside the job queue, a held host lock on this machine (a `triage rerun` by
+      hand, or the daemon's threads on SQLite), with the report the triage table says runs there;
+    - no `database` and no job queue (nothing to try): the triage table's running reports."""
     busy = dict(running or {})
+    awaiting: set[str] = set()
+    beat_ago: dict[str, float] = {}
+    connection = _job_connection(store) if running is None else None
+    source = ("this process" if running is not None else "job queue" if connection is not None
+              else "triage table" if database is None else "host locks")
+    if connection is not None:
+        from triagebot.dispatch.lab_jobs import jobs_by_host, lab_jobs
+
+        known = {host.name for host in hosts}
+        for name, job in jobs_by_host(lab_jobs(connection)).items():
+            if name in known:
+                busy[name] = job.message_id
+                if not job.doing:
+                    awaiting.add(name)
+                elif job.heartbeat_age is not None:
+                    beat_ago[name] = job.heartbeat_age
     on_host = {row.host: row.message_id for row in store.triage_in(TriageState.RUNNING) if row.host}
     for host in hosts:
         if host.name in busy:
             continue
         if database is None:
-            if host.name in on_host:
+            if connection is None and host.name in on_host:
                 busy[host.name] = on_host[host.name]
         elif host_busy(database, host.name):
             busy[host.name] = on_host.get(host.name, BUSY_ELSEWHERE)
-    return busy
+    return Occupancy(busy, frozenset(awaiting), source, beat_ago)
+
+
+def busy_hosts(store: Store, database: Path | None, hosts: tuple[Host, ...],
+               running: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Which hosts are busy, with the report each runs (see `occupancy`)."""
+    return occupancy(store, database, hosts, running).busy
 
 
 def lab_view(store: Store, database: Path | None, hosts: tuple[Host, ...], max_wait: timedelta, now: datetime,
@@ -118,9 +175,10 @@ def lab_view(store: Store, database: Path | None, hosts: tuple[Host, ...], max_w
     rows = store.triage_in(TriageState.PLANNED)
     reports = {row.message_id: _record(store, row.message_id) for row in rows}
     waiting = [waiting_report(store, row, reports[row.message_id]) for row in rows]
-    busy = busy_hosts(store, database, hosts, running)
-    return LabView(hosts, busy, schedule(waiting, hosts, busy, now, max_wait), now,
-                   {item.message_id: item.waiting_since for item in waiting}, reports)
+    found = occupancy(store, database, hosts, running)
+    return LabView(hosts, found.busy, schedule(waiting, hosts, found.busy, now, max_wait), now,
+                   {item.message_id: item.waiting_since for item in waiting}, reports, found.awaiting_worker,
+                   found.source, found.beat_ago)
 
 
 def preferred_host(hosts: tuple[Host, ...], report: Report) -> tuple[HostMatch | None, tuple[str, ...]]:

@@ -1,10 +1,11 @@
 """`triage status`: what the daemon is doing — the queue, the lab hosts (busy with which report, or
-idle), each host's queue with waiting times, the last poll of each source, the messages held in
-quarantine (the parser could not read them).
+idle), each host's queue with waiting times, the last poll of each source, each watched git
+tree's last fetch, the messages held in quarantine (the parser could not read them).
 
-Read-only: it opens the database beside a running daemon (WAL: neither blocks the other), tries
-each host's lock without waiting to tell busy from idle, and computes the daemon's schedule
-(triagebot.lab_queue) from the same stored state, so the queues shown are the daemon's.
+Read-only: it opens the database beside a running daemon (WAL: neither blocks the other), tells
+busy from idle as the daemon does (triagebot.lab_queue.occupancy: on PostgreSQL the job queue,
+whichever machine's worker holds the job; on SQLite each host's lock, tried without waiting),
+and computes the daemon's schedule from the same stored state, so the queues shown are the daemon's.
 """
 from __future__ import annotations
 
@@ -24,11 +25,17 @@ from triagebot.cli.common import (
 )
 from triagebot.ingest.runner import LAST_POLL_KEY
 from triagebot.lab_queue import lab_view
+from triagebot.lifecycle.watch import tree_state
 from triagebot.notify.render import STATE_MEANING
 from triagebot.reproduce.schedule import describe_wait
 from triagebot.rules.settings import Settings, settings_for
 from triagebot.states import OPEN_STATES, TriageState
 from triagebot.store.protocol import Store, UnreadableRecord
+
+# where `triage status` read which hosts are busy (lab_queue.occupancy's source), in words
+BUSY_FROM = {"job queue": "busy: a job a worker holds or that waits for one, from the job queue",
+             "host locks": "busy: a held host lock on this machine",
+             "triage table": "busy: the reports the triage table says run"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,6 +65,9 @@ def gather(store: Store, database: Path, settings: Settings, now: datetime | Non
         queued = view.schedule.queues.get(host.name, ())
         hosts.append({"name": host.name, "reach": host.reach, "can_switch_kernel": host.can_switch_kernel,
                       "busy": running is not None, "running": running or None,
+                      "awaiting_worker": host.name in view.awaiting_worker,
+                      "worker_beat_seconds_ago": (round(view.beat_ago[host.name])
+                                                  if host.name in view.beat_ago else None),
                       "queue": [{"message_id": item.message_id, "place": place,
                                  "waited_seconds": round(item.waited.total_seconds())}
                                 for place, item in enumerate(queued, start=1)],
@@ -69,12 +79,19 @@ def gather(store: Store, database: Path, settings: Settings, now: datetime | Non
         last = store.get_cursor(LAST_POLL_KEY + source.url)
         polls.append({"source": source.url, "every_minutes": source.poll_minutes,
                       "last": json.loads(last) if last else None})
+    trees = []
+    for tree in settings.trees:
+        state = tree_state(store, tree.name)
+        trees.append({"tree": tree.name, "url": tree.url, "branch": tree.branch,
+                      "every_minutes": tree.bounds.every_minutes, "fetched_at": state.get("fetched_at"),
+                      "outcome": state.get("outcome"), "error": state.get("error"),
+                      "last_commit": state.get("last_commit")})
     held = [{"message_id": row.message_id, "kind": row.kind, "channel": row.channel, "error": row.last_error}
             for row in store.outbox("held")]
     return {"database": str(database), "reports": store.triage_counts(), "queue": queue, "hosts": hosts,
-            "max_wait_minutes": settings.max_wait_minutes,
+            "busy_from": view.busy_from, "max_wait_minutes": settings.max_wait_minutes,
             "unrunnable": list(view.schedule.unrunnable),
-            "sources": polls, "outbox": store.outbox_counts(), "held": held,
+            "sources": polls, "trees": trees, "outbox": store.outbox_counts(), "held": held,
             "quarantined": store.count_quarantined()}
 
 
@@ -91,13 +108,17 @@ def render(status: dict) -> str:
         host = f" on {item['host']}" if item["host"] else ""
         lines.append(f"  {item['state']:8} since {item['since']}{host}  <{item['message_id']}>  "
                      f"{item['subject'] or ''}")
-    lines += ["", f"hosts (a report waits {describe_wait(timedelta(minutes=status['max_wait_minutes']))} at "
-                  "most for its most similar host):"]
+    lines += ["", f"hosts ({BUSY_FROM.get(status['busy_from'], status['busy_from'])}; a report waits "
+                  f"{describe_wait(timedelta(minutes=status['max_wait_minutes']))} at most for its most similar host):"]
     for host in status["hosts"]:
         note = "" if host["can_switch_kernel"] else " (cannot switch kernels: reports are planned, not rerun)"
         running = ""
         if host["busy"]:
             running = f"  running <{host['running']}>" if host["running"] else "  (a rerun outside the daemon)"
+            if host["awaiting_worker"]:
+                running += " (its job waits for a `triage worker` serving this host)"
+            elif host["worker_beat_seconds_ago"] is not None:
+                running += f" (its worker last beat {host['worker_beat_seconds_ago']} s ago)"
         lines.append(f"  {host['name']:16} {host['reach']:5} {'busy' if host['busy'] else 'idle'}{note}{running}")
         for item in host["next"]:
             lines.append(f"      next: <{item['message_id']}> waited "
@@ -122,6 +143,16 @@ def render(status: dict) -> str:
         else:
             seen = f"last poll {last['at']}: FAILED: {last['error']}"
         lines.append(f"  {source['source']} (every {source['every_minutes']:g} min): {seen}")
+    if status["trees"]:
+        lines += ["", "trees:"]
+    for tree in status["trees"]:
+        if not tree["fetched_at"]:
+            seen = "never fetched"
+        elif tree["outcome"] == "error":
+            seen = f"last fetch {tree['fetched_at']}: FAILED: {tree['error']}"
+        else:
+            seen = f"last fetch {tree['fetched_at']}: {tree['outcome'] or 'started'}"
+        lines.append(f"  {tree['tree']} ({tree['branch']}, every {tree['every_minutes']:g} min): {seen}")
     outbox = status["outbox"]
     lines += ["", "outbox: " + (", ".join(f"{count} {name}" for name, count in sorted(outbox.items())) or "empty")]
     for row in status["held"]:

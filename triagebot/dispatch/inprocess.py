@@ -91,6 +91,9 @@ class ThreadDispatcher:
         for thread in threads:
             thread.join()
 
+    def close(self) -> None:
+        pass  # each run's store is its own, closed when the run ends
+
 
 class InlineDispatcher:
     """Each job runs at `launch`, in the caller's thread, on the store it is given: one at a time."""
@@ -124,4 +127,7 @@ class InlineDispatcher:
         return done
 
     def join(self) -> None:
+        pass
+
+    def close(self) -> None:
         pass

@@ -24,6 +24,16 @@ from typing import Any
 import procrastinate
 from procrastinate.schema import SchemaManager
 
+from triagebot.dispatch.lab_jobs import (  # noqa: F401 - the queue's names, kept importable from here
+    JOB_TABLE,
+    TASK_NAME,
+    jobs_by_host,
+    lab_jobs,
+    lock_for,
+    queue_for,
+    queueing_lock_for,
+)
+from triagebot.dispatch.lab_jobs import job_table_present as _job_table_present
 from triagebot.dispatch.protocol import Finished, RunJob
 from triagebot.logs import event
 from triagebot.states import TriageState
@@ -32,24 +42,7 @@ from triagebot.store.protocol import Store, StoreError
 
 log = logging.getLogger("triagebot.daemon")
 
-TASK_NAME = "triagebot.lab_run"  # the job's task: rerun one report on one host (dispatch/worker.py)
 OUTBOX_CHANNEL = "triagebot_outbox"  # workers NOTIFY it after writing notifications or ending a job
-JOB_TABLE = "procrastinate_jobs"
-
-
-def queue_for(host: str) -> str:
-    """The queue of one host's jobs: `triage worker --host NAME` listens to NAME's queue."""
-    return f"triagebot-lab-{host}"
-
-
-def lock_for(host: str) -> str:
-    """The lock every job of one host takes: one run per host at a time, across workers."""
-    return f"triagebot-host-{host}"
-
-
-def queueing_lock_for(message_id: str) -> str:
-    """At most one waiting job per report."""
-    return f"triagebot-report-{message_id}"
 
 
 def job_app(url: str, **pool_options: Any) -> procrastinate.App:
@@ -61,10 +54,7 @@ def job_app(url: str, **pool_options: Any) -> procrastinate.App:
 
 
 def job_schema_present(store: Store) -> bool:
-    found = store.connection.execute(
-        "SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = %s",
-        (JOB_TABLE,)).fetchone()
-    return found is not None
+    return _job_table_present(store.connection)
 
 
 def ensure_job_schema(store: Store) -> bool:
@@ -102,6 +92,7 @@ class JobQueueDispatcher:
         self._finished: list[Finished] = []
 
     def close(self) -> None:
+        """Close the loop's connection (its LISTEN ends with it); the daemon calls it at stop."""
         self._store.close()
 
     def enqueue(self, store: Store, job: RunJob) -> None:
@@ -117,12 +108,9 @@ class JobQueueDispatcher:
         pass  # the job row rolled back with the transaction
 
     def running(self) -> Mapping[str, str]:
-        """Host -> report of every lab job waiting for or held by a worker (todo or doing)."""
-        rows = self._store.connection.execute(
-            f"SELECT args->>'host', args->>'message_id', status FROM {JOB_TABLE}"
-            " WHERE task_name = %s AND status IN ('todo', 'doing') ORDER BY status = 'doing', id",
-            (TASK_NAME,)).fetchall()
-        now = {host: message_id for host, message_id, _status in rows}  # a doing job wins its host
+        """Host -> report of every lab job waiting for or held by a worker (todo or doing): the
+        job table read as `triage status` and the web pages read it (lab_jobs.py)."""
+        now = {host: job.message_id for host, job in jobs_by_host(lab_jobs(self._store.connection)).items()}
         for host, message_id in self._seen.items():
             if now.get(host) != message_id:
                 row = self._store.get_triage(message_id)

@@ -72,3 +72,7 @@ class Dispatcher(Protocol):
     def join(self) -> None:
         """Wait for every started job to end (the daemon is stopping: runs stop after a sample)."""
         ...
+
+    def close(self) -> None:
+        """Release what the dispatcher holds (a job queue's connection); the daemon stops after it."""
+        ...

@@ -501,12 +501,13 @@ def hosts_view(store: Store, site: Site, limit: int = DEFAULT_LIMIT, now: dateti
     lab = []
     for host in hosts:
         running = view.busy.get(host.name)
-        # no lock to try (no database file): a host no report runs on may be busy all the same
-        busy = True if running is not None else (None if site.database is None else False)
+        # nothing to try (no job queue, no database file for locks): a host no report runs on may be busy all the same
+        busy = True if running is not None else (None if view.busy_from == "triage table" else False)
         lab.append({"name": host.name, "reach": host.reach, "cpu": host.cpu_model, "microarch": host.microarch,
                     "threads": host.threads, "sockets": host.sockets, "memory_gb": host.memory_gb,
                     "disk": host.disk, "labels": list(host.labels), "can_switch": host.can_switch_kernel,
                     "busy": busy, "elsewhere": running == BUSY_ELSEWHERE,
+                    "awaiting_worker": host.name in view.awaiting_worker,
                     "running": [item(running)] if running else [],
                     "next": [item(assigned.message_id, assigned.waited) | {"past_cap": assigned.past_cap}
                              for assigned in view.schedule.assignments if assigned.host == host.name],
