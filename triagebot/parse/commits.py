@@ -25,7 +25,15 @@ _CULPRIT_CONTEXT = re.compile(
     r"introduc|bisect|first bad|caused by|culprit|regress(?:ed|ion) (?:by|from|due to)|c[oa]mes? from|"
     r"associated with|offending|\bcauses\b|"
     r"tracked (?:it |this |the \w+ )?down|narrowed (?:it )?down"
-    r"|the one that|points? to|blame|root cause",
+    r"|the one that|points? to|blame|root cause"
+    # issue 24's forms in people's reports: "started after commit X", "happens after commit X",
+    # "reverting X restores performance" (not "reverting X changed nothing"), "-31.8% … with the
+    # commit X", "pinpoint this commit … X", "X drops the IOPS score"
+    r"|\bstart(?:s|ed)?\s+(?:to\s+\w+\s+)?(?:after|with)\b|\bhappen(?:s|ed|ing)?\s+(?:only\s+)?(?:after|since)\b"
+    r"|\bsince\s+commit\b|\bpinpoint"
+    r"|\brevert\w*(?:[^.\n]|\.\d){0,80}?\b(?:restor\w*|fix\w*|solv\w*|recover\w*|goes away|gets? back|brings? back)"
+    r"|\bdrops?\s+(?:the\s+|our\s+)?(?:\w+\s+){0,2}(?:score|throughput|performance|iops|bandwidth)"
+    r"|\d\s?%[^.\n]{0,60}?\bwith\s+(?:the\s+|this\s+)?commit\b",
     re.IGNORECASE,
 )
 # Lines whose hex is not commits: diffs, register dumps, stack traces, addresses.
