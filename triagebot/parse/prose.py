@@ -37,7 +37,8 @@ _MACHINE_PART = re.compile(r"\b(?:NVMe|SSD|HDD|disk|drive|-smp|-m\s+\d+G|sockets
 _CLAUSE_BREAK = re.compile(r";\s+|,\s+|:\s+(?=[A-Z0-9a-z])")
 _SOCKET_WORDS = {"single": 1, "one": 1, "dual": 2, "two": 2, "quad": 4, "four": 4}
 _SOCKETS = re.compile(r"\b(single|one|dual|two|quad|four|\d)[- ]sockets?\b|\b(\d) sockets\b|"
-                      r"\b(2|4)\s*x\s+(?=Xeon|EPYC|AMD|Intel)|\b(two|four|dual|quad) (?=(?:Intel\s+)?(?:Xeon|EPYC|AMD))",
+                      r"\b(2|4)\s*x\s+(?=Xeon|EPYC|AMD|Intel)"
+                      r"|\b(two|four|dual|quad) (?=(?:Intel\s+)?(?:Xeon|EPYC|AMD))",
                       re.IGNORECASE)
 # A CPU count said of the machine with no model or memory beside it: "96 CPUs with NUMA disabled",
 # "a box with 48 CPUs" (issue 24: machine lines of people's reports).
