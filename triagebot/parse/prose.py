@@ -110,7 +110,8 @@ def hardware(text: str) -> TestMachine | None:
         has_cpu = _CPU_MODEL.search(sentence)
         memory = _names_memory(sentence) and _MEMORY_WORD.search(sentence)  # a literal first: cheap
         if has_cpu or (memory and _thread_count(sentence, None)) or (products and _PRODUCT.search(sentence)) \
-                or (_CPUS_OF_MACHINE.search(sentence) and _THREAD_COUNTS[1].search(sentence)):
+                or (("CPU" in sentence or "cpu" in sentence) and _CPUS_OF_MACHINE.search(sentence)
+                    and _THREAD_COUNTS[1].search(sentence)):
             best, at = sentence, number
             break
         if memory_only is None and memory:
