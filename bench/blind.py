@@ -33,8 +33,9 @@ from typing import Any
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
+from triagebot.certainty import uncertain_reasons  # noqa: E402
+from triagebot.flow import DIGEST_KINDS, REPORT_KINDS  # noqa: E402
 from triagebot.parse.report import parse_message  # noqa: E402
-from triagebot.parse.thread import REPORT_KINDS  # noqa: E402
 from triagebot.records import Report, Source  # noqa: E402
 
 LABELS = PROJECT / "fixtures" / "labels" / "blind"
@@ -61,6 +62,9 @@ def load_labels(directory: Path) -> tuple[list[dict], list[dict]]:
     for name in ("replies.jsonl", "reports.jsonl"):
         path = directory / name
         if not path.exists():
+            if name == "replies.jsonl":  # a set of candidate reports only (fixtures/labels/dev)
+                result.append([])
+                continue
             raise LabelError(f"{path}: not found")
         labels = []
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
@@ -252,6 +256,7 @@ def measure(replies: list[dict], reports: list[dict], raw: dict[str, bytes]) -> 
     people: list[tuple[bool, bool]] = []
     kinds: Counter = Counter()
     admitted: Counter = Counter()
+    digested: Counter = Counter()
     robots_as_people: list[str] = []
     fields: dict[str, dict[str, Any]] = {name: {"agree": 0, "total": 0, "stated_agree": 0, "stated_total": 0}
                                          for name in FIELDS}
@@ -260,8 +265,11 @@ def measure(replies: list[dict], reports: list[dict], raw: dict[str, bytes]) -> 
         if report is None:
             continue
         kinds[(label["kind"], report.kind)] += 1
-        if report.kind in REPORT_KINDS:
+        # what the daemon does with it (flow.admit, flow.post_digests): a thread, the day's digest, or stored
+        if report.kind in REPORT_KINDS and not uncertain_reasons(report):
             admitted[label["kind"]] += 1
+        elif report.kind in DIGEST_KINDS and uncertain_reasons(report):
+            digested[label["kind"]] += 1
         expected_taken = bool(label["taken_on"])
         got_taken = report.kind in TAKEN_KINDS
         taken.append((expected_taken, got_taken))
@@ -292,7 +300,8 @@ def measure(replies: list[dict], reports: list[dict], raw: dict[str, bytes]) -> 
         "taken_on": _precision_recall(taken),
         "people_taken_on": _precision_recall(people),
         "robots_read_as_people": robots_as_people,
-        "admitted_by_daemon": {"kinds": list(REPORT_KINDS), "by_label_kind": dict(admitted)},
+        "admitted_by_daemon": {"kinds": list(REPORT_KINDS), "by_label_kind": dict(admitted),
+                               "digest_by_label_kind": dict(digested)},
         "kinds": {f"{expected} -> {got}": count for (expected, got), count in sorted(kinds.items())},
         "fields": fields,
         "id_mismatch": id_mismatch,
@@ -342,8 +351,12 @@ def print_result(result: dict, notes: list[str]) -> None:
         for line in result["robots_read_as_people"]:
             print(f"  {line}")
         admitted = result["admitted_by_daemon"]
-        print(f"the daemon's admission kinds ({', '.join(admitted['kinds'])}) would open threads for, by label: "
-              + (", ".join(f"{kind} {count}" for kind, count in sorted(admitted["by_label_kind"].items())) or "none"))
+        print(f"the daemon ({', '.join(admitted['kinds'])} above the confidence floor) would open threads for, "
+              "by label: "
+              + (", ".join(f"{kind} {count}" for kind, count in sorted(admitted["by_label_kind"].items())) or "none")
+              + "; list in the day's digest: "
+              + (", ".join(f"{kind} {count}" for kind, count in sorted(admitted["digest_by_label_kind"].items()))
+                 or "none"))
         print("kinds (label -> output): " + "; ".join(f"{pair} {count}" for pair, count in result["kinds"].items()))
     for name, field in result["fields"].items():
         if field["total"]:

@@ -162,3 +162,22 @@ def test_field_comparisons() -> None:
                                {"cpu_model": "Intel Xeon  Gold 6130 @ 2.10GHz", "threads": 64, "sockets": None,
                                 "memory_gb": None})
     assert not bench._same_machine(None, {"cpu_model": None, "threads": 8, "sockets": None, "memory_gb": None})
+
+
+RESERVED_LISTS = {"linux-btrfs", "linux-nfs", "linux-pm", "linux-raid", "io-uring", "cgroups", "linux-block",
+                  "linux-scsi", "dm-devel", "linux-f2fs-devel", "linux-xfs"}
+
+
+def test_the_development_set_is_reports_only_from_lists_not_kept_for_measurement() -> None:
+    """fixtures/labels/dev: candidate reports the rules are written against (the blind set is not)."""
+    dev = PROJECT / "fixtures" / "labels" / "dev"
+    bench = _bench()
+    replies, reports = bench.load_labels(dev)  # no replies.jsonl: a set of candidate reports only
+    assert replies == [] and len(reports) >= 60
+    blind_sources = {label["source"] for label in _lines("reports.jsonl") + _lines("replies.jsonl")}
+    for label in reports:
+        assert label["list"] not in RESERVED_LISTS and label["source"] not in blind_sources
+        assert label["kind"] in KINDS | {"human-perf-complaint", "reply"}
+        assert label["taken_on"] == (label["kind"] in ("human-report", "lkp-regression"))
+    kinds = Counter(label["kind"] for label in reports)
+    assert kinds["human-report"] >= 5 and kinds["human-perf-complaint"] >= 5 and kinds["bot"] >= 5

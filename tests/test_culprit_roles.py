@@ -26,6 +26,14 @@ def roles(text: str, subject: str = "") -> list[tuple[str, str]]:
     # one culprit per message unless one sentence names several: a later blame is context
     ("The regression was introduced by 1a2b3c4d5e6f. Commit 9f8e7d6c5b4a caused a different one.",
      [("1a2b3c4d5e6f", "culprit"), ("9f8e7d6c5b4a", "mentioned")]),
+    # issue 24's forms: "started after", "happens after", a revert that restores, a figure "with the commit"
+    ("Our build times started after commit 3c4d5e6f7a8b (\"mm: batch lru\") to grow.",
+     [("3c4d5e6f7a8b", "culprit")]),
+    ("The stall happens after commit 3c4d5e6f7a8b was merged.", [("3c4d5e6f7a8b", "culprit")]),
+    ("Reverting 3c4d5e6f7a8b on top of 6.9 restores the old numbers.", [("3c4d5e6f7a8b", "culprit")]),
+    ("stream triad is -22.4% with the commit 3c4d5e6f7a8b applied.", [("3c4d5e6f7a8b", "culprit")]),
+    # a revert that changed nothing blames nothing
+    ("I tried reverting 3c4d5e6f7a8b, with no difference.", [("3c4d5e6f7a8b", "mentioned")]),
 ])
 def test_culprit_roles(text: str, expected: list[tuple[str, str]]) -> None:
     assert roles(text) == expected

@@ -61,6 +61,26 @@ BUGZILLA = "bugzilla-daemon@kernel.org"
     ("", PERSON, "sequential writes to raid1 are slower than\nbefore: kernel 5.15 467MiB/s, 6.0 359MiB/s",
      "human-report"),
     ("btrfs replace without size restriction?", PERSON, "is a smaller disk slower?", "other"),
+    # a kernel named once is the setting, not a change: two different ones are a pair to compare
+    ("dsync writes crawl under cgroups", PERSON, "The throughput drops 20x with dd: 70 KB/s against 1.6 MB/s "
+     "with another scheduler.\nAll of this on a test VM (kernel v4.19).", "human-perf-complaint"),
+    ("dsync writes crawl", PERSON, "The throughput drops 20x with dd on kernel v4.19 against v4.14.",
+     "human-report"),
+    # the writer says it is old: "so not a regression"
+    ("Random writes lose IOPS with a bigger file", PERSON, "a performance drop from 11k to 6k IOPS on "
+     "6.6.2; I see the same on 5.15 and 6.1, so not a regression.", "human-perf-complaint"),
+    # a "commit" in a link's path is no change named
+    ("Parallel repair performance degradation", PERSON, "runs at a third of the speed on spinning disks, "
+     "3x slower\n[2] https://git.example.org/tools.git/commit/?id=0123456789ab", "human-perf-complaint"),
+    # a patch series under test is a change
+    ("dir cache series", PERSON, "With your 12 patch dir cache series applied there is a massive slowdown "
+     "in generic/199: 38 seconds before, 19 minutes after.", "human-report"),
+    # a tracker's regression: a worker at full CPU since a version, stated with figures
+    ("[Bug 219001] New: regression since 6.8 on a usb disk", BUGZILLA, "Bug ID: 219001\n        Regression: No\n"
+     "Since 6.8 a writeback worker uses 100% of one core for 10 minutes after a big copy; 6.7 is fine.",
+     "human-report"),
+    ("[Bug 219002] New: fio read regression", BUGZILLA, "Bug ID: 219002\n        Regression: No\n"
+     "On 6.9 random reads are approx 12% lower (1810 vs 2057 MB/s) than on 6.8.", "human-report"),
     # bugzilla: the opening mail is a report, each comment mail a reply in its thread
     ("[Bug 219595] New: Warning at fs/inode.c:1277", BUGZILLA, "Bug ID: 219595\nSummary: Warning", "human-bug"),
     ("[Bug 217965] ext4(?) regression since 6.5.0 on sata hdd", BUGZILLA, "--- Comment #9 ---", "reply"),

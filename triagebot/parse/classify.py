@@ -12,6 +12,7 @@ from triagebot.parse.kind_rules import (
     CHANGE_WINDOW,
     CI_RESULT_SUBJECT,
     MEASURE,
+    NOT_A_REGRESSION,
     NOT_A_REPORT_SUBJECT,
     NUMBERS_STATED,
     PATCH_BODY,
@@ -121,11 +122,30 @@ _PERFORMANCE_WORDS = re.compile(r"\bslow\w*|\bperformance\b|\bthroughput\b|\blat
 
 
 def _tied_to_change(title: str, head: str) -> bool:
-    """A slowdown tied to a kernel change and stated with a figure (issue 24's report)."""
+    """A slowdown tied to a kernel change and stated with a figure (issue 24's report).
+
+    In the body a kernel or commit named once is the setting ("a Linux VM (kernel v4.19)", the
+    `uname -a` line), not a change: two different ones make a pair to compare. A writer who says it
+    is not a regression ("present in 4.19 and 5.4 as well, so not a regression") names no change."""
     window = head[:CHANGE_WINDOW]
+    if NOT_A_REGRESSION.search(window):
+        return False
     changed = CHANGE_NAMED.search(title) or CHANGE_NAMED.search(window) or PERF_ANCHOR.search(title) \
-        or PERF_ANCHOR.search(window)
+        or _two_anchors(window) or (_BEFORE_NOW.search(window) and PERF_ANCHOR.search(window))
     return bool(changed) and bool(NUMBERS_STATED.search(title) or NUMBERS_STATED.search(window))
+
+
+# a kernel named once with a comparison in time: "slower than before: kernel 5.15 467MiB/s, 6.0 359MiB/s"
+_BEFORE_NOW = re.compile(r"\bthan\s+(?:before|previously|it used to)\b|\bused to\b|\bno longer\b", re.IGNORECASE)
+
+
+def _two_anchors(window: str) -> bool:
+    seen: set[str] = set()
+    for match in PERF_ANCHOR.finditer(window):
+        seen.add(match.group(0).lower().lstrip("v"))
+        if len(seen) > 1:
+            return True
+    return False
 
 
 # A commit the writer blames, in words: a bisection, "first bad commit", "commit <sha>", a sha with

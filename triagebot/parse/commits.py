@@ -28,6 +28,20 @@ _CULPRIT_CONTEXT = re.compile(
     r"|the one that|points? to|blame|root cause",
     re.IGNORECASE,
 )
+# Issue 24's forms in people's reports: "started after commit X", "happens after commit X",
+# "reverting X restores performance" (not "reverting X changed nothing"), "pinpoint this commit …
+# X", "X drops the IOPS score". One pass of its own, each position rejected by its first letter.
+_CULPRIT_CONTEXT_MORE = re.compile(
+    r"\b(?=[sShHpPrRdD])(?:start(?:s|ed)?\s+(?:to\s+\w+\s+)?(?:after|with)\b"
+    r"|happen(?:s|ed|ing)?\s+(?:only\s+)?(?:after|since)\b|since\s+commit\b|pinpoint"
+    r"|revert\w*(?:[^.\n]|\.\d){0,80}?\b(?:restor\w*|fix\w*|solv\w*|recover\w*|goes away|gets? back|brings? back)"
+    r"|drops?\s+(?:the\s+|our\s+)?(?:\w+\s+){0,2}(?:score|throughput|performance|iops|bandwidth))",
+    re.IGNORECASE,
+)
+# "-31.8% … with the commit X": a figure then "with the commit", looked for only where the text
+# says "with the commit" (a scan from every digit of every message would cost more than the rest)
+_FIGURE_WITH_COMMIT = re.compile(r"\d\s?%[^.\n]{0,60}?\bwith\s+(?:the\s+|this\s+)?commit\b", re.IGNORECASE)
+_WITH_COMMIT_LITERALS = ("with the commit", "with commit", "with this commit")
 # Lines whose hex is not commits: diffs, register dumps, stack traces, addresses.
 _NOISE_LINE = re.compile(
     r"^(?:index [0-9a-f]+\.\.|From [0-9a-f]{40} |[+-]{3} |@@ |\s*(?:RIP|RSP|RAX|RBX|RCX|RDX|RSI|RDI|"
@@ -163,6 +177,11 @@ def find_commits(text: str, *, subject: str = "") -> list[Commit]:
         left, right = _sentence_bounds(no_urls, match.start(), match.end())
         if context_positions is None:
             context_positions = [found.start() for found in _CULPRIT_CONTEXT.finditer(no_urls)]
+            more = [found.start() for found in _CULPRIT_CONTEXT_MORE.finditer(no_urls)]
+            if any(literal in lowered for literal in _WITH_COMMIT_LITERALS):
+                more += [found.start() for found in _FIGURE_WITH_COMMIT.finditer(no_urls)]
+            if more:
+                context_positions = sorted(context_positions + more)
         index = bisect.bisect_left(context_positions, left)
         # "reverting X fixes it" blames X too, so a revert does not cancel the culprit role
         in_context = index < len(context_positions) and context_positions[index] < right

@@ -37,8 +37,13 @@ _MACHINE_PART = re.compile(r"\b(?:NVMe|SSD|HDD|disk|drive|-smp|-m\s+\d+G|sockets
 _CLAUSE_BREAK = re.compile(r";\s+|,\s+|:\s+(?=[A-Z0-9a-z])")
 _SOCKET_WORDS = {"single": 1, "one": 1, "dual": 2, "two": 2, "quad": 4, "four": 4}
 _SOCKETS = re.compile(r"\b(single|one|dual|two|quad|four|\d)[- ]sockets?\b|\b(\d) sockets\b|"
-                      r"\b(2|4)\s*x\s+(?=Xeon|EPYC|AMD|Intel)|\b(two|four) (?=(?:Intel\s+)?(?:Xeon|EPYC|AMD))",
+                      r"\b(2|4)\s*x\s+(?=Xeon|EPYC|AMD|Intel)"
+                      r"|\b(two|four|dual|quad) (?=(?:Intel\s+)?(?:Xeon|EPYC|AMD))",
                       re.IGNORECASE)
+# A CPU count said of the machine with no model or memory beside it: "96 CPUs with NUMA disabled",
+# "a box with 48 CPUs" (issue 24: machine lines of people's reports).
+_CPUS_OF_MACHINE = re.compile(r"\bNUMA\b|\bSMT\b|hyper-?thread|\b(?:machine|server|box|host|system)\s+(?:has|with)\b",
+                              re.IGNORECASE)
 _CPU_MODEL = re.compile(
     r"((?:Intel(?:\(R\))?\s+)?(?:Xeon(?:\(R\))?|Core(?:\(TM\))?)\s*[\w()@.\s-]{0,40}?\d{3,5}\w*"
     r"|(?:AMD\s+)?(?:EPYC|Ryzen|Opteron|Threadripper(?:\s+PRO)?)\s+[\w\s-]{0,30}?\d{3,5}\w*"
@@ -104,7 +109,9 @@ def hardware(text: str) -> TestMachine | None:
     for number, sentence in enumerate(candidates):
         has_cpu = _CPU_MODEL.search(sentence)
         memory = _names_memory(sentence) and _MEMORY_WORD.search(sentence)  # a literal first: cheap
-        if has_cpu or (memory and _thread_count(sentence, None)) or (products and _PRODUCT.search(sentence)):
+        if has_cpu or (memory and _thread_count(sentence, None)) or (products and _PRODUCT.search(sentence)) \
+                or (("CPU" in sentence or "cpu" in sentence) and _CPUS_OF_MACHINE.search(sentence)
+                    and _THREAD_COUNTS[1].search(sentence)):
             best, at = sentence, number
             break
         if memory_only is None and memory:

@@ -259,12 +259,15 @@ def _worded_change(number: float, word: str, better: str) -> float | None:
     return None
 
 
-# "This one is causing a 10-20% performance hit", "a ~35% performance regression", "15% slower":
+# "This one is causing a 10-20% performance hit", "a ~35% performance regression", "15% slower",
+# "approx 15% lower (2265 vs 2538)" (a bugzilla report's score per kernel):
 # a change stated for performance itself, with no unit. Seen in replies that first report a
 # regression inside a patch's thread; a reply's own numbers are judged against it.
 _PERFORMANCE_WORSE = re.compile(
     r"(?<![\w.+−-])~?(\d+(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*%\s+(?:(?:performance|throughput|"
-    r"bandwidth|IOPS)\s+)?(hit|regression|drop|slowdown|degradation|loss|slower|worse|penalty)\b",
+    r"bandwidth|IOPS)\s+)?(hit|regression|drop|slowdown|degradation|loss|slower|worse|penalty"
+    # "approx 15% lower (2265 vs 2538)": lower, with the pair of results it compares (issue 24)
+    r"|lower(?=\s*\(\s*\d[\d.,]*\s*(?:vs\.?|versus|against|compared to)\s*\d))\b",
     re.IGNORECASE)
 
 

@@ -24,11 +24,12 @@ _MAX_COMMAND = 20_000
 _MAX_SCRIPT_LINES = 80
 _WRAP_WIDTH = 72  # mail clients wrap at 72-78 columns: a line that could not take the next word
 
-# A prompt before a command: "$ ", "# ", "% ", "user@host:~/dir$ ", "[root@host ~]# ", "> ".
-_PROMPT = re.compile(r"^\s*(?:[$#%]\s+|[\w.-]++@[\w.-]++[:~\w/.-]*+[$#]\s*|\[[^\]\n]{1,60}\][$#]\s*|>\s+)?"
+# A prompt before a command: "$ ", "# ", "% ", "~# " (a prompt showing only its folder),
+# "user@host:~/dir$ ", "[root@host ~]# ", "> ".
+_PROMPT = re.compile(r"^\s*(?:~?[$#%]\s+|[\w.-]++@[\w.-]++[:~\w/.-]*+[$#]\s*|\[[^\]\n]{1,60}\][$#]\s*|>\s+)?"
                      r"(?:sudo\s+(?:-\w\s+)*|time\s+)*")
 # An explicit shell prompt (a bare "# " may be a comment, so it is not one).
-_SHELL_PROMPT = re.compile(r"^\s*(?:\$\s+|\[[\w.-]+@[^\]\n]{1,60}\][$#]\s*|[\w.-]+@[\w.-]+:[~\w/.-]*[$#]\s+|"
+_SHELL_PROMPT = re.compile(r"^\s*(?:\$\s+|~[$#]\s+|\[[\w.-]+@[^\]\n]{1,60}\][$#]\s*|[\w.-]+@[\w.-]+:[~\w/.-]*[$#]\s+|"
                            r"\[[\w.-]+@[\w.-]+[^\]\n]{0,40}\]\$\s+)")
 # "$mount -t ext4 …": the prompt glued to the command (no variable: no "=" after the word).
 _GLUED_PROMPT = re.compile(r"^\$(?=(?:sudo\s+)?[a-z][\w.-]*\s+[^=\s])")
