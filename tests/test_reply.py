@@ -241,10 +241,14 @@ def test_no_reply_before_a_verdict(tmp_path: Path, rules: Path) -> None:
 
 
 def test_the_daemon_never_sends(database: Path) -> None:
-    # nothing but `triage reply --send` calls send_reply: no stage, not the daemon
-    callers = [path.relative_to(PROJECT).as_posix() for path in (PROJECT / "triagebot").rglob("*.py")
-               if "send_reply(" in path.read_text() and path.name != "send.py"]
-    assert callers == ["triagebot/cli/reply.py"]
+    # nothing but a person's action calls send_reply: `triage reply --send`, or the Slack button
+    # "Send reply upstream" a permitted person clicked (asked.py carries out that click's action row
+    # and nothing else: tests/test_slack_modals.py) — no other stage, not the daemon's own steps
+    callers = sorted(path.relative_to(PROJECT).as_posix() for path in (PROJECT / "triagebot").rglob("*.py")
+                     if "send_reply(" in path.read_text() and path.name != "send.py")
+    assert callers == ["triagebot/asked.py", "triagebot/cli/reply.py"]
+    asked = (PROJECT / "triagebot" / "asked.py").read_text()
+    assert asked.count("send_reply(") == 1 and "def send_upstream(" in asked
 
 
 @pytest.mark.parametrize(("text", "error"), [
