@@ -319,3 +319,33 @@ def test_the_daemon_pass_marks_stale_after_n_days_on_the_clock_it_is_given(
                         stale_days=stale_days, clock=lambda: today)
         moves = [(move.state, move.cause_id, move.note) for move in store.moves_of(REPORT)]
     assert moves == ([("stale", "", f"no activity since 2025-02-01 ({stale_days:g} days)")] if stale else [])
+
+
+SERIES = ("series-v1-0", "series-v1-1", "series-v1-2", "series-v2-0", "series-v2-1", "series-v2-2")
+
+
+def test_a_patch_series_moves_once_per_version_and_edits_the_parent_once_each(
+        store: SqliteStore, slack: FakeSlack) -> None:
+    deliver(store, slack)
+    edits_before = len(slack.calls_to("chat.update"))
+    # v1 and v2, each a cover letter and two patches, all in the report's thread: the first mail
+    # of each version moves the report, the rest of that version does not
+    moves = follow.observe(store, store_mail(store, *SERIES))
+    assert [(move.state, move.cause_id) for move in moves] == [
+        ("fix-proposed", "202501110900.4410-0-ivo.brandt@example.net"),
+        ("fix-proposed", "202501120900.4410-0-ivo.brandt@example.net")]
+    assert [move.note for move in moves] == ["patch: sched/fair: bound the idle-group scan"] * 2
+    assert deliver(store, slack).sent == 2
+    assert len(slack.calls_to("chat.update")) - edits_before == 2
+
+
+def test_a_version_without_a_cover_letter_moves_on_its_first_patch_and_a_later_part_does_not(
+        store: SqliteStore) -> None:
+    # a poll may bring patch 2 of v1 alone, patch 1 in the next
+    [move] = follow.observe(store, store_mail(store, "series-v1-2"))
+    assert move.cause_id == "202501110900.4410-2-ivo.brandt@example.net"
+    assert follow.observe(store, store_mail(store, "series-v1-1")) == []
+    # another patch that is no part of a series version already seen still moves it
+    assert [move.state for move in follow.observe(store, store_mail(store, "patch-in-thread"))] == ["fix-proposed"]
+    assert [move.cause_id for move in follow.observe(store, store_mail(store, "series-v2-1", "series-v2-2"))] == [
+        "202501120900.4410-1-ivo.brandt@example.net"]

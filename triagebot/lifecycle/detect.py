@@ -9,7 +9,9 @@ The rules, in the order they are tried (the first that matches gives the move):
   `Closes:`/`Link:` trailer naming the report's Message-ID (a reply pointing at the report is
   not a fix);
 - invalid: a `#regzbot invalid` line in a message of the report's thread (a person said so);
-- fix proposed: a `[PATCH …]` message, or a diff in the writer's own text, in the report's thread.
+- fix proposed: a `[PATCH …]` message, or a diff in the writer's own text, in the report's thread;
+  once per series version (same_series_version): the cover letter or the first of its patches to
+  arrive moves the report, the version's other mails do not, a later version moves it again.
 
 Quoted text never moves anything: a reply quoting the fix is not the fix.
 """
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from triagebot.lifecycle.states import LifecycleState
 from triagebot.parse.objections import read_trailers
 from triagebot.records import Report, Trailer
+from triagebot.reproduce.fix import PatchMail
 
 MIN_SHA = 7
 _REVERTS = re.compile(r"^[ \t]*This reverts commit ([0-9a-f]{7,40})\b", re.MULTILINE)
@@ -134,6 +137,13 @@ def _is_patch(message: Report, own_text: str) -> bool:
     """A patch or a commit: `[PATCH` in the subject, a Signed-off-by line or a diff of the writer's."""
     return ("PATCH" in message.subject.upper() or "Signed-off-by:" in own_text
             or any(objection.kind == "proposed-fix" for objection in message.objections))
+
+
+def same_series_version(one: PatchMail, other: PatchMail) -> bool:
+    """Two `[PATCH vN m/n]` mails of one version of one series (read by fix.patch_subject, as fix
+    testing reads them): the same version of a series of more than one patch, the same n. A lone
+    `[PATCH]` is a series of its own, so each moves the report."""
+    return one.total > 1 and (one.version, one.total) == (other.version, other.total)
 
 
 def own_text(body: str) -> str:

@@ -11,13 +11,22 @@ import logging
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
-from triagebot.lifecycle.detect import Move, Target, cause_text, commit_of_cause, move_for, own_text
+from triagebot.lifecycle.detect import (
+    Move,
+    Target,
+    cause_text,
+    commit_of_cause,
+    move_for,
+    own_text,
+    same_series_version,
+)
 from triagebot.lifecycle.same import REPORT_KINDS, culprit, first_of, relation
 from triagebot.lifecycle.states import EMOJI, LifecycleState, current
 from triagebot.logs import event
 from triagebot.notify import render
 from triagebot.parse.message import decode_message
 from triagebot.records import Report
+from triagebot.reproduce.fix import patch_subject
 from triagebot.states import TriageState
 from triagebot.store.lifecycle_protocol import LifecycleMove
 from triagebot.store.protocol import Store, TriageRow, UnreadableRecord, utc_text
@@ -108,9 +117,31 @@ def observe(store: Store, message_ids: Iterable[str]) -> list[LifecycleMove]:
             if target.key == message_id:
                 continue
             move = move_for(message, text, target, in_thread=target.key in thread)
+            if move is not None and move.state == LifecycleState.FIX_PROPOSED and _version_moved(
+                    store, row.message_id, message_id, message.subject):
+                continue
             if move is not None and (stored := record_move(store, row, move, message_id)) is not None:
                 made.append(stored)
     return made
+
+
+def _version_moved(store: Store, report_id: str, message_id: str, subject: str) -> bool:
+    """The `[PATCH …]` mail `message_id` is of a series version that already moved the report to
+    fix-proposed (its cover letter or another of its patches came first)."""
+    patch = patch_subject(message_id, subject)
+    if patch is None:
+        return False
+    for move in store.moves_of(report_id):
+        if move.state != LifecycleState.FIX_PROPOSED or not move.cause_id or commit_of_cause(move.cause_id):
+            continue
+        try:
+            cause = store.get_record(move.cause_id)
+        except UnreadableRecord:
+            continue
+        earlier = patch_subject(move.cause_id, cause.subject) if cause is not None else None
+        if earlier is not None and same_series_version(patch, earlier):
+            return True
+    return False
 
 
 def _last_activity(store: Store, row: TriageRow) -> str:
