@@ -337,6 +337,22 @@ def test_run_plot_names_the_commits_metric_medians_and_reported_change() -> None
     assert run_plot(run) == plot.png_of(plot.run_figure(run))
 
 
+def test_show_and_the_plot_give_one_median_for_an_even_sample_count() -> None:
+    from triagebot.summary import render_run
+
+    # four samples a side: the median is the mean of the two middle ones, not the upper one
+    run = run_json(count=4)
+    values = {role: sorted(sample["value"] for sample in run["samples"] if sample["role"] == role)
+              for role in ("base", "suspect")}
+    assert values["base"] == [47000.0, 47074.0, 47148.0, 47222.0]
+    [axes] = plot.run_figure(run).axes
+    shown = render_run(run)
+    for role, expected in (("base", 47111.0), ("suspect", 43348.0)):
+        [median] = [item for item in axes.collections if item.get_gid() == f"{role}-median"]
+        assert median.get_segments()[0][0][1] == expected
+        assert f"  {role + ':':9} " in shown and f"median {expected:.6g} over 4 runs" in shown
+
+
 def test_matplotlib_is_imported_only_to_draw_a_plot() -> None:
     # `triage parse` / `status` start without it; the daemon loads it at its first plot
     code = ("import sys, triagebot.cli.main, triagebot.cli.parse, triagebot.daemon, triagebot.flow, "

@@ -158,6 +158,7 @@ def sample_plot(values: list[float], low: float, high: float) -> str:
 def render_run(run: dict) -> str:
     """The last rerun: its verdict, and each side's samples as a small plot in run order. A run
     whose host could not switch kernels says so: both sides ran one kernel (an A/A run)."""
+    from triagebot.verdict.median import median
     from triagebot.verdict.same_kernel import A_A_ONLY, as_stored, is_same_kernel
 
     run = as_stored(run)
@@ -181,7 +182,7 @@ def render_run(run: dict) -> str:
         for role in ("base", "suspect"):
             side = [sample["value"] for sample in samples if sample["role"] == role]
             if side:
-                middle = sorted(side)[len(side) // 2]
+                middle = median(side)
                 lines.append(f"  {role + ':':9} {sample_plot(side, low, high)}  median {middle:.6g} over "
                              f"{len(side)} runs ({low:.6g} .. {high:.6g})")
     return "\n".join(lines)

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import io
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from triagebot.notify.render import short_commit
+from triagebot.verdict.median import median as samples_median
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -72,7 +72,7 @@ def _draw_side(axes: Any, position: int, name: str, values: list[float], colour:
               for index in range(len(values))]
     axes.scatter(spread, values, s=28, color=colour, edgecolors="white", linewidths=0.5,
                  zorder=3, label=f"{name} samples (run order)", gid=f"{name}-samples")
-    median = statistics.median(values)
+    median = samples_median(values)
     axes.hlines(median, position - MEDIAN_WIDTH / 2, position + MEDIAN_WIDTH / 2, colors="black",
                 linewidth=2.5, zorder=2, label="median" if legend_median else "_nolegend_",
                 gid=f"{name}-median")
