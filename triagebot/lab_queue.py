@@ -9,6 +9,7 @@ report.
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -112,13 +113,14 @@ class Occupancy:
 
 
 def _job_connection(store: Store):
-    """The store's PostgreSQL connection, where procrastinate's job table is; None on SQLite
-    (psycopg may not even be installed there)."""
-    try:
-        from triagebot.store.postgres import PostgresStore
-    except ImportError:
+    """The store's PostgreSQL connection, where procrastinate's job table is; None on SQLite.
+    A PostgresStore exists only once its module is loaded, so the module is looked up, never
+    imported here: on SQLite, psycopg (and the importlib.metadata it pulls in) stays unloaded,
+    which keeps `triage status` quick (psycopg may not even be installed there)."""
+    module = sys.modules.get("triagebot.store.postgres")
+    if module is None:
         return None
-    return store.connection if isinstance(store, PostgresStore) else None
+    return store.connection if isinstance(store, module.PostgresStore) else None
 
 
 def occupancy(store: Store, database: Path | None, hosts: tuple[Host, ...],
