@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -213,6 +214,9 @@ def test_the_daemon_closes_its_job_queue_connection_when_it_stops(tmp_path: Path
         return made[-1]
 
     options = daemon.DaemonOptions(once=True, health_port=None)
+    found = (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT))
     assert daemon.serve(lab.settings, tmp_path / "data" / "t.db", lambda: PostgresStore(url), options,
                         make_dispatcher) == 0
     assert len(made) == 1 and made[0]._store.connection.closed
+    # the loop's handlers are put back: a pool forked later by this process must die on SIGTERM
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == found

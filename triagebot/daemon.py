@@ -37,8 +37,8 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -251,8 +251,28 @@ def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractC
         event(log, logging.INFO, "stopping after the current step", event="daemon.stopping",
               signal=signal.Signals(signum).name)
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    with _stopping_on_signals(stop):
+        return _serve(settings, database, open_store, options, make_dispatcher, state)
+
+
+@contextmanager
+def _stopping_on_signals(stop: Callable[[int, Any], None]) -> Iterator[None]:
+    """SIGTERM and SIGINT call `stop` while the loop runs; the handlers found are put back after,
+    so a process that ran the loop in-process (a test, an embedding program) does not keep them:
+    a child it forks later (a multiprocessing pool's worker) would inherit `stop` and outlive the
+    pool's SIGTERM, and the pool's terminate would then wait for it forever."""
+    found = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
+    for signum in found:
+        signal.signal(signum, stop)
+    try:
+        yield
+    finally:
+        for signum, handler in found.items():
+            signal.signal(signum, handler)
+
+
+def _serve(settings: Settings, database: Path, open_store: Callable[[], AbstractContextManager[Store]],
+           options: DaemonOptions, make_dispatcher: Callable[[], Dispatcher] | None, state: DaemonState) -> int:
     metrics = DaemonMetrics(sources=[source.url for source in settings.sources])
     health = None
     port = options.health_port
