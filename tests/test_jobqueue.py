@@ -137,7 +137,9 @@ def test_a_job_whose_worker_stopped_beating_is_retried_and_a_live_ones_is_not(po
 
 @pytest.mark.parametrize("args, message", [
     (["--db", "{tmp}/triage.db"], "is a SQLite store; workers need a PostgreSQL one"),
-    (["--db", "{url}", "--host", "nowhere"], "--host nowhere: no such host in"),
+    (["--db", "{url}", "--host", "nowhere"], "--host 'nowhere': no such host in"),
+    # a name with a terminal escape is shown escaped, as `triage plan --host` shows it
+    (["--db", "{url}", "--host", "no\x1b[31mwhere"], "--host 'no\\x1b[31mwhere': no such host in"),
 ])
 def test_a_worker_refuses_what_it_cannot_serve_in_one_line(tmp_path: Path, postgres_server, args, message) -> None:
     rules, _ = write_lab_rules(tmp_path, PROJECT)
@@ -147,6 +149,8 @@ def test_a_worker_refuses_what_it_cannot_serve_in_one_line(tmp_path: Path, postg
                             capture_output=True, text=True, cwd=PROJECT, timeout=120, stdin=subprocess.DEVNULL)
     assert result.returncode != 0 and message in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert result.stderr.startswith("triage worker: ") and result.stderr.count("triage worker:") == 1
+    assert "\x1b" not in result.stderr
     assert not (tmp_path / "triage.db").exists()
 
 

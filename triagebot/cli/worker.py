@@ -28,10 +28,10 @@ def chosen_hosts(settings, names: list[str]) -> list[str]:
     known = {host.name: host for host in hosts}
     for name in names:
         if name not in known:
-            raise TriageError(f"--host {name}: no such host in {settings.rules_dir / 'hosts.toml'} "
+            raise TriageError(f"--host {name!r}: no such host in {settings.rules_dir / 'hosts.toml'} "
                               f"(it lists {', '.join(known) or 'none'})")
         if not known[name].can_switch_kernel:
-            raise TriageError(f"--host {name}: this host cannot switch kernels, so the daemon runs nothing on it")
+            raise TriageError(f"--host {name!r}: this host cannot switch kernels, so the daemon runs nothing on it")
     chosen = list(dict.fromkeys(names)) or [host.name for host in hosts if host.can_switch_kernel]
     if not chosen:
         raise TriageError(f"no host in {settings.rules_dir / 'hosts.toml'} can switch kernels: no job to run")
@@ -42,10 +42,10 @@ def run(args: argparse.Namespace) -> int:
     logs.configure(log_format=args.log_format)
     location = database_location(args)
     if location.url is None:
-        raise TriageError(f"triage worker: {location} is a SQLite store; workers need a PostgreSQL one "
+        raise TriageError(f"{location} is a SQLite store; workers need a PostgreSQL one "
                           "(--db postgresql://…): on SQLite the daemon runs its lab jobs itself")
     if args.budget < 1 or args.stalled_after <= 0:
-        raise TriageError("triage worker: --budget must be at least 1 and --stalled-after more than 0")
+        raise TriageError("--budget must be at least 1 and --stalled-after more than 0")
     settings = settings_for(args.rules)
     hosts = chosen_hosts(settings, args.hosts)
     from triagebot.dispatch.worker import WorkerOptions, serve_worker  # procrastinate only for a worker
