@@ -76,14 +76,16 @@ def test_the_slash_command_shows_a_report_the_status_and_the_queue(world: World)
         return body
 
     shown = answer(f"show <mailto:{REPORT_ID}|{REPORT_ID}>")  # as Slack links an address-like id
-    assert shown.startswith(f"*<{REPORT_ID}>*: confirmed") and "host lab-local" in shown
+    assert shown.startswith(f"*&lt;{REPORT_ID}&gt;*: confirmed") and "host lab-local" in shown
     assert answer("status") == "Reports: confirmed 1"
     assert answer("queue") == "The queue is empty."
-    assert answer("show nosuch@example.org") == "No report <nosuch@example.org> is being triaged."
-    assert answer("frobnicate").startswith("Usage: `/triage show <message-id>`")
+    assert answer("show nosuch@example.org") == "No report &lt;nosuch@example.org&gt; is being triaged."
+    # what a user types is shown as text: a Message-ID of `!channel` is not a channel-wide mention
+    assert answer("show <!channel>") == "No report &lt;!channel&gt; is being triaged."
+    assert answer("frobnicate").startswith("Usage: `/triage show &lt;message-id&gt;`")
     assert "Done: rerun asked with a budget of 10 runs a side" in \
         world.send(world.command("U0RUNNER", f"rerun {REPORT_ID}"))[1]
-    assert answer("queue") == f"planned on lab-local: <{REPORT_ID}>"
+    assert answer("queue") == f"planned on lab-local: &lt;{REPORT_ID}&gt;"
     assert "<@U0RUNNER> rerun asked with a budget of 10" in answer(f"show {REPORT_ID}")
 
 

@@ -155,7 +155,8 @@ def test_duplicate_of_links_the_report_and_closes_it(world: World, caplog: pytes
     caplog.set_level(logging.INFO)
     view = open_modal(world, "U0MARKER", "duplicate")
     before = world.snapshot()
-    for other, reason in (("nosuch@example.org", "no report <nosuch@example.org> is stored"),
+    for other, reason in (("nosuch@example.org", "no report &lt;nosuch@example.org&gt; is stored"),
+                          ("!here", "no report &lt;!here&gt; is stored"),  # told as text, not a mention
                           (f"<{REPORT_ID}>", "a report is not a duplicate of itself")):
         assert world.send(world.slack.submit_view(view["id"], "U0MARKER", {"other": other}))[0] == 200
         assert told(world, "U0MARKER")[-1] == f"Not done: {reason}."
@@ -164,11 +165,11 @@ def test_duplicate_of_links_the_report_and_closes_it(world: World, caplog: pytes
     [link] = world.store.links_of(OTHER_ID)
     assert (link.joined_id, link.relation, link.rule) == (REPORT_ID, "duplicate", "marked from Slack by U0MARKER")
     world.deliver()
-    assert world.thread_texts()[-1] == f"<@U0MARKER> marked a duplicate of <{OTHER_ID}> (was confirmed)"
+    assert world.thread_texts()[-1] == f"<@U0MARKER> marked a duplicate of &lt;{OTHER_ID}&gt; (was confirmed)"
     # a duplicate is closed: nothing more is done to it
     after = world.snapshot()
     assert world.send(world.click("U0RUNNER", "rerun", REPORT_ID))[0] == 200
-    assert told(world, "U0RUNNER") == [f"Not done: the report is marked a duplicate of <{OTHER_ID}>."]
+    assert told(world, "U0RUNNER") == [f"Not done: the report is marked a duplicate of &lt;{OTHER_ID}&gt;."]
     assert world.snapshot() == after
 
 
@@ -201,7 +202,7 @@ def test_send_upstream_is_sent_once_on_the_daemons_pass_never_by_the_click_alone
     texts = world.thread_texts()
     assert texts[-2] == ("<@U0SENDER> asked to send the drafted reply upstream: the daemon sends it once, "
                          "on its next pass")
-    assert texts[-1] == f"<@U0SENDER> send-upstream: reply <{sent.reply_message_id}> sent"
+    assert texts[-1] == f"<@U0SENDER> send-upstream: reply &lt;{sent.reply_message_id}&gt; sent"
     # the next pass, a replayed click and a new click send nothing more
     assert asked.carry_out(world.store, world.settings, tmp_path / "locks.db", 5) == []
     after = world.snapshot()

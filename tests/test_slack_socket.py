@@ -66,7 +66,7 @@ def test_a_click_and_a_command_over_the_socket_are_acted_on_and_acked(connected,
     # a slash command's answer comes back in its ack, as Slack shows it to the user alone
     ack = slack.socket.send("slash_commands", slack.slash_command_payload("U0NOBODY", "queue", channel=CHANNEL),
                             envelope_id="e-command-1")
-    assert ack == {"envelope_id": "e-command-1", "payload": {"text": f"planned on lab-local: <{REPORT_ID}>"}}
+    assert ack == {"envelope_id": "e-command-1", "payload": {"text": f"planned on lab-local: &lt;{REPORT_ID}&gt;"}}
     # a user not allowed, over the socket too
     ack = slack.socket.send("interactive", slack.interaction_payload("U0NOBODY", "mark-invalid", REPORT_ID,
                                                                      channel=CHANNEL))

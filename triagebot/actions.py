@@ -249,7 +249,7 @@ def _do(store: Store, request: Request, row: TriageRow, actions: list[ActionRow]
     elif request.action == "duplicate":
         store.link_report(request.message_id, request.other_id or "", DUPLICATE_RELATION,
                           f"marked from Slack by {request.user_id}")
-    text = f"<@{request.user_id}> {detail}"
+    text = f"<@{request.user_id}> {render.escape(detail)}"  # detail: plain text, may hold a typed id
     store.enqueue(request.message_id, f"action-{action_id}", row.channel, render.action_reply(text))
     return Outcome(True, f"Done: {detail}.")
 
@@ -272,5 +272,5 @@ def finish(store: Store, asked: ActionRow, done: bool, detail: str, channel: str
         if result_id is None:
             return False
         store.enqueue(asked.message_id, f"action-{result_id}", channel,
-                      render.action_reply(f"<@{asked.user_id}> {asked.action}: {detail}"))
+                      render.action_reply(f"<@{asked.user_id}> {asked.action}: {render.escape(detail)}"))
     return True

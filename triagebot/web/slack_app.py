@@ -43,6 +43,7 @@ from starlette.routing import Route
 from triagebot import actions
 from triagebot.errors import TriageError
 from triagebot.logs import event
+from triagebot.notify.render import escape
 from triagebot.rules.routing import PERMISSIONS, Permissions
 from triagebot.states import RUN_STATES
 from triagebot.store.protocol import Store
@@ -98,13 +99,17 @@ def _refused(reason: str, status: int = 401) -> Response:
 
 
 def _show(store: Store, message_id: str) -> str:
+    """Every stored or typed piece is escaped: a Message-ID of `!channel` or one holding `<`, `>`
+    or `&` is shown as text, never read by Slack as a mention or a link."""
     row = store.get_triage(message_id)
     if row is None:
-        return f"No report <{message_id}> is being triaged."
-    lines = [f"*<{row.message_id}>*: {row.state}", f"channel {row.channel}, host {row.host or '-'}"]
+        return escape(f"No report <{message_id}> is being triaged.")
+    lines = [f"*{escape(f'<{row.message_id}>')}*: {row.state}",
+             escape(f"channel {row.channel}, host {row.host or '-'}")]
     if row.note:
-        lines.append(f"note: {row.note}")
-    lines += [f"{action.created_at} <@{action.user_id}> {action.detail}" for action in store.actions_of(message_id)]
+        lines.append(escape(f"note: {row.note}"))
+    lines += [f"{action.created_at} <@{action.user_id}> {escape(action.detail)}"
+              for action in store.actions_of(message_id)]
     return "\n".join(lines)
 
 
@@ -112,7 +117,7 @@ def _queue(store: Store) -> str:
     rows = store.triage_in(*RUN_STATES)
     if not rows:
         return "The queue is empty."
-    return "\n".join(f"{row.state} on {row.host or '-'}: <{row.message_id}>" for row in rows)
+    return "\n".join(escape(f"{row.state} on {row.host or '-'}: <{row.message_id}>") for row in rows)
 
 
 def _status(store: Store) -> str:
@@ -185,17 +190,18 @@ def build_bolt_app(settings: SlackSettings) -> App:
             return actions.act(store, request, context)
 
     def tell(channel: str | None, user_id: str, text: str) -> None:
-        """An ephemeral message: only the clicking user sees it (a refusal's reason)."""
+        """An ephemeral message: only the clicking user sees it (a refusal's reason, plain text that
+        may carry what the user typed: escaped)."""
         if channel:
-            client.chat_postEphemeral(channel=channel, user=user_id, text=text)
+            client.chat_postEphemeral(channel=channel, user=user_id, text=escape(text))
 
     @app.command("/triage")
     def command(ack: Callable[..., Any], command: dict[str, Any], request: BoltRequest) -> None:
         words = (command.get("text") or "").split(maxsplit=1)
         verb, rest = (words[0].lower() if words else ""), (words[1] if len(words) > 1 else "")
         if verb == "rerun" and rest:
-            ack(text=act(actions.Request(request_key(request), "rerun", message_id_of(rest),
-                                         command["user_id"])).text)
+            ack(text=escape(act(actions.Request(request_key(request), "rerun", message_id_of(rest),
+                                                command["user_id"])).text))
             return
         with settings.open_store() as store:
             if verb == "show" and rest:
@@ -207,7 +213,7 @@ def build_bolt_app(settings: SlackSettings) -> App:
             else:
                 event(log, logging.WARNING, "slack command refused", event="action.refused",
                       user=command.get("user_id"), reason=f"unknown /triage command {verb!r}")
-                ack(text=USAGE)
+                ack(text=escape(USAGE))
 
     @app.action(re.compile(".*"))
     def button(ack: Callable[..., Any], action: dict[str, Any], body: dict[str, Any], request: BoltRequest) -> None:
