@@ -8,20 +8,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from triagebot.errors import TriageError
 from triagebot.notify import render
+from triagebot.records import Report
 from triagebot.reproduce.bisect import BisectBudget, bisect, bisect_log, bisect_summary
 from triagebot.reproduce.executors.choose import executor_for
 from triagebot.reproduce.executors.protocol import Executor
 from triagebot.reproduce.fix import PreparedFix
 from triagebot.reproduce.fix_run import build_patched, fix_result, full_recovery_percent, tested_by_draft
 from triagebot.reproduce.host_lock import host_lock
-from triagebot.reproduce.plan import Plan
+from triagebot.reproduce.limits import host_shape
+from triagebot.reproduce.plan import Plan, Templates, plan_from_json, plan_report
+from triagebot.reproduce.rounds import commits_of
 from triagebot.reproduce.runner import HOOK_TIMEOUT_SECONDS, Sample, rerun
+from triagebot.rules.floors import MetricFloors
 from triagebot.rules.hosts import Host
 from triagebot.store.protocol import Store
 from triagebot.verdict.sequential import LookSchedule
@@ -29,6 +33,64 @@ from triagebot.verdict.sequential import LookSchedule
 Json = dict[str, Any]
 _SHA = re.compile(r"[0-9a-f]{7,64}")
 MAX_COMMITS = 1 << 20  # more lines than any kernel range: the hook's output is not a commit list
+
+
+NO_BISECT_HOST = "no host in hosts.toml can bisect: one needs switch_kernel and list_commits hooks"
+
+
+def can_bisect(host: Host) -> bool:
+    """A host bisects when it can switch kernels and list the commits of a range."""
+    return host.can_switch_kernel and bool(host.list_commits)
+
+
+def can_test_fixes(host: Host) -> bool:
+    """A host tests a fix when it can switch kernels and build the suspect with the patches."""
+    return host.can_switch_kernel and bool(host.build_patched)
+
+
+AFTER_VERDICT_STEPS: dict[str, tuple[Callable[[Host], bool], str]] = {
+    "test fixes": (can_test_fixes, "switch_kernel and build_patched hooks"),
+    "bisect": (can_bisect, "switch_kernel and list_commits hooks"),
+}
+
+
+def confirmed_host_and_plan(latest: Json, hosts: tuple[Host, ...], purpose: str) -> tuple[Host, Plan]:
+    """The host and plan of a report's confirmed rerun (`latest`), for a step taken after it there
+    (`purpose`: a key of AFTER_VERDICT_STEPS); TriageError when the host is gone from hosts.toml or
+    lacks the step's hooks, or the stored plan cannot be read."""
+    able, hooks = AFTER_VERDICT_STEPS[purpose]
+    host = next((item for item in hosts if item.name == latest.get("host")), None)
+    if host is None or not able(host):
+        raise TriageError(f"host {latest.get('host')} (of the confirmed rerun) cannot {purpose}: it needs "
+                          f"{hooks} in hosts.toml")
+    plan = plan_from_json(latest.get("plan") or {})
+    if not isinstance(plan, Plan):
+        raise TriageError("the confirmed rerun's plan cannot be read")
+    return host, plan
+
+
+@dataclass(frozen=True)
+class BisectSetup:
+    """What a bisection of a report on a host runs: the plan, the range, the metric's floor."""
+
+    plan: Plan
+    good: str
+    bad: str
+    floor_percent: float
+
+
+def plan_bisect(report: Report, host: Host, templates: Templates, floors: MetricFloors,
+                good: str | None = None, bad: str | None = None) -> BisectSetup | str:
+    """The plan for `host` and the range (the report's base..culprit unless given); the reason
+    as a string when there is none. `triage bisect` and the Slack Bisect button both start here."""
+    plan = plan_report(report, templates, host=host_shape(host))
+    if not isinstance(plan, Plan):
+        return f"not planned: {plan.reason}"
+    default_good, default_bad = commits_of(report)
+    good, bad = good or default_good, bad or default_bad
+    if not good or not bad:
+        return "the report names no good and bad commit (`triage bisect` takes --good and --bad)"
+    return BisectSetup(plan, good, bad, floors.floor_for(plan.report_metric or plan.metric))
 
 
 def list_commits(host: Host, executor: Executor, good: str, bad: str) -> list[str]:

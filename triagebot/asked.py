@@ -20,16 +20,13 @@ from email.utils import make_msgid, parseaddr
 from pathlib import Path
 
 from triagebot.actions import ASKED, finish
-from triagebot.after_verdict import bisect_on_lab
+from triagebot.after_verdict import NO_BISECT_HOST, bisect_on_lab, can_bisect, plan_bisect
 from triagebot.errors import TriageError
 from triagebot.fix_testing import HostBusy, run_fix_test
 from triagebot.logs import event
 from triagebot.reproduce.bisect import FOUND, BisectBudget, bisect_summary
 from triagebot.reproduce.hosts import choose_host
-from triagebot.reproduce.limits import host_shape
 from triagebot.reproduce.materials import with_materials_over_http
-from triagebot.reproduce.plan import Plan, plan_report
-from triagebot.reproduce.rounds import commits_of
 from triagebot.rules.mail import load_mail_rules
 from triagebot.rules.settings import Settings
 from triagebot.store.protocol import ActionRow, Store
@@ -88,20 +85,16 @@ def bisect_report(store: Store, settings: Settings, database: Path, message_id: 
     report = store.get_record(message_id)
     if report is None:
         return False, "the report's record is not stored"
-    able = [host for host in settings.need_hosts() if host.can_switch_kernel and host.list_commits]
+    able = [host for host in settings.need_hosts() if can_bisect(host)]
     match = choose_host(able, report.test_machine, parameters=report.parameters)
     if match is None:
-        return False, "no host in hosts.toml can bisect: one needs switch_kernel and list_commits hooks"
+        return False, NO_BISECT_HOST
     report, _notes = with_materials_over_http(report, store, settings.http)
-    plan = plan_report(report, settings.need_templates(), host=host_shape(match.host))
-    if not isinstance(plan, Plan):
-        return False, f"not planned: {plan.reason}"
-    good, bad = commits_of(report)
-    if not good or not bad:
-        return False, "the report names no good and bad commit (`triage bisect` takes --good and --bad)"
-    floor = settings.floors.floor_for(plan.report_metric or plan.metric)
-    stored, _bisect_id, _posted = bisect_on_lab(store, database, message_id, match.host, plan, floor, good, bad,
-                                                budget)
+    setup = plan_bisect(report, match.host, settings.need_templates(), settings.floors)
+    if isinstance(setup, str):
+        return False, setup
+    stored, _bisect_id, _posted = bisect_on_lab(store, database, message_id, match.host, setup.plan,
+                                                setup.floor_percent, setup.good, setup.bad, budget)
     return stored["status"] == FOUND, bisect_summary(stored)
 
 

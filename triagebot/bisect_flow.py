@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from triagebot.after_verdict import bisect_on_lab, bisect_reply, list_commits
+from triagebot.after_verdict import bisect_on_lab, bisect_reply, confirmed_host_and_plan, list_commits
 from triagebot.errors import TriageError
 from triagebot.flow import DaemonContext, StopRequested, patiently
 from triagebot.logs import event
@@ -21,7 +21,6 @@ from triagebot.records import Report
 from triagebot.reproduce.bisect import ERROR, BisectBudget
 from triagebot.reproduce.executors.choose import executor_for
 from triagebot.reproduce.host_lock import host_busy, host_lock
-from triagebot.reproduce.plan import Plan, plan_from_json
 from triagebot.reproduce.rounds import commits_of
 from triagebot.reproduce.runner import Sample
 from triagebot.states import TriageState
@@ -108,13 +107,7 @@ def _run_one(store: Store, lab: DaemonContext, message_id: str, bisection: dict,
             raise StopRequested()
 
     try:
-        host = next((item for item in lab.settings.need_hosts() if item.name == latest.get("host")), None)
-        if host is None or not host.can_switch_kernel or not host.list_commits:
-            raise TriageError(f"host {latest.get('host')} (of the confirmed rerun) cannot bisect: it needs "
-                              "switch_kernel and list_commits hooks in hosts.toml")
-        plan = plan_from_json(latest.get("plan") or {})
-        if not isinstance(plan, Plan):
-            raise TriageError("the confirmed rerun's plan cannot be read")
+        host, plan = confirmed_host_and_plan(latest, lab.settings.need_hosts(), "bisect")
         floor = lab.settings.floors.floor_for(plan.report_metric or plan.metric)
         if not queued["reason"].startswith(MERGE_MARK):
             with host_lock(lab.database, host.name), executor_for(host) as executor:

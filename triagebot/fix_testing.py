@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from triagebot.after_verdict import fix_draft, measure_fix
+from triagebot.after_verdict import confirmed_host_and_plan, fix_draft, measure_fix
 from triagebot.errors import TriageError
 from triagebot.flow import DaemonContext, StopRequested, patiently
 from triagebot.ingest.lore_thread import DEFAULT_ARCHIVE
@@ -37,7 +37,7 @@ from triagebot.reproduce.executors.choose import executor_for
 from triagebot.reproduce.fix import FixRefused, PatchMail, PreparedFix, patch_subject, prepare_fix
 from triagebot.reproduce.fix_choice import FixAction, fix_to_test
 from triagebot.reproduce.host_lock import host_busy, host_lock
-from triagebot.reproduce.plan import Plan, plan_from_json
+from triagebot.reproduce.plan import Plan
 from triagebot.reproduce.rounds import rounds_within
 from triagebot.reproduce.runner import Sample
 from triagebot.rules.hosts import Host
@@ -87,13 +87,7 @@ def _confirmed(store: Store, settings: Settings, message_id: str) -> _Confirmed:
     verdict = (latest or {}).get("verdict") or {}
     if latest is None or verdict.get("outcome") != "confirmed" or verdict.get("measured_change_percent") is None:
         raise TriageError(f"{message_id}: no confirmed rerun to test a fix against (triage rerun first)")
-    host = next((item for item in settings.need_hosts() if item.name == latest["host"]), None)
-    if host is None or not host.build_patched or not host.can_switch_kernel:
-        raise TriageError(f"host {latest['host']} (of the confirmed rerun) cannot test fixes: it needs "
-                          "switch_kernel and build_patched hooks in hosts.toml")
-    plan = plan_from_json(latest["plan"])
-    if not isinstance(plan, Plan):
-        raise TriageError(f"{message_id}: the confirmed rerun's plan cannot be read")
+    host, plan = confirmed_host_and_plan(latest, settings.need_hosts(), "test fixes")
     return _Confirmed(host, plan, latest["suspect_commit"], float(verdict["measured_change_percent"]))
 
 

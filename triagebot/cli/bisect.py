@@ -15,15 +15,12 @@ import argparse
 import json
 import sys
 
-from triagebot.after_verdict import bisect_on_lab
+from triagebot.after_verdict import NO_BISECT_HOST, bisect_on_lab, can_bisect, plan_bisect
 from triagebot.cli.common import add_db_argument, add_json_argument, add_rules_argument, database_path, open_store
 from triagebot.errors import TriageError
 from triagebot.reproduce.bisect import FOUND, BisectBudget, bisect_log, bisect_summary
 from triagebot.reproduce.hosts import choose_host, score_host
-from triagebot.reproduce.limits import host_shape
 from triagebot.reproduce.materials import with_materials_over_http
-from triagebot.reproduce.plan import Plan, plan_report
-from triagebot.reproduce.rounds import commits_of
 from triagebot.rules.hosts import Host
 from triagebot.rules.settings import settings_for
 from triagebot.store.protocol import normalize_message_id
@@ -61,7 +58,7 @@ def _budget(args: argparse.Namespace) -> BisectBudget:
 
 
 def _host(hosts: tuple[Host, ...], args: argparse.Namespace, report):
-    able = [host for host in hosts if host.can_switch_kernel and host.list_commits]
+    able = [host for host in hosts if can_bisect(host)]
     if args.host:
         chosen = [host for host in hosts if host.name == args.host]
         if not chosen:
@@ -71,7 +68,7 @@ def _host(hosts: tuple[Host, ...], args: argparse.Namespace, report):
         return score_host(chosen[0], report.test_machine, parameters=report.parameters)
     match = choose_host(able, report.test_machine, parameters=report.parameters)
     if match is None:
-        raise TriageError("no host in hosts.toml can bisect: one needs switch_kernel and list_commits hooks")
+        raise TriageError(NO_BISECT_HOST)
     return match
 
 
@@ -90,21 +87,15 @@ def run(args: argparse.Namespace) -> int:
             report, notes = with_materials_over_http(report, store, settings.http)
             for note in notes:
                 print(f"triage bisect: {note}", file=sys.stderr)
-        plan = plan_report(report, settings.need_templates(), host=host_shape(host))
-        if not isinstance(plan, Plan):
-            print(f"triage bisect: {message_id}: not planned: {plan.reason}", file=sys.stderr)
+        setup = plan_bisect(report, host, settings.need_templates(), settings.floors, args.good, args.bad)
+        if isinstance(setup, str):
+            print(f"triage bisect: {message_id}: {setup}", file=sys.stderr)
             return 1
-        default_good, default_bad = commits_of(report)
-        good, bad = args.good or default_good, args.bad or default_bad
-        if not good or not bad:
-            print(f"triage bisect: {message_id}: the report names no good and bad commit; give --good and --bad",
-                  file=sys.stderr)
-            return 1
-        floor = settings.floors.floor_for(plan.report_metric or plan.metric)
+        plan, good, bad = setup.plan, setup.good, setup.bad
         print(f"bisect of {message_id} on {host.name}: {good}..{bad}", file=sys.stderr)
         print(f"  plan: {' '.join(plan.argv)}  -> {plan.output_metric}, {plan.better} is better", file=sys.stderr)
         stored, bisect_id, posted = bisect_on_lab(
-            store, database_path(args), message_id, host, plan, floor, good, bad, budget,
+            store, database_path(args), message_id, host, plan, setup.floor_percent, good, bad, budget,
             announce=lambda line: print(f"  {line}", file=sys.stderr))
     if args.json:
         print(json.dumps(stored | {"bisect_id": bisect_id}, ensure_ascii=False))
