@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -20,10 +21,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from prometheus_client import generate_latest
 
 from tests.conftest import PROJECT
 from tests.test_dispatch import HOSTS, planned, three_host_lab
 from triagebot import daemon, flow
+from triagebot.health import DaemonMetrics
 from triagebot.lab_queue import BUSY_ELSEWHERE, lab_view, occupancy
 from triagebot.reproduce.host_lock import host_lock
 from triagebot.store.sqlite import SqliteStore
@@ -151,7 +154,14 @@ def test_on_postgresql_a_job_a_worker_holds_makes_its_host_busy_in_every_view(tm
     assert set(found.beat_ago) == {"lab-2"} and found.beat_ago["lab-2"] >= 0
     # the daemon's own reading (its schedule and /metrics) is the same rows read the same way
     assert dict(dispatcher.running()) == found.busy
-    assert daemon.lab_snapshot(flow.lab_now(store, lab, dispatcher))["hosts"] == found.busy
+    snapshot = daemon.lab_snapshot(flow.lab_now(store, lab, dispatcher))
+    assert snapshot["hosts"] == found.busy and snapshot["awaiting_worker"] == ["lab-3", "lab-local"]
+    metrics = DaemonMetrics()
+    metrics.set_lab(snapshot)
+    exported = generate_latest(metrics.registry).decode()
+    assert {host: value for host, value in re.findall(r'^triage_host_awaiting_worker\{host="([^"]+)"\} (\S+)$',
+                                                       exported, re.MULTILINE)} == {
+        "lab-local": "1.0", "lab-2": "0.0", "lab-3": "1.0"}
 
     # `triage status`, a process of its own on the URL
     status = triage(tmp_path, "status", "--db", url, "--rules", str(tmp_path / "rules"), "--json")

@@ -334,6 +334,9 @@ class HandedOver:
     def running(self) -> dict[str, str]:
         return dict(self.jobs)
 
+    def awaiting_worker(self) -> frozenset[str]:
+        return frozenset()
+
     def wait(self, timeout: float) -> bool:
         return False
 

@@ -374,6 +374,7 @@ def dispatch(store, lab: flow.DaemonContext, dispatcher: Dispatcher, metrics: Da
 def lab_snapshot(view) -> dict:
     """The lab view as /metrics shows it (health.py reads plain data, never the store)."""
     return {"hosts": {host.name: view.busy.get(host.name) for host in view.hosts if host.can_switch_kernel},
+            "awaiting_worker": sorted(view.awaiting_worker),
             "queues": {name: [(item.message_id, view.waiting_since[item.message_id].timestamp())
                               for item in queue] for name, queue in view.schedule.queues.items()}}
 

@@ -76,6 +76,10 @@ class _Lab:
         longest = GaugeMetricFamily("triage_host_queue_longest_wait_seconds",
                                     "Seconds the longest-waiting report in each host's queue has waited "
                                     "since it was taken on (0: none waits)", labels=["host"])
+        awaiting = GaugeMetricFamily("triage_host_awaiting_worker",
+                                     "1 while a lab host's job waits for a `triage worker` to take it (PostgreSQL; "
+                                     "a host busy this way for long means no worker serves it), else 0",
+                                     labels=["host"])
         waiting = GaugeMetricFamily("triage_report_waiting_seconds",
                                     "Seconds each waiting report has waited since it was taken on, by the host "
                                     "it is queued for and its place (1: next)",
@@ -84,13 +88,14 @@ class _Lab:
             busy.add_metric([host], 0 if report is None else 1)
             if report:
                 running.add_metric([host, report], 1)
+            awaiting.add_metric([host], 1 if host in lab.get("awaiting_worker", ()) else 0)
         for host, queue in sorted(lab.get("queues", {}).items()):
             length.add_metric([host], len(queue))
             waits = [round(now - since, 3) for _message_id, since in queue]
             longest.add_metric([host], max(waits, default=0))
             for place, ((message_id, _since), wait) in enumerate(zip(queue, waits, strict=True), start=1):
                 waiting.add_metric([host, message_id, str(place)], wait)
-        yield from (busy, running, length, longest, waiting)
+        yield from (busy, running, awaiting, length, longest, waiting)
 
 
 class DaemonMetrics:

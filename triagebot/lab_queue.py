@@ -124,12 +124,13 @@ def _job_connection(store: Store):
 
 
 def occupancy(store: Store, database: Path | None, hosts: tuple[Host, ...],
-              running: Mapping[str, str] | None = None) -> Occupancy:
+              running: Mapping[str, str] | None = None, awaiting_worker: frozenset[str] = frozenset()) -> Occupancy:
     """The one answer to "which hosts are busy, with which report", below every view (`triage
     status`, `triage plan`, the web's /hosts, the daemon's schedule and /metrics):
 
     - `running`: the caller's own runs (the daemon's dispatcher: its threads on SQLite, the job
-      table read the same way as here on PostgreSQL);
+      table read the same way as here on PostgreSQL), with `awaiting_worker` those of its hosts
+      whose job no worker has taken yet;
     - else on PostgreSQL the job queue (dispatch/lab_jobs.py): a host is busy with the report
       of the job in its queue, held by a worker (`doing`) wherever that worker runs, or waiting
       for one (`todo`: the report is `running` there already, nothing else is given the host);
@@ -137,7 +138,7 @@ def occupancy(store: Store, database: Path | None, hosts: tuple[Host, ...],
       hand, or the daemon's threads on SQLite), with the report the triage table says runs there;
     - no `database` and no job queue (nothing to try): the triage table's running reports."""
     busy = dict(running or {})
-    awaiting: set[str] = set()
+    awaiting: set[str] = set(awaiting_worker) if running is not None else set()
     beat_ago: dict[str, float] = {}
     connection = _job_connection(store) if running is None else None
     source = ("this process" if running is not None else "job queue" if connection is not None
@@ -172,12 +173,12 @@ def busy_hosts(store: Store, database: Path | None, hosts: tuple[Host, ...],
 
 
 def lab_view(store: Store, database: Path | None, hosts: tuple[Host, ...], max_wait: timedelta, now: datetime,
-             running: Mapping[str, str] | None = None) -> LabView:
+             running: Mapping[str, str] | None = None, awaiting_worker: frozenset[str] = frozenset()) -> LabView:
     """The hosts' state and the schedule of every planned report, now."""
     rows = store.triage_in(TriageState.PLANNED)
     reports = {row.message_id: _record(store, row.message_id) for row in rows}
     waiting = [waiting_report(store, row, reports[row.message_id]) for row in rows]
-    found = occupancy(store, database, hosts, running)
+    found = occupancy(store, database, hosts, running, awaiting_worker)
     return LabView(hosts, found.busy, schedule(waiting, hosts, found.busy, now, max_wait), now,
                    {item.message_id: item.waiting_since for item in waiting}, reports, found.awaiting_worker,
                    found.source, found.beat_ago)

@@ -75,6 +75,9 @@ class ThreadDispatcher:
         with self._lock:
             return {host: job.message_id for host, (job, _thread) in self._running.items()}
 
+    def awaiting_worker(self) -> frozenset[str]:
+        return frozenset()  # its own threads run each job as it is launched
+
     def wait(self, timeout: float) -> bool:
         woken = self._woken.wait(timeout)
         self._woken.clear()
@@ -118,6 +121,9 @@ class InlineDispatcher:
 
     def running(self) -> Mapping[str, str]:
         return {}
+
+    def awaiting_worker(self) -> frozenset[str]:
+        return frozenset()
 
     def wait(self, timeout: float) -> bool:
         return bool(self._finished)

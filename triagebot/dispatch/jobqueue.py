@@ -89,6 +89,7 @@ class JobQueueDispatcher:
             self._store.close()
             raise
         self._seen: dict[str, str] = {}
+        self._awaiting: frozenset[str] = frozenset()
         self._finished: list[Finished] = []
 
     def close(self) -> None:
@@ -110,7 +111,9 @@ class JobQueueDispatcher:
     def running(self) -> Mapping[str, str]:
         """Host -> report of every lab job waiting for or held by a worker (todo or doing): the
         job table read as `triage status` and the web pages read it (lab_jobs.py)."""
-        now = {host: job.message_id for host, job in jobs_by_host(lab_jobs(self._store.connection)).items()}
+        jobs = jobs_by_host(lab_jobs(self._store.connection))
+        now = {host: job.message_id for host, job in jobs.items()}
+        self._awaiting = frozenset(host for host, job in jobs.items() if not job.doing)
         for host, message_id in self._seen.items():
             if now.get(host) != message_id:
                 row = self._store.get_triage(message_id)
@@ -119,6 +122,10 @@ class JobQueueDispatcher:
                 self._finished.append(Finished(RunJob(message_id, host), outcome))
         self._seen = dict(now)
         return now
+
+    def awaiting_worker(self) -> frozenset[str]:
+        """The hosts whose job waited for a worker (`todo`) when `running` last read the table."""
+        return self._awaiting
 
     def wait(self, timeout: float) -> bool:
         for _notice in self._store.connection.notifies(timeout=timeout, stop_after=1):

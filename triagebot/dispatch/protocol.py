@@ -60,6 +60,11 @@ class Dispatcher(Protocol):
         """Host -> report of every job started and not yet finished."""
         ...
 
+    def awaiting_worker(self) -> frozenset[str]:
+        """Of the hosts `running` last returned, those whose job no worker has taken yet (a job
+        queue's `todo`); empty where the dispatcher runs its jobs itself."""
+        ...
+
     def wait(self, timeout: float) -> bool:
         """Block until a job finished or a worker has notifications to deliver, at most `timeout`
         seconds; True when woken."""
