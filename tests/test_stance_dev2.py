@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from triagebot.parse.report import parse_message
-from triagebot.parse.stance import is_problem_thread, read_stance
+from triagebot.parse.stance import read_stance, reads_stance
 from triagebot.records import Source
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -99,10 +99,11 @@ def test_message_stance_round_two(text: str, expected: str) -> None:
     ("Re: ext4 and project quotas bugs", True),
     ("Re: [PATCH v2] ext4: fix an error path in mount", False),
     ("Re: [RFC PATCH 1/3] mm: handle the oops case", False),
-    ("Re: design of the new mount API", False),
+    ("Re: design of the new mount API", True),  # round four: any thread but a patch posting
+    ("Re: nsdeps not working on modules in 5.4-rc1", True),
 ])
-def test_problem_threads(subject: str, expected: bool) -> None:
-    assert is_problem_thread(subject) is expected
+def test_stance_threads(subject: str, expected: bool) -> None:
+    assert reads_stance(subject) is expected
 
 
 def _reply(subject: str, body: str) -> bytes:
@@ -117,6 +118,13 @@ def test_stance_is_read_in_a_functional_problem_thread_but_not_a_patch_review() 
     assert (record.kind, record.stance) == ("reply", "reproduced")
     review = parse_message(_reply("Re: [PATCH] ext4: fix a corrupt header check", body), Source("eml"))
     assert review.stance == "none"
+
+
+def test_stance_is_read_in_a_thread_whose_subject_names_no_problem() -> None:
+    """Round four: the subject gate is gone but for patch postings (dev3:236, dev4:22, dev4:84)."""
+    body = "On Mon, Bo wrote:\n> nsdeps stops with an error\n\nI can reproduce it here with the same command.\n"
+    record = parse_message(_reply("Re: nsdeps on out-of-tree modules", body), Source("eml"))
+    assert (record.kind, record.stance) == ("reply", "reproduced")
 
 
 def test_second_development_set_agreement() -> None:

@@ -22,7 +22,7 @@ from triagebot.parse.objections import OBJECTION_GATE, objections_without_spacy,
 from triagebot.parse.quoting import split_quotes
 from triagebot.parse.reported import performance_worse_percent, reported_headline
 from triagebot.parse.reproducers import benchmark_hints, command_hints, find_commands
-from triagebot.parse.stance import STANCE_GATE, Stance, is_problem_thread
+from triagebot.parse.stance import STANCE_GATE, Stance, reads_stance
 from triagebot.parse.webpage import PageMessage, looks_like_html, parse_page, parse_paste
 from triagebot.records import (
     Attachment,
@@ -425,7 +425,7 @@ def _prose_fields(own: str, subject: str, kind: str, *,
     # What a reply says of reproducing, objecting and measuring matters in a report's thread.
     in_report_thread = kind == "reply" and (answers_report or is_report_thread(subject))
     human = kind in ("human-report", "human-perf-complaint", "human-bug")
-    stance_thread = in_report_thread or (kind == "reply" and is_problem_thread(subject))
+    stance_thread = in_report_thread or (kind == "reply" and reads_stance(subject))
     stance_rough = rough_sentences(own, STANCE_GATE) if human or stance_thread else ()
     objections = objections_without_spacy(own) if in_report_thread else ()
     objection_rough = rough_sentences(own, OBJECTION_GATE) if in_report_thread else ()
