@@ -389,3 +389,29 @@ def test_the_packaged_rules_watch_no_tree() -> None:
     bounds = parse_text((PROJECT / "rules" / "trees.toml").read_text() + '[[tree]]\nname = "t"\n'
                         'url = "file:///srv/t.git"\nbranch = "master"\n', "trees.toml")
     assert trees_from(bounds)[0].bounds == TreeBounds()
+
+
+def test_a_fetch_writes_one_pack_and_the_packs_are_made_one_past_max_packs(served, store: SqliteStore,
+                                                                            monkeypatch) -> None:
+    """No loose objects (the file bound covers all a fetch writes); gc is off, so past MAX_PACKS
+    the mirror is repacked rather than read through a pack a pass for ever."""
+    from triagebot.lifecycle import git_tree
+
+    monkeypatch.setattr(git_tree, "MAX_PACKS", 3)
+    tree, url = served
+    watched = tree_of(url, every_minutes=1)
+    reader = GitTree(watched, state_dir(store))
+
+    def loose_objects() -> int:
+        out = subprocess.run(["git", "--git-dir", str(reader.mirror), "count-objects", "-v"], capture_output=True,
+                             text=True, check=True).stdout
+        return int(dict(line.split(": ", 1) for line in out.splitlines())["count"])
+
+    packs = []
+    for step in range(5):
+        tree.commit(f"step {step}: a small change\n", when=LANDED + timedelta(days=1, minutes=step))
+        [result] = watch.watch_trees(store, [watched], state_dir(store), NOW + timedelta(hours=step))
+        assert result.error is None and result.fetched
+        assert loose_objects() == 0
+        packs.append(reader.packs())
+    assert packs == [1, 2, 3, 1, 2]  # the fourth fetch's pack made four: repacked into one

@@ -33,11 +33,18 @@ TIP, WALK, DONE = "refs/triage/tip", "refs/triage/walk", "refs/triage/done"
 _CONFIG = ("core.hooksPath=/dev/null", "gc.auto=0", "maintenance.auto=false", "fetch.writeCommitGraph=false",
            "transfer.fsckObjects=true", "credential.helper=", "protocol.allow=never",
            "protocol.https.allow=always", "protocol.http.allow=always", "protocol.git.allow=always",
-           "protocol.file.allow=always", "core.askPass=")
+           "protocol.file.allow=always", "core.askPass=",
+           # a fetch keeps what it receives as one pack, never as loose objects (git explodes a
+           # fetch of fewer than 100 objects into one file each): file_mib then bounds all it writes
+           "fetch.unpackLimit=1", "transfer.unpackLimit=1")
 _PASSED_ENV = ("PATH", "http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
                "SSL_CERT_FILE", "SSL_CERT_DIR")
 _ERROR_CHARS = 300
 _NO_SHALLOW_COMMITS = "no commits selected for shallow requests"
+# gc is off (no fetch starts one): each fetch adds a pack, and past this many the mirror's packs are
+# made one again (`git repack -a -d`, under the same timeout and file bound), so a tree watched for
+# a year is not read through thousands of packs
+MAX_PACKS = 32
 PRLIMIT = shutil.which("prlimit")  # util-linux: on every Debian; without it, no file bound
 
 
@@ -140,6 +147,7 @@ class GitTree:
             code, _, stderr = self._run(*fetch, "--", self.tree.url, refspec, check=False)
             if code != 0:
                 raise self._fetch_failed(code, stderr)
+            self._keep_few_packs()
             return
         code, _, stderr = self._run(*fetch, f"--shallow-since={since.strftime('%Y-%m-%d %H:%M:%S %z')}", "--",
                                     self.tree.url, refspec, check=False)
@@ -147,11 +155,27 @@ class GitTree:
             code, _, stderr = self._run(*fetch, "--depth=1", "--", self.tree.url, refspec, check=False)
         if code != 0:
             raise self._fetch_failed(code, stderr)
+        self._keep_few_packs()
+
+    def packs(self) -> int:
+        """How many packs the mirror holds (`git count-objects -v`)."""
+        counts = dict(line.split(": ", 1) for line in self._run("count-objects", "-v")[1].splitlines() if ": " in line)
+        return int(counts.get("packs", "0"))
+
+    def _keep_few_packs(self) -> None:
+        if self.packs() <= MAX_PACKS:
+            return
+        code, _, stderr = self._run("repack", "-a", "-d", "-q", "--no-write-bitmap-index", check=False)
+        if code != 0:
+            raise TreeError(f"tree {self.tree.name}: git repack of its {MAX_PACKS}+ packs failed (exit {code}): "
+                            f"{_last_line(stderr)}{self._bound_hint() if PRLIMIT else ''}")
+
+    def _bound_hint(self) -> str:
+        return f" (each file git writes is bounded by file_mib = {self.tree.bounds.file_mib} MiB)"
 
     def _fetch_failed(self, code: int, stderr: str) -> TreeError:
         # a pack cut at file_mib shows as index-pack (or unpack-objects) dying: say which bound
-        hint = (f" (each file git writes is bounded by file_mib = {self.tree.bounds.file_mib} MiB)"
-                if PRLIMIT and ("index-pack" in stderr or "unpack-objects" in stderr) else "")
+        hint = self._bound_hint() if PRLIMIT and ("index-pack" in stderr or "unpack-objects" in stderr) else ""
         return TreeError(f"tree {self.tree.name}: git fetch {self.tree.url} {self.tree.branch} failed "
                          f"(exit {code}): {_last_line(stderr)}{hint}")
 
