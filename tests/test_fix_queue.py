@@ -96,3 +96,27 @@ def test_a_report_upstream_fixed_or_not_confirmed_gets_no_fix_test(confirmed) ->
         store.database.execute("DELETE FROM lifecycle")
         store.set_triage(REPORT_ID, "planned", asked=True)  # a rerun asked for: no longer confirmed
         assert fix_testing.queue_fix_tests(store) == []
+
+
+def test_the_daemon_reads_a_thread_again_only_when_it_gained_mail_or_a_test(confirmed, tmp_path: Path,
+                                                                              monkeypatch) -> None:
+    _, _, database, _, _ = confirmed
+    reads: list[str] = []
+    thread_patches = fix_testing.thread_patches
+    monkeypatch.setattr(fix_testing, "thread_patches",
+                        lambda store, message_id: reads.append(message_id) or thread_patches(store, message_id))
+    looked: dict[str, tuple] = {}
+    with SqliteStore(database) as store:
+        [queued] = fix_testing.queue_fix_tests(store, looked)
+        assert fix_testing.queue_fix_tests(store, looked) == []  # its series has a test now: read, nothing to queue
+        assert fix_testing.queue_fix_tests(store, looked) == []  # nothing new in the thread: not read
+        assert reads == [REPORT_ID, REPORT_ID]
+    v3 = tmp_path / "v3.eml"
+    v3.write_bytes(patch("v3@example.org", "[PATCH v3] sched: restore the factor"))
+    ingested = subprocess.run([sys.executable, "-m", "triagebot.cli", "ingest", "--db", str(database), str(v3)],
+                              capture_output=True, text=True, cwd=PROJECT, timeout=300)
+    assert ingested.returncode == 0, ingested.stderr
+    with SqliteStore(database) as store:
+        [again] = fix_testing.queue_fix_tests(store, looked)  # the thread gained v3: read, and v3 queued
+        assert again != queued and reads == [REPORT_ID] * 3
+        assert store.fix_tests(REPORT_ID)[-1].series_key == "v3:v3@example.org"

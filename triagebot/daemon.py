@@ -75,6 +75,7 @@ class DaemonState:
     last_poll: dict[str, float] = field(default_factory=dict)
     stop: bool = False
     behind: set[str] = field(default_factory=set)  # sources whose last poll ended at a bound: due again
+    fix_threads_looked: dict[str, tuple] = field(default_factory=dict)  # fix_testing.queue_fix_tests' memory
 
 
 # what an http retry's event line says: the retry was logged when it happened (ingest/http.py)
@@ -443,7 +444,8 @@ def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonCont
         step("trees", lambda: watch.watch_trees(store, settings.trees, lab.database.parent, clock(),
                                                 fetches=tree_fetches))
     # after a confirmed verdict: a fix series in the thread to test, a merge or range to bisect
-    step("queue after verdict", lambda: (fix_testing.queue_fix_tests(store), bisect_flow.queue_bisects(store)))
+    step("queue after verdict", lambda: (fix_testing.queue_fix_tests(store, state.fix_threads_looked),
+                                         bisect_flow.queue_bisects(store)))
     if not state.stop:
         step("admit", admit)
         step("digest", lambda: flow.post_digests(store, lab) and lab.deliver())

@@ -239,17 +239,25 @@ def queue_fix_test_of(store: Store, message_id: str) -> int | None:
     return fix_test_id
 
 
-def queue_fix_tests(store: Store) -> list[int]:
+def queue_fix_tests(store: Store, looked: dict[str, tuple] | None = None) -> list[int]:
     """Queue a test of the newest complete fix series in each confirmed report's thread, once per
     series; a report that upstream fixed, reverted or called invalid is left alone. Returns the
-    rows queued."""
+    rows queued. `looked` (the daemon keeps it across passes): per report, the thread and tested
+    series last found with nothing to queue; a thread that gained no mail and no test since is
+    not read again."""
     queued = []
     for row in store.triage_in(TriageState.CONFIRMED):
         if current([move.state for move in store.moves_of(row.message_id)]).final:
             continue
+        seen = (tuple(store.thread_of(row.message_id)),
+                frozenset(item.series_key for item in store.fix_tests(row.message_id)))
+        if looked is not None and looked.get(row.message_id) == seen:
+            continue
         fix_test_id = queue_fix_test_of(store, row.message_id)
         if fix_test_id is not None:
             queued.append(fix_test_id)
+        elif looked is not None:
+            looked[row.message_id] = seen
     return queued
 
 
