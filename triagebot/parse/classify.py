@@ -118,7 +118,8 @@ def human_kind(title: str, head: str, *, report_form: bool = False, marked: bool
 
 
 _PERFORMANCE_WORDS = re.compile(r"\bslow\w*|\bperformance\b|\bthroughput\b|\blatenc\w+|\bIOPS\b|[KMG]i?B/s\b|"
-                                r"\bfaster\b|\btakes?\s+(?:much\s+)?longer\b", re.IGNORECASE)
+                                r"\bfaster\b|\btakes?\s+(?:much\s+)?longer\b|\bboot[ -]?time\b",
+                                re.IGNORECASE)
 
 
 def _tied_to_change(title: str, head: str) -> bool:
