@@ -22,7 +22,7 @@ from triagebot.parse.numbers import combine_stance, judge_numbers
 from triagebot.parse.objections import OBJECTION_GATE, objections_without_spacy, read_trailers
 from triagebot.parse.quoting import split_quotes
 from triagebot.parse.reported import performance_worse_percent, reported_headline
-from triagebot.parse.reproducers import benchmark_hints, command_hints, find_commands
+from triagebot.parse.reproducers import benchmark_hints, command_hints, find_commands, inline_commands
 from triagebot.parse.stance import STANCE_GATE, Stance, is_problem_thread
 from triagebot.parse.webpage import PageMessage, looks_like_html, parse_page, parse_paste
 from triagebot.records import (
@@ -446,6 +446,9 @@ def _prose_fields(own: str, subject: str, kind: str, *, answers_report: bool = F
     stated = own if forwarded is None else f"{own}\n\n{forwarded}"
     # Cheap substring gates first: most review replies name no program and no hardware.
     commands = find_commands(own) if any(hint in own for hint in _COMMAND_HINTS) else []
+    if kind in ("human-report", "human-perf-complaint", "human-bug"):
+        written = {item.command for item in commands}
+        commands += [item for item in inline_commands(own) if item.command not in written]
     testcase = None
     benchmark = next((item for item in commands if item.kind not in ("command", "script")), None)
     if benchmark is not None and benchmark.command:
