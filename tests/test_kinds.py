@@ -131,6 +131,14 @@ BUGZILLA = "bugzilla-daemon@kernel.org"
     # a speed problem with no kernel change named stays a complaint
     ("Wi-Fi speed drop on my new laptop", PERSON, "It reaches 80 Mbps where the phone gets 600 Mbps.",
      "human-perf-complaint"),
+    # kernels named where the problem shows alike are no change; a bisection still is one
+    ("Throughput drops for some message sizes", PERSON,
+     "Kernel: both v5.10 and v6.1. Throughput falls 40% at 64 KiB messages.", "human-perf-complaint"),
+    ("Writes slow with the deadline scheduler", PERSON,
+     "Reproduced on kernel v6.1 at 2 MB/s; also seen with another scheduler in kernel v6.6.\n"
+     "This is caused by the scheduler's idling.", "human-perf-complaint"),
+    ("Throughput drops for some message sizes", PERSON,
+     "Kernel: both v6.6 and v6.8 show 40% less than v6.1; bisected to 0123456789ab.", "human-report"),
     # a boot failure is no slowdown, speed or not in its hardware list
     ("[REGRESSION] laptop no longer powers off", PERSON,
      "Speed: 2983 MHz\nSince 6.13-rc4 the machine stays on.\n#regzbot introduced: 0123456789ab", "human-bug"),
