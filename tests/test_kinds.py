@@ -139,6 +139,9 @@ BUGZILLA = "bugzilla-daemon@kernel.org"
      "This is caused by the scheduler's idling.", "human-perf-complaint"),
     ("Throughput drops for some message sizes", PERSON,
      "Kernel: both v6.6 and v6.8 show 40% less than v6.1; bisected to 0123456789ab.", "human-report"),
+    # a link's negotiated speed is the hardware's state, not a slowdown
+    ("[REGRESSION] PCIe link speed reduced to 2.5GT/s since 6.6", PERSON,
+     "LnkSta shows Speed 2.5GT/s on 6.6 where 6.5 trained at 8GT/s.", "human-bug"),
     # a boot failure is no slowdown, speed or not in its hardware list
     ("[REGRESSION] laptop no longer powers off", PERSON,
      "Speed: 2983 MHz\nSince 6.13-rc4 the machine stays on.\n#regzbot introduced: 0123456789ab", "human-bug"),

@@ -55,13 +55,14 @@ TITLE_PREFIX = re.compile(r"^(?:\s*(?:\[[^\]]*\]|fwd?:|Bug \d+\s*-))+\s*", re.IG
 # dev5:12, "speed significantly decreased" dev5:18), "halved"/"reduction" as the change, and boot
 # time or delays as the complaint ("100 ms boot time increase regression" dev5:20, "SDHCI AM654
 # driver delaying boot time" dev5:21, "significant delays when secureboot is enabled since 6.10"
-# dev5:23).
+# dev5:23). A link's negotiated speed ("PCIe link speed reduced to 2.5GT/s") is the hardware's
+# state, not a slowdown of the same work: "link speed" is not read.
 PERF_TITLE = re.compile(
     r"\bslow(?:s|ed|er|ness|downs?|ing)?\b(?!\s+(?:block\s+)?(?:device|disk|drive|storage|link|network|media)s?\b)"
-    r"|\b(?:perf|performance|throughput|bandwidth|IOPS|latency|speeds?)\b[^.]{0,40}?"
+    r"|\b(?:perf|performance|throughput|bandwidth|IOPS|latency|(?<!link )speeds?)\b[^.]{0,40}?"
     r"\b(?:drop|degrad\w*|regress\w*|loss|hit|decrease\w*|penalty|halved|reduc\w*)"
     r"|\b(?:drop|degrad\w*|regress\w*|loss|decrease\w*|reduc\w*)\b[^.]{0,40}?\b(?:perf|performance|throughput|"
-    r"bandwidth|IOPS|speeds?)\b"
+    r"bandwidth|IOPS|(?<!link )speeds?)\b"
     r"|\bboot[ -]?time\b[^.]{0,40}?\b(?:increase\w*|regress\w*|longer)|\bdelay(?:s|ing)\s+(?:the\s+)?boot"
     r"|\b(?:significant|long|huge|big|severe)\s+delays\b",
     re.IGNORECASE,
