@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import FIXTURES, PROJECT, SHARED
 from triagebot.errors import RulesError
 from triagebot.parse.report import parse_message
-from triagebot.parse.reproducers import find_commands
+from triagebot.parse.reproducers import find_commands, inline_commands
 from triagebot.records import Source
 from triagebot.rules.commands import load_commands, parse_commands
 
@@ -217,3 +217,34 @@ def test_labelled_messages_agreement() -> None:
     result = bench.measure(labels, messages)
     # measured: 29 of 34 (main before this work: 13 of 34); bench/commands.py prints the five misses
     assert result["extracted"] >= 29, result["misses"]
+
+
+# Issue 24 round three (fixtures/labels/dev5): a shell comment after a command, network settings
+# beside a benchmark, and commands quoted inside a sentence.
+def test_a_trailing_shell_comment_is_no_part_of_the_command() -> None:
+    text = "[joe@box ~]$ iperf3 -c 10.0.0.1 -p 5201  # upload\n$ echo 'a # b'\n"
+    assert [(item.kind, item.command) for item in find_commands(text)] == [
+        ("command", "iperf3 -c 10.0.0.1 -p 5201"), ("command", "echo 'a # b'")]
+
+
+def test_network_device_settings_are_administration() -> None:
+    text = "$ sudo ethtool -K wlan0 tso off\n$ iw dev wlan0 link\n$ iperf3 -c 10.0.0.1\n"
+    assert [item.command for item in find_commands(text)] == ["iperf3 -c 10.0.0.1"]
+
+
+def test_a_command_quoted_in_a_sentence_is_read_in_a_person_s_report() -> None:
+    text = ("Run it like this `tests/blit-bench -f -s` and it shows 12 FPS; the bandwidth of\n"
+            "'ib_write_bw -F -a' fell too. Reading `cat /proc/meminfo` shows nothing and the word\n"
+            "`fast` or 'quoted prose' is no command.\n")
+    assert [(item.kind, item.command) for item in inline_commands(text)] == [
+        ("command", "tests/blit-bench -f -s"), ("command", "ib_write_bw -F -a")]
+
+
+def test_a_quoted_command_in_a_report_joins_its_reproducers() -> None:
+    raw = (b"From: A <a@example.org>\nSubject: throughput regression after 6.8\nDate: Tue, 16 Apr 2024 09:12:00 +0000\n"
+           b"Message-ID: <q-1@example.org>\n\nThe bandwidth for 'ib_write_bw -F -a' dropped from about 2.0GB/sec\n"
+           b"to 1.2GB/sec between v6.8-rc5 and v6.8-rc6.\n")
+    draft = parse_message(raw, Source("eml"))
+    report = getattr(draft, "report", draft)
+    assert report.kind == "human-report"
+    assert [(item.kind, item.command) for item in report.reproducers] == [("command", "ib_write_bw -F -a")]

@@ -110,6 +110,41 @@ BUGZILLA = "bugzilla-daemon@kernel.org"
     ("merge extent blocks when possible", PERSON,
      "From 0dd791c266e2d00c3217d0f1b836abdbfd4f146f Mon Sep 17 00:00:00 2001\n0.6% slower than before 6.8",
      "other"),
+    # issue 24 round three (fixtures/labels/dev5): a link's speed as the measure, "halved" as the figure
+    ("[REGRESSION] XY12 wifi throughput halved with 6.9.4", PERSON,
+     "After updating from 6.9.3 to 6.9.4 the card has halved its throughput. Bisected to abcdef123456.",
+     "human-report"),
+    ("Significant Wi-Fi speed reduction with kernels after 6.4", PERSON,
+     "Download runs at 90 Mbps on 6.5, it was 400 Mbps on 6.4.", "human-report"),
+    ("wifi speed drop after commit 0123456789ab", PERSON,
+     "With the commit the link tops out near 20 Mbps; without it, hundreds of Mbps.", "human-report"),
+    # boot time and delays as the complaint, stated with figures against kernels
+    ("[regression] long delays at boot since 6.7", PERSON,
+     "Boot takes ~25 seconds on 6.7 and ~8 seconds on 6.6.\n\n#regzbot introduced: v6.6..v6.7",
+     "human-report"),
+    ("driver delaying boot time", PERSON,
+     "A wait of about 2.5 seconds was introduced in commit 1234567 (\"foo: add a debounce wait\").",
+     "human-report"),
+    # a run time against another in the body, under a title that only says "regression"
+    ("[MAYBE REGRESSION] build time of an up-to-date tree", PERSON,
+     "In v6.3 it takes ~4s, while in v6.4 it takes ~21s, for the same tree.", "human-report"),
+    # a speed problem with no kernel change named stays a complaint
+    ("Wi-Fi speed drop on my new laptop", PERSON, "It reaches 80 Mbps where the phone gets 600 Mbps.",
+     "human-perf-complaint"),
+    # kernels named where the problem shows alike are no change; a bisection still is one
+    ("Throughput drops for some message sizes", PERSON,
+     "Kernel: both v5.10 and v6.1. Throughput falls 40% at 64 KiB messages.", "human-perf-complaint"),
+    ("Writes slow with the deadline scheduler", PERSON,
+     "Reproduced on kernel v6.1 at 2 MB/s; also seen with another scheduler in kernel v6.6.\n"
+     "This is caused by the scheduler's idling.", "human-perf-complaint"),
+    ("Throughput drops for some message sizes", PERSON,
+     "Kernel: both v6.6 and v6.8 show 40% less than v6.1; bisected to 0123456789ab.", "human-report"),
+    # a link's negotiated speed is the hardware's state, not a slowdown
+    ("[REGRESSION] PCIe link speed reduced to 2.5GT/s since 6.6", PERSON,
+     "LnkSta shows Speed 2.5GT/s on 6.6 where 6.5 trained at 8GT/s.", "human-bug"),
+    # a boot failure is no slowdown, speed or not in its hardware list
+    ("[REGRESSION] laptop no longer powers off", PERSON,
+     "Speed: 2983 MHz\nSince 6.13-rc4 the machine stays on.\n#regzbot introduced: 0123456789ab", "human-bug"),
 ])
 def test_kind(subject: str, sender: str, body: str, kind: str) -> None:
     assert classify(subject, sender, body) == kind

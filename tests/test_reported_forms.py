@@ -65,3 +65,32 @@ def test_a_quantity_before_and_after() -> None:
 def test_before_and_after_reverting_is_read_the_other_way_round() -> None:
     text = "I see 510 MB/s before and 590 MB/s after reverting it on top of v6.8.\n"
     assert reported_headline(text) == Headline("MB/s", -13.6, "regression")
+
+
+# Issue 24 round three (fixtures/labels/dev5): times people write glued, with words after them,
+# per kernel in either order, and a value "slowing to" another.
+def test_a_time_from_one_value_to_another_with_words_after_each() -> None:
+    text = "Probe time grew on 6.2 compared to 6.1 (from 1.20s after init to 3.00s after init).\n"
+    assert reported_headline(text) == Headline("s", 150.0, "regression")
+
+
+def test_a_run_time_per_kernel_either_way_round_the_older_kernel_first() -> None:
+    one_sentence = "In v6.3 it takes ~4s, while in v6.4 it takes ~21s.\n"
+    assert reported_headline(one_sentence) == Headline("s", 425.0, "regression")
+    two_sentences = "The boot takes ~30 seconds after 6.11 kernel. It is ~10 seconds on 6.9 kernel.\n"
+    assert reported_headline(two_sentences) == Headline("s", 200.0, "regression")
+
+
+def test_a_value_that_slows_to_another_across_a_line() -> None:
+    text = "Resume completes in a median of 300 ms up to 6.1-rc7.\n\nWith the commit, it slows to 450 ms.\n"
+    assert reported_headline(text) == Headline("ms", 50.0, "regression")
+
+
+def test_hundreds_are_no_seconds_and_one_kernel_states_no_change() -> None:
+    assert reported_headline("We run 100s of jobs on 6.4 and 100s of jobs on 6.5 alike.\n") is None
+    assert reported_headline("On 6.5 a run takes 20 seconds.\n") is None
+
+
+def test_a_range_in_parentheses_before_a_loss_of_throughput() -> None:
+    text = "Lately I see a significant (10-14%) loss in NFS throughput.\n"
+    assert reported_headline(text) == Headline("performance", -12.0, "regression")

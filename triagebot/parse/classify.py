@@ -118,7 +118,8 @@ def human_kind(title: str, head: str, *, report_form: bool = False, marked: bool
 
 
 _PERFORMANCE_WORDS = re.compile(r"\bslow\w*|\bperformance\b|\bthroughput\b|\blatenc\w+|\bIOPS\b|[KMG]i?B/s\b|"
-                                r"\bfaster\b|\btakes?\s+(?:much\s+)?longer\b", re.IGNORECASE)
+                                r"\bfaster\b|\btakes?\s+(?:much\s+)?longer\b|\bboot[ -]?time\b",
+                                re.IGNORECASE)
 
 
 def _tied_to_change(title: str, head: str) -> bool:
@@ -130,9 +131,27 @@ def _tied_to_change(title: str, head: str) -> bool:
     window = head[:CHANGE_WINDOW]
     if NOT_A_REGRESSION.search(window):
         return False
+    if _SAME_ON_BOTH.search(window) and not (_STRONG_CHANGE.search(title) or _STRONG_CHANGE.search(window)):
+        return False  # the kernels named are where the problem shows alike, not a change
     changed = CHANGE_NAMED.search(title) or CHANGE_NAMED.search(window) or PERF_ANCHOR.search(title) \
         or _two_anchors(window) or (_BEFORE_NOW.search(window) and PERF_ANCHOR.search(window))
     return bool(changed) and bool(NUMBERS_STATED.search(title) or NUMBERS_STATED.search(window))
+
+
+# Kernels named to say the problem shows on each alike: "Kernel: both v5.4 and v5.15" (linux-s390
+# 2023, fixtures/labels/dev5:54), "reproduced on a Linux VM (kernel v4.19) … also seen with the
+# BFQ I/O scheduler in kernel v5.1" (linux-ext4 2019, fixtures/labels/dev:8). Such a pair ties
+# the slowdown to no change unless the writer also names one in words that only a change takes
+# (a bisection, an upgrade, a commit or revert, "since"/"after" a kernel, regzbot's line).
+_SAME_ON_BOTH = re.compile(
+    r"\bboth\s+(?:the\s+)?(?:kernels?\s+|linux\s+)?v?[2-6]\.\d{1,2}\S*\s+and\s+v?[2-6]\.\d{1,2}"
+    r"|\balso\s+(?:seen|present|happens|occurs|reproduc\w+|visible|there)\b[^.\n]{0,60}?\b(?:kernel|linux)\s+v?[2-6]\.\d",
+    re.IGNORECASE)
+_STRONG_CHANGE = re.compile(
+    r"\bbisect\w*|\bfirst bad commit\b|\bupgrad\w+|\brevert\w*|"
+    r"\b(?:introduced|caused)\s+by\s+(?:the\s+|a\s+|this\s+)?(?:commit|patch|change|[0-9a-f]{7,40}\b)|"
+    r"\b(?:since|after)\s+(?:the\s+)?(?:linux\s+|kernel\s+)?v?[2-6]\.\d|#regzbot\s+\^?introduced|"
+    r"(?<![/\w])commit\s+[0-9a-f]{7,40}\b", re.IGNORECASE)
 
 
 # a kernel named once with a comparison in time: "slower than before: kernel 5.15 467MiB/s, 6.0 359MiB/s"

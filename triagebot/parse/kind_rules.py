@@ -49,12 +49,22 @@ TITLE_PREFIX = re.compile(r"^(?:\s*(?:\[[^\]]*\]|fwd?:|Bug \d+\s*-))+\s*", re.IG
 # "twice slower", "Slow speed when …", "slow down another fs", "performance drop",
 # "perf regression", "Performance degradation due to commit …", "write bandwidth regression",
 # "drop fio IOPS performance". A slow *device* is the setting, not the complaint.
+# Issue 24, round three (fixtures/labels/dev5): the speed of a link as the measure ("MT7925 wifi
+# throughput halved with 6.13.2" dev5:8, "Significant WiFi Speed Reduction with Kernel Versions >
+# 6.8.12" dev5:9, "Wireless speed regression issue with >6.12.12" dev5:10, "causing Wi-Fi speed drop"
+# dev5:12, "speed significantly decreased" dev5:18), "halved"/"reduction" as the change, and boot
+# time or delays as the complaint ("100 ms boot time increase regression" dev5:20, "SDHCI AM654
+# driver delaying boot time" dev5:21, "significant delays when secureboot is enabled since 6.10"
+# dev5:23). A link's negotiated speed ("PCIe link speed reduced to 2.5GT/s") is the hardware's
+# state, not a slowdown of the same work: "link speed" is not read.
 PERF_TITLE = re.compile(
     r"\bslow(?:s|ed|er|ness|downs?|ing)?\b(?!\s+(?:block\s+)?(?:device|disk|drive|storage|link|network|media)s?\b)"
-    r"|\b(?:perf|performance|throughput|bandwidth|IOPS|latency)\b[^.]{0,40}?"
-    r"\b(?:drop|degrad\w*|regress\w*|loss|hit|decrease\w*|penalty)"
-    r"|\b(?:drop|degrad\w*|regress\w*|loss|decrease\w*)\b[^.]{0,40}?\b(?:perf|performance|throughput|"
-    r"bandwidth|IOPS)\b",
+    r"|\b(?:perf|performance|throughput|bandwidth|IOPS|latency|(?<!link )speeds?)\b[^.]{0,40}?"
+    r"\b(?:drop|degrad\w*|regress\w*|loss|hit|decrease\w*|penalty|halved|reduc\w*)"
+    r"|\b(?:drop|degrad\w*|regress\w*|loss|decrease\w*|reduc\w*)\b[^.]{0,40}?\b(?:perf|performance|throughput|"
+    r"bandwidth|IOPS|(?<!link )speeds?)\b"
+    r"|\bboot[ -]?time\b[^.]{0,40}?\b(?:increase\w*|regress\w*|longer)|\bdelay(?:s|ing)\s+(?:the\s+)?boot"
+    r"|\b(?:significant|long|huge|big|severe)\s+delays\b",
     re.IGNORECASE,
 )
 # A functional failure in a title: crashes, hangs, splats, corruption, build and test failures.
@@ -71,7 +81,7 @@ BUG_TITLE = re.compile(
 REGRESSION_TITLE = re.compile(r"\bregress(?:ion|ions|ed)?\b", re.IGNORECASE)
 
 # Cheap literal gate before the body's slowdown scan: most mail holds none of these.
-PERF_BODY_GATE = ("slow", "perform", "throughput", "% ", "worse", "CPU", "cpu")
+PERF_BODY_GATE = ("slow", "perform", "throughput", "% ", "worse", "CPU", "cpu", "take", "took", "need")
 # A slowdown stated in the writer's own text: "sequential writes … are slower than before" (not
 # "slower than usual xfstests", a symptom of a functional bug),
 # "a massive slowdown of IO", "the degradation is introduced by commit …", "a significant drop
@@ -92,6 +102,12 @@ PERF_BODY = re.compile(
     r"|\b\d+(?:\.\d+)?\s?% (?:lower|less|fewer)\b"
     # a kernel thread busy where it was not: "kworker/u16:4+flush-8:16 uses 100% of one core for a
     # while (5-15 minutes)" (bugzilla, "regression since 6.5.0"), "high CPU usage since 6.x"
+    # a run time against another: "In v6.6 it takes ~3s, while in v6.7 it takes ~18s" (dev5:26),
+    # "takes 1min (±5s) … on 4.9, recent kernels need over 3mins" (dev5:14), "the kernel boot time
+    # is ~20 seconds after 6.10 kernel. it's ~7 seconds on 6.8" (dev5:23)
+    r"|\b(?:takes?|took|needs?|is)\s+(?:about\s+|around\s+|roughly\s+|over\s+|~\s*)?\d+(?:\.\d+)?\s*"
+    r"(?:ms|s|secs?|seconds|mins?|minutes|hours)\b[^\n]{0,60}?\b(?:while|whereas|against|instead of|"
+    r"compared (?:to|with)|vs\.?|but)\b[^\n]{0,40}?\d+(?:\.\d+)?\s*(?:ms|s|secs?|seconds|mins?|minutes|hours)\b"
     r"|\b(?:uses?|using|eats?|at|takes?)\s+(?:almost\s+|nearly\s+|about\s+)?100\s?% of (?:one|a|the|one of the)\s+"
     r"(?:cpu|core)s?\b|\bhigh(?:er)?\s+cpu\s+(?:usage|load|utili[sz]ation)\b",
     re.IGNORECASE,
@@ -122,10 +138,11 @@ CHANGE_NAMED = re.compile(
 # regression in 5.13. I had a similar failure in 5.11-rc2" (linux-ext4 2020-21). Kernels named to
 # say the problem is old are no change: such mail is a complaint or a bug, not a regression report.
 NOT_A_REGRESSION = re.compile(r"\b(?:is|so|it'?s|that'?s)\s+not\s+a\s+regression\b", re.IGNORECASE)
-# A slowdown stated with a figure: a percentage, a factor ("5x slower", "twice as slow", "2/3"), or a
+# A slowdown stated with a figure: a percentage, a factor ("5x slower", "twice as slow", "2/3",
+# "throughput halved" dev5:8), or a
 # value of a unit ("949 mb/sec", "4.1 ms", "12 minutes").
 NUMBERS_STATED = re.compile(
-    r"\d+(?:\.\d+)?\s?(?:%|x\b|×|times\b)|\b(?:twice|half|double|thrice)\b|\b\d+/\d+\b(?!/)"
+    r"\d+(?:\.\d+)?\s?(?:%|x\b|×|times\b)|\b(?:twice|half|halved|double|doubled|thrice)\b|\b\d+/\d+\b(?!/)"
     r"|\d[\d,]*(?:\.\d+)?\s?(?:[KMGT]i?B(?:/s(?:ec)?)?\b|[kmg]b/s(?:ec)?\b|IOPS\b|iops\b|k?ops(?:/s(?:ec)?)?\b|"
     r"[mun]s(?:ec)?\b|µs\b|s\b|secs?\b|seconds?\b|minutes?\b|mins?\b|hours?\b|events/s|files/s|fps\b|"
     r"[MG]bps\b|[MG]bit/s|req/s|tps\b|transactions)"

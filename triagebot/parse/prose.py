@@ -45,7 +45,7 @@ _SOCKETS = re.compile(r"\b(single|one|dual|two|quad|four|\d)[- ]sockets?\b|\b(\d
 _CPUS_OF_MACHINE = re.compile(r"\bNUMA\b|\bSMT\b|hyper-?thread|\b(?:machine|server|box|host|system)\s+(?:has|with)\b",
                               re.IGNORECASE)
 _CPU_MODEL = re.compile(
-    r"((?:Intel(?:\(R\))?\s+)?(?:Xeon(?:\(R\))?|Core(?:\(TM\))?)\s*[\w()@.\s-]{0,40}?\d{3,5}\w*"
+    r"((?:Intel(?:\(R\))?\s+)?(?:Xeon(?:\(R\))?|Core(?:\(TM\))?)\s*[\w()@.\s-]{0,40}?\d{3,5}\w*(?:\s+v\d\b)?"
     r"|(?:AMD\s+)?(?:EPYC|Ryzen|Opteron|Threadripper(?:\s+PRO)?)\s+[\w\s-]{0,30}?\d{3,5}\w*"
     r"|\bi[3579]-\d{4,5}\w*|Graviton\d?|Ampere\s+Altra(?:\s+Max)?|Ampere\s+\w+"
     # other vendors' server parts: Huawei, Arm, IBM, Cavium/Marvell, Hygon, Apple

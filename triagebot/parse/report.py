@@ -11,9 +11,10 @@ from triagebot.parse.classify import classify, is_patch_review, is_plain_patch, 
 from triagebot.parse.commits import find_commits
 from triagebot.parse.draft import Draft, LanguageRequest, complete
 from triagebot.parse.finite import NUMBER_GATE, finite_only
-from triagebot.parse.kind_rules import PERF_BODY
+from triagebot.parse.kind_rules import PERF_BODY, REGZBOT_INTRODUCED
 from triagebot.parse.language import rough_sentences
 from triagebot.parse.limits import MAX_LINE_CHARS
+from triagebot.parse.machine import stated_machine
 from triagebot.parse.measurements import read_measurements
 from triagebot.parse.message import DecodedAttachment, decode_message, header_names
 from triagebot.parse.metrics import parse_tables
@@ -21,7 +22,7 @@ from triagebot.parse.numbers import combine_stance, judge_numbers
 from triagebot.parse.objections import OBJECTION_GATE, objections_without_spacy, read_trailers
 from triagebot.parse.quoting import split_quotes
 from triagebot.parse.reported import performance_worse_percent, reported_headline
-from triagebot.parse.reproducers import benchmark_hints, command_hints, find_commands
+from triagebot.parse.reproducers import benchmark_hints, command_hints, find_commands, inline_commands
 from triagebot.parse.stance import STANCE_GATE, Stance, reads_stance
 from triagebot.parse.webpage import PageMessage, looks_like_html, parse_page, parse_paste
 from triagebot.records import (
@@ -32,6 +33,7 @@ from triagebot.records import (
     Reproducer,
     Source,
     Syzbot,
+    TestMachine,
 )
 from triagebot.visible import without_format_characters
 
@@ -284,7 +286,8 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
                   "trailers": read_trailers(own)}
     else:
         answers_report = kind == "reply" and quotes_a_slowdown(split.quoted)
-        fields, request = _prose_fields(own, subject, kind, answers_report=answers_report)
+        fields, request = _prose_fields(own, subject, kind, answers_report=answers_report,
+                                        forwarded=_forwarded_report(kind, own, split.quoted))
         # A review in a patch thread quotes the patch: there is no report to take context from.
         if kind == "reply" and split.quoted and not is_patch_review(subject):
             fields, quoted = _with_quoted_context(fields, split.quoted)
@@ -410,11 +413,42 @@ def quotes_a_slowdown(quoted: str) -> bool:
     return False
 
 
-def _prose_fields(own: str, subject: str, kind: str, *,
-                  answers_report: bool = False) -> tuple[dict, LanguageRequest | None]:
-    """A human report's or reply's fields, and what the language reader must read for it."""
+# A regression tracker's forward of a bug tracker's report (issue 24 round three, dev5:6, dev5:9,
+# dev5:13, dev5:23, dev5:25 on linux-crypto, linux-wireless and linux-integrity): "I noticed a
+# regression report in bugzilla.kernel.org … To quote from <url>:" or "Quoting from it:", the
+# reporter's text as a quotation, then a `#regzbot introduced` line. The quotation is the report:
+# its figures and its machine are the record's. Its commands are not read from it (a quoted
+# `dmesg | grep` is the reporter's query), nor its commits (the regzbot line names the culprit).
+_FORWARD = re.compile(r"\b(?:to quote from|quoting from|quoting (?:it|the report)|i noticed a (?:regression )?report|"
+                      r"decided to forward)\b", re.IGNORECASE)
+
+
+def _machine(text: str, human: bool) -> TestMachine | None:
+    """The machine the text states: prose.hardware's server forms; in a person's report also an
+    SoC, a mobile part or a socket count (machine.py)."""
+    found = prose.hardware(text) if any(hint in text for hint in _HARDWARE_HINTS) else None
+    return stated_machine(text, found) if human else found
+
+
+def _forwarded_report(kind: str, own: str, quoted: str) -> str | None:
+    """The quoted report of a tracker's forward, or None when the message is no such forward."""
+    if kind not in ("human-report", "human-perf-complaint") or not quoted or "#regzbot" not in own:
+        return None
+    if not REGZBOT_INTRODUCED.search(own) or not _FORWARD.search(own[:3000]):
+        return None
+    return quoted
+
+
+def _prose_fields(own: str, subject: str, kind: str, *, answers_report: bool = False,
+                  forwarded: str | None = None) -> tuple[dict, LanguageRequest | None]:
+    """A human report's or reply's fields, and what the language reader must read for it;
+    `forwarded` is the report a tracker's forward quotes, read for the figures and the machine."""
+    stated = own if forwarded is None else f"{own}\n\n{forwarded}"
     # Cheap substring gates first: most review replies name no program and no hardware.
     commands = find_commands(own) if any(hint in own for hint in _COMMAND_HINTS) else []
+    if kind in ("human-report", "human-perf-complaint", "human-bug"):
+        written = {item.command for item in commands}
+        commands += [item for item in inline_commands(own) if item.command not in written]
     testcase = None
     benchmark = next((item for item in commands if item.kind not in ("command", "script")), None)
     if benchmark is not None and benchmark.command:
@@ -436,7 +470,7 @@ def _prose_fields(own: str, subject: str, kind: str, *,
     return {
         "commits": tuple(commits),
         "testcase": testcase,
-        "test_machine": prose.hardware(own) if any(hint in own for hint in _HARDWARE_HINTS) else None,
+        "test_machine": _machine(stated, human),
         "reproducers": tuple(commands),
         "kernel_config": tuple(prose.kernel_config(own).items()),
         "links": _links(own, None),
@@ -447,7 +481,7 @@ def _prose_fields(own: str, subject: str, kind: str, *,
         "measurements": read_measurements(own) if in_report_thread else (),
         "prose_numbers": tuple(prose.numbers(own)),
         # a performance report states a change; a functional bug report has none to rerun
-        "headline": reported_headline(own) if kind in ("human-report", "human-perf-complaint") else None,
+        "headline": reported_headline(stated) if kind in ("human-report", "human-perf-complaint") else None,
     }, request
 
 

@@ -70,6 +70,32 @@ REVERT_REACH = 30  # characters after a before/after pair where "reverting" turn
 # "has slowed from about 2.9 gb/sec to about 949 mb/sec": a value before and after, in words.
 _FROM_TO = re.compile(r"\bfrom\s+(?:about\s+|around\s+|~\s*)?(\d+(?:\.\d+)?)\s*" + _UNIT +
                       r"\s+to\s+(?:about\s+|around\s+|~\s*)?(\d+(?:\.\d+)?)\s*" + _UNIT)
+# Issue 24 round three (fixtures/labels/dev5), times people write glued or with words after them:
+# "(from 2.36s since rootfs mounted to 8.55s since rootfs mounted)" (dev5:6), "takes ~3s, while
+# in v6.7 it takes ~18s" (dev5:26), "is ~20 seconds after 6.10 kernel. it's ~7 seconds on 6.8"
+# (dev5:23). A time's unit, glued "s" included ("2.36s"; "100s of" is no time: a decimal point
+# or a word boundary after the "s" and no "of").
+_TIME_UNIT = r"(ms|msec|usec|us|µs|seconds|secs|sec|s|minutes|mins|min)(?![\w/=])(?!\s+of\b)"
+_TIME_VALUE = r"(?<![\w.])(\d+(?:\.\d+)?)\s*" + _TIME_UNIT
+# "from 2.36s since rootfs mounted to 8.55s": at most a few words between a value and "to"
+_FROM_TO_WORDED = re.compile(r"\bfrom\s+(?:about\s+|around\s+|~\s*)?" + _TIME_VALUE.replace("(?<![\\w.])", "")
+                             + r"(?:\s+[A-Za-z]+){0,4}\s+to\s+(?:about\s+|around\s+|~\s*)?(\d+(?:\.\d+)?)\s*"
+                             + _TIME_UNIT)
+# "median performance of 427 ms up through 5.19-rc8. After this commit, median performance slows
+# to 684 ms" (dev5:16), "dropped … to": a value, then within a few lines a verb of change "to" the
+# value it became.
+_BECAME = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*" + _UNIT + r"[^%]{0,160}?\b(?:slows|slowed|drops|dropped|falls|"
+                     r"fell|grows|grew|rises|rose|increases|increased|decreases|decreased|goes|went)"
+                     r"\s+(?:down\s+|up\s+)?to\s+(?:about\s+|around\s+|~\s*)?(\d+(?:\.\d+)?)\s*" + _UNIT)
+BECAME_GATE = (" to ",)
+_TIME_VALUE_SEARCH = re.compile(_TIME_VALUE)
+# A time per kernel in prose, either way round: "in v6.6 it takes ~3s", "~20 seconds after 6.10",
+# "~7 seconds on 6.8". Read over a sentence and the next, exactly two kernels.
+_KERNEL = r"v?(\d+\.\d+(?:\.\d+)?(?:-rc\d+)?)\b"
+_TIME_ON_KERNEL = re.compile(
+    r"\b(?:in|on|with|under|for)\s+(?:kernel\s+|linux\s+)?" + _KERNEL + r"[^;.\n]{0,40}?~?\s*" + _TIME_VALUE
+    + r"|~?\s*" + _TIME_VALUE + r"\s+(?:after|in|on|with|under|for)\s+(?:the\s+)?(?:kernel\s+|linux\s+)?" + _KERNEL,
+    re.IGNORECASE)
 
 
 def reported_headline(own_text: str) -> Headline | None:
@@ -101,7 +127,44 @@ def reported_headline(own_text: str) -> Headline | None:
             headline = _before_after(float(match.group(1)), match.group(2), float(match.group(3)), match.group(4))
             if headline is not None:
                 return headline
+        for match in _FROM_TO_WORDED.finditer(own_text):
+            headline = _before_after(float(match.group(1)), _time_unit(match.group(2)), float(match.group(3)),
+                                     _time_unit(match.group(4)))
+            if headline is not None:
+                return headline
+    if any(gate in own_text for gate in BECAME_GATE):
+        for match in _BECAME.finditer(own_text):
+            headline = _before_after(float(match.group(1)), match.group(2), float(match.group(3)), match.group(4))
+            if headline is not None:
+                return headline
+    if _TIME_VALUE_SEARCH.search(own_text):  # one scan first: most reports state no time
+        headline = _kernels_timed(own_text)
+        if headline is not None:
+            return headline
     return _unitless_headline(own_text)
+
+
+def _time_unit(unit: str) -> str:
+    """A time unit as UNITS knows it ("s" glued to its value is seconds)."""
+    return "sec" if unit.lower() == "s" else unit
+
+
+def _kernels_timed(own_text: str) -> Headline | None:
+    """The change between two kernels' times stated in prose, the older kernel as before."""
+    pieces = sentences(own_text)
+    for first, second in zip(pieces, [*pieces[1:], ""], strict=True):
+        window = f"{first} {second}" if len(first) + len(second) <= MAX_SENTENCE else first
+        if len(window) > MAX_SENTENCE or not any(digit in window for digit in "0123456789"):
+            continue
+        found: dict[tuple[int, ...], tuple[float, str]] = {}
+        for match in _TIME_ON_KERNEL.finditer(window):
+            version, value, unit, value2, unit2, version2 = match.groups()
+            kernel = _version(version or version2)
+            found.setdefault(kernel, (float(value or value2), _time_unit(unit or unit2)))
+        if len(found) == 2:
+            (_, (before, before_unit)), (_, (after, after_unit)) = sorted(found.items())
+            return _before_after(before, before_unit, after, after_unit)
+    return None
 
 
 # "On v6.8 it averages 3.12 GB/s over five runs; on v6.9-rc1 it averages 2.68 GB/s": a rate
@@ -264,7 +327,8 @@ def _worded_change(number: float, word: str, better: str) -> float | None:
 # a change stated for performance itself, with no unit. Seen in replies that first report a
 # regression inside a patch's thread; a reply's own numbers are judged against it.
 _PERFORMANCE_WORSE = re.compile(
-    r"(?<![\w.+−-])~?(\d+(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*%\s+(?:(?:performance|throughput|"
+    # "a significant (25-30%) loss in NFS throughput" (dev5:2): the figure in parentheses
+    r"(?<![\w.+−-])~?(\d+(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*%\)?\s+(?:(?:performance|throughput|"
     r"bandwidth|IOPS)\s+)?(hit|regression|drop|slowdown|degradation|loss|slower|worse|penalty"
     # "approx 15% lower (2265 vs 2538)": lower, with the pair of results it compares (issue 24)
     r"|lower(?=\s*\(\s*\d[\d.,]*\s*(?:vs\.?|versus|against|compared to)\s*\d))\b",

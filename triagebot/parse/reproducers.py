@@ -261,5 +261,45 @@ def find_commands(text: str, *, quoted: bool = False) -> list[Reproducer]:
             index += 1
             continue
         command, index = _join(lines, index, _SUDO.sub("", rest.lstrip()))
-        keep(kind, command)
+        keep(kind, _without_comment(command))
     return commands
+
+
+# A shell comment after a command at a prompt: "iperf3 -c 192.168.10.1 -p 9999  # Upload"
+# (linux-wireless 2025, fixtures/labels/dev5:11). Not inside quotes, and only after a space.
+_TRAILING_COMMENT = re.compile(r"\s+#\s.*$")
+
+
+def _without_comment(command: str) -> str:
+    comment = _TRAILING_COMMENT.search(command) if " # " in command else None
+    if comment is None or "\n" in command:
+        return command
+    before = command[:comment.start()]
+    if before.count("'") % 2 or before.count('"') % 2:
+        return command  # the "#" is inside a quoted argument
+    return before
+
+
+# A command quoted inside a sentence, as people name what they ran: "running [2] like this
+# `grate/texture-filter -f -s` which should produce" (linux-tegra 2019, fixtures/labels/dev5:4),
+# "The maximum performance for 'ib_send_bw -F -a' in local loopback mode dropped" (linux-rdma
+# 2023, dev5:22), "just doing `cat /dev/ttyVUART0`" (openbmc 2021, dev5:27; cat is
+# administration). A program and at least one option; administration is dropped as on a line.
+_INLINE = re.compile(r"(?:(?<=\s)|(?<=\()|^)(?:`([^`\n]{3,200})`|'([\w./~-]+\s+-[^'\n]{1,200})')(?=[\s.,;:)]|$)",
+                     re.MULTILINE)
+
+
+def inline_commands(text: str) -> list[Reproducer]:
+    """Commands quoted in prose (backticks, or single quotes round a program and its options)."""
+    if "`" not in text and "'" not in text:
+        return []
+    found: list[Reproducer] = []
+    for match in _INLINE.finditer(text):
+        candidate = " ".join((match.group(1) or match.group(2)).split())
+        tokens = candidate.split()
+        if len(tokens) < 2 or not any(token.startswith("-") and len(token) > 1 for token in tokens[1:]):
+            continue
+        kind = _program_kind(candidate, at_prompt=True)
+        if kind is not None and all(item.command != candidate for item in found):
+            found.append(Reproducer(kind=kind, command=_SUDO.sub("", candidate)))
+    return found
