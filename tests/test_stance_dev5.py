@@ -25,6 +25,14 @@ SENTENCES = [
     # not a run: code, a plan, a report's own words, a fix that works
     ("This change does not fix the underlying race, it only narrows the window.", "none"),
     ("The patch fixes it for me, thanks.", "none"),
+    # a kernel version named bad, failing or showing the problem
+    ("I meant to bisect, but v6.2 was also bad, and so was v6.1.", "reproduced"),  # dev3:1
+    ("The hang shows up in 6.8-rc2 as well, exactly like on 6.7.", "reproduced"),  # dev3:77
+    ("The board is now failing in the v6.1 stable tree too.", "reproduced"),  # dev2:247
+    ("I tested 6.9.3 with nothing on top: it was bad.", "reproduced"),  # dev3:140
+    ("6.1 is not affected, only 6.2 onwards.", "none"),  # a negation, then a relay
+    ("Is 6.1 also bad?", "none"),  # a question
+    ("It was bad design to take the lock there.", "none"),  # no run of the writer's
     # a belief before the writer's own sighting of the same problem
     ("I think we are also seeing the same error when running the quick group.", "reproduced"),  # dev3:220
     ("From the loop device it seems I get the same error again.", "reproduced"),  # dev2:125

@@ -66,7 +66,10 @@ STANCE_PATTERN = re.compile(
     r"\brepro\b|\bprovok|\b(?:generate|generated)\b(?:\s+[\w-]+){0,3}?\s+(?:crash|hang|error|warning|problem|"
     r"issue|failure|panic|oops|splat|stall)|\bno (?:\w+ )?effect\b|"
     r"\b(?:is|was|'s|are|were)(?:n't| not)\s+(?:yet\s+)?(?:fixed|resolved|solved|gone|cured)\b|"
-    r"\b(?:does|did|do)(?:n't| not)\s+(?:help|fix|resolve|solve|cure)\b",
+    r"\b(?:does|did|do)(?:n't| not)\s+(?:help|fix|resolve|solve|cure)\b|"
+    r"\bv?\d+\.\d+(?:\.\d+)?(?:-?rc\d+)?\s+(?:is|was|'s|are|were)\s+(?:(?:also|still|too|equally|likewise)\s+){0,2}"
+    r"(?:bad|broken|affected)\b|\b(?:it|this|that)\s+(?:is|was|'s)\s+(?:(?:also|still)\s+)?(?:bad|broken)\b|"
+    r"\b(?:failing|fails|(?:shows|show|showing|showed)\s+up)\s+(?:in|on|with)\s+(?:the\s+)?v?\d+\.\d",
     re.IGNORECASE)
 STANCE_GATE = Gate(("reproduc", "confirm", "verified", "unable", "see", "saw", "observ", "notic", "hit",
                     "trigger", "measured", "no ", "same", "still ", "also ", "encounter", "experienc", "patch",
@@ -76,7 +79,8 @@ STANCE_GATE = Gate(("reproduc", "confirm", "verified", "unable", "see", "saw", "
                     "got", "produce", "bisect", "first bad", "# bad", "# good", "# skip", "have", "had", "having",
                     "still", "rerunning", "re-running", "retesting", "duplicate", "repro", "provok", "generate",
                     "effect", "n't fix", "not fix", "n't yet", "not yet", "n't help", "not help", "n't resol",
-                    "not resol", "n't solv", "not solv", "n't gone", "not gone", "n't cure", "not cure"),
+                    "not resol", "n't solv", "not solv", "n't gone", "not gone", "n't cure", "not cure", "broken",
+                    "affected", "failing ", "fails ", "up in", "up on", "up with"),
                    STANCE_PATTERN)
 
 
@@ -516,6 +520,9 @@ FORMS_DEV3: dict[str, list[list[dict[str, Any]]]] = {
 # dev2/dev3 messages it rests on. None was written from the blind set or from dev4 (held out).
 _PROVOKE = ["trigger", "triggered", "hit", "repro", "reproduce", "reproduced", "replicate", "duplicate", "provoke",
             "provoked", "generate", "generated", "produce", "produced"]
+_VERSION = {"SHAPE": {"IN": [prefix + shape for prefix in ("", "x") for shape in
+                             ("d.d", "d.dd", "d.d.d", "d.d.dd", "d.dd.d", "d.dd.dd", "d.d.ddd", "d.dd.ddd")]}}
+_RC = ({"ORTH": "-", "OP": "?"}, {"SHAPE": {"IN": ["xxd", "xxdd"]}, "OP": "?"})  # "6.7-rc3"
 FORMS_DEV5: dict[str, list[list[dict[str, Any]]]] = {
     # "able to" with any verb that makes the problem happen: "I completely removed the module and
     # was still able to trigger the panic" (dev3:210), "I have been able to repro" (dev2:274), "the
@@ -534,6 +541,21 @@ FORMS_DEV5: dict[str, list[list[dict[str, Any]]]] = {
          {"LOWER": {"IN": ["n't", "not"]}}, {"LOWER": "yet", "OP": "?"},
          {"LOWER": {"IN": ["fixed", "resolved", "solved", "gone", "cured"]}}],
     ],
+    # a kernel version named bad, failing or showing the problem, in four lists' words: "v5.7 was
+    # also bad, and also v5.6" (dev3:1, linux-acpi), "The bug shows up in 6.7-rc3 as well"
+    # (dev3:77, linux-usb), "This is now failing in the v5.2 stable tree" (dev2:247,
+    # linux-arm-kernel); after the writer's run, "I tested 6.6.52 ...: it was bad" (dev3:140,
+    # linux-cifs). Not "6.1 is not affected" (a negation) nor "Is 6.1 also bad?" (a question).
+    "VERSION_BAD": [
+        [_VERSION, *_RC, {"LOWER": {"IN": ["is", "was", "'s", "are", "were"]}},
+         {"LOWER": {"IN": ["also", "still", "too", "equally", "likewise"]}, "OP": "{0,2}"},
+         {"LOWER": {"IN": ["bad", "broken", "affected"]}}],
+        [{"LOWER": {"IN": ["failing", "fails", "shows", "show", "showing", "showed"]}},
+         {"LOWER": "up", "OP": "?"}, {"LOWER": {"IN": ["in", "on", "with"]}}, {"LOWER": "the", "OP": "?"},
+         _VERSION],
+    ],
+    "BAD_RESULT": [[{"LOWER": {"IN": ["it", "this", "that"]}}, {"LOWER": {"IN": ["is", "was", "'s"]}},
+                    {"LOWER": {"IN": ["also", "still"]}, "OP": "?"}, {"LOWER": {"IN": ["bad", "broken"]}}]],
     # what makes a belief a report of one's own sighting: "I think we are also seeing the same
     # error" (dev3:220), not "I think I see the problem" (dev2:46: understood, not seen)
     "SAME_MARK": [[{"LOWER": {"IN": ["same", "similar", "also", "too"]}}]],
@@ -559,12 +581,13 @@ PATTERNS = {label: PATTERNS.get(label, []) + FORMS_DEV2.get(label, []) + FORMS_D
 _STANCE_LABELS = frozenset({"NOT_REPRODUCED", "REPRODUCED", "SEEN", "NOT_SEEN", "REPRODUCE_WORD", "SEE_IT",
                             "STAYED_FINE", "NOT_THERE", "NOT_CONFIRMED", "SAME_ELSEWHERE", "SAME_RESULT",
                             "REVERT_RESTORES", "DIFF_WITH_WITHOUT", "STILL_BAD", "BISECTED", "STILL_SAME",
-                            "STILL_PRESENT", "NOT_FIXED", "NOT_FIXED_MINE"})
+                            "STILL_PRESENT", "NOT_FIXED", "NOT_FIXED_MINE", "VERSION_BAD", "BAD_RESULT"})
 # an affirmation that needs nothing more, and one that needs the writer's own run in the message
-_AFFIRMATIONS = frozenset({"SAME_ELSEWHERE", "REVERT_RESTORES", "DIFF_WITH_WITHOUT", "BISECTED", "STILL_SAME"})
-_AFFIRMATIONS_AFTER_RUN = frozenset({"SAME_RESULT", "STILL_BAD", "STILL_PRESENT"})
+_AFFIRMATIONS = frozenset({"SAME_ELSEWHERE", "REVERT_RESTORES", "DIFF_WITH_WITHOUT", "BISECTED", "STILL_SAME",
+                           "VERSION_BAD"})
+_AFFIRMATIONS_AFTER_RUN = frozenset({"SAME_RESULT", "STILL_BAD", "STILL_PRESENT", "BAD_RESULT"})
 _AFTERTHOUGHTS = frozenset({"FUTURE", "WILL", "HEDGE", "BELIEF"})
-_REPLY_ONLY = frozenset({"BISECTED", "STILL_SAME", "STILL_PRESENT"})
+_REPLY_ONLY = frozenset({"BISECTED", "STILL_SAME", "STILL_PRESENT", "VERSION_BAD", "BAD_RESULT"})
 
 
 def decide_sentence(labels: frozenset[str], question: bool, seeing_reproduces: bool = True) -> str:
