@@ -67,8 +67,8 @@ STANCE_PATTERN = re.compile(
     r"issue|failure|panic|oops|splat|stall)|\bno (?:\w+ )?effect\b|"
     r"\b(?:is|was|'s|are|were)(?:n't| not)\s+(?:yet\s+)?(?:fixed|resolved|solved|gone|cured)\b|"
     r"\b(?:does|did|do)(?:n't| not)\s+(?:help|fix|resolve|solve|cure)\b|"
-    r"\bv?\d+\.\d+(?:\.\d+)?(?:-?rc\d+)?\s+(?:is|was|'s|are|were)\s+(?:(?:also|still|too|equally|likewise)\s+){0,2}"
-    r"(?:bad|broken|affected)\b|\b(?:it|this|that)\s+(?:is|was|'s)\s+(?:(?:also|still)\s+)?(?:bad|broken)\b|"
+    # (a version or "it" before it is the Matcher's to check: a digit-led alternative costs every number)
+    r"(?:\b(?:is|was|are|were)|'s)\s+(?:(?:also|still|too|equally|likewise)\s+){0,2}(?:bad|broken|affected)\b|"
     r"\b(?:failing|fails|(?:shows|show|showing|showed)\s+up)\s+(?:in|on|with)\s+(?:the\s+)?v?\d+\.\d",
     re.IGNORECASE)
 STANCE_GATE = Gate(("reproduc", "confirm", "verified", "unable", "see", "saw", "observ", "notic", "hit",
