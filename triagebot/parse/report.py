@@ -10,7 +10,7 @@ from triagebot.parse import prose
 from triagebot.parse.classify import classify, is_patch_review, is_plain_patch, is_report_thread
 from triagebot.parse.commits import find_commits
 from triagebot.parse.draft import Draft, LanguageRequest, complete
-from triagebot.parse.finite import NUMBER_GATE, finite_only
+from triagebot.parse.finite import finite_only, may_hold_huge_number
 from triagebot.parse.kind_rules import PERF_BODY
 from triagebot.parse.language import rough_sentences
 from triagebot.parse.limits import MAX_LINE_CHARS
@@ -305,7 +305,7 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
         defects=tuple(defects),
         **fields,
     )
-    if NUMBER_GATE.search(body):
+    if may_hold_huge_number(body):
         report = finite_only(report)
     return Draft(report, request)
 

@@ -1,0 +1,42 @@
+"""The cheap first tests that spare the parser a scan (h-speed): each must let through every text
+the full test would find something in, so skipping the scan changes no record."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from triagebot.parse.finite import RUN_STRIDE, may_hold_huge_number
+
+FULL_GATE = r"[\d,.]{300}|\d[eE][+-]?\d{3}"  # the one scan the sampled gate replaced
+
+
+@pytest.mark.parametrize("offset", range(RUN_STRIDE + 1))
+def test_a_run_of_300_digits_is_found_wherever_it_starts(offset: int) -> None:
+    text = "a" * offset + "9" * 300 + " b"
+    assert may_hold_huge_number(text)
+    assert not may_hold_huge_number("a" * offset + "9" * 299 + " b")  # one short: no such number
+
+
+def test_runs_of_commas_and_dots_count_and_an_exponent_alone_is_enough() -> None:
+    assert may_hold_huge_number("x " + "1,000." * 50 + " y")
+    assert may_hold_huge_number("the rate went to 1e+400 per second")
+    assert may_hold_huge_number("7E999")
+    assert not may_hold_huge_number("e400 with no digit before it, 1e40 has two")
+
+
+def test_the_gate_answers_as_the_full_scan_on_random_texts() -> None:
+    import re
+
+    full = re.compile(FULL_GATE)
+    generator = random.Random(24)
+    alphabet = "0123456789,.eE+- ab\n"
+    for _ in range(400):
+        pieces = []
+        for _ in range(generator.randrange(1, 8)):
+            if generator.random() < 0.3:
+                pieces.append("5" * generator.randrange(250, 320))
+            else:
+                pieces.append("".join(generator.choice(alphabet) for _ in range(generator.randrange(1, 200))))
+        text = "".join(pieces)
+        assert may_hold_huge_number(text) == bool(full.search(text)), text[:80]
