@@ -40,3 +40,27 @@ def test_the_gate_answers_as_the_full_scan_on_random_texts() -> None:
                 pieces.append("".join(generator.choice(alphabet) for _ in range(generator.randrange(1, 200))))
         text = "".join(pieces)
         assert may_hold_huge_number(text) == bool(full.search(text)), text[:80]
+
+
+ORIGINAL_MESSAGE_TEXTS = [
+    "-----Original Message-----\nFrom: a\nold text",
+    "Thanks, applied.\n-- \nsig\n--- a/x.c\n-----original message-----  \nFrom: b\nolder",
+    "mine\n--\n\n   Original Message --\nquoted by the whitespace run",
+    "mine\n  -----Original Message-----\nnot at the line start: stays own text",
+    "- -Original Message--\nno run of dashes",
+    "--",
+    "mine\n--",
+]
+
+
+@pytest.mark.parametrize("text", ORIGINAL_MESSAGE_TEXTS)
+def test_the_original_message_line_is_found_as_by_the_full_search(text: str) -> None:
+    from triagebot.parse.quoting import _ORIGINAL_MESSAGE_ANYWHERE, split_quotes
+
+    text += "\n> a quoted line, so that the text is split at all"
+    full = _ORIGINAL_MESSAGE_ANYWHERE.search(text)
+    split = split_quotes(text)
+    if full is None:
+        assert split.quoted == "a quoted line, so that the text is split at all"
+    else:
+        assert split.own == text[:full.start()] and split.quoted == text[full.end():]

@@ -21,7 +21,7 @@ def split_quotes(text: str) -> SplitText:
     """Split a body into own and quoted text; attribution lines belong to neither."""
     if ">" not in text and "Original Message" not in text:
         return SplitText(text, "", 0, ())  # nothing quoted: the common case for new threads
-    original = _ORIGINAL_MESSAGE_ANYWHERE.search(text)
+    original = _original_message(text)
     tail = ""
     if original:
         text, tail = text[:original.start()], text[original.end():]
@@ -82,3 +82,18 @@ def _remove_attributions(text: str) -> tuple[tuple[str, ...], str]:
 _ORIGINAL_MESSAGE_ANYWHERE = re.compile(r"^-{2,}\s*Original Message\s*-{2,}[ \t]*$",
                                         re.MULTILINE | re.IGNORECASE)
 
+
+
+def _original_message(text: str) -> re.Match[str] | None:
+    """The first "-----Original Message-----" line. Only a line that starts with "--" can be one:
+    those are found by literal search and the pattern tried there alone (a search from every
+    line start of every body cost a fifth of the quote split)."""
+    position = 0
+    while True:
+        if text.startswith("--", position):
+            match = _ORIGINAL_MESSAGE_ANYWHERE.match(text, position)
+            if match:
+                return match
+        position = text.find("\n--", position) + 1
+        if position == 0:
+            return None
