@@ -64,3 +64,33 @@ def test_the_original_message_line_is_found_as_by_the_full_search(text: str) -> 
         assert split.quoted == "a quoted line, so that the text is split at all"
     else:
         assert split.own == text[:full.start()] and split.quoted == text[full.end():]
+
+
+def _four_pass_split(text: str) -> tuple[str, str, int]:
+    """The quote split as it was written before its one-pass form: own text, quoted text, depth."""
+    import re
+
+    quoted_line = re.compile(r"^[ \t]{0,3}>.*$", re.MULTILINE)
+    quote_prefix = re.compile(r"^[ \t]{0,3}((?:>[ \t]?)+)", re.MULTILINE)
+    block = "\n".join(quoted_line.findall(text))
+    depth = max((prefix.count(">") for prefix in set(quote_prefix.findall(block))), default=0)
+    own = quoted_line.sub("\x00", text).replace("\x00\n", "").replace("\x00", "")
+    return own, quote_prefix.sub("", block), depth
+
+
+def test_the_one_pass_quote_split_gives_what_the_four_passes_gave() -> None:
+    from triagebot.parse.quoting import split_quotes
+
+    generator = random.Random(9)
+    # no colon: no attribution line, so the split's own two passes are all that differ
+    tokens = ["> ", ">", " ", "\t", "\n", "\n\n", "word", "    >", "  >", ">>", "> > ", "\r", "\x00", "-"]
+    checked = 0
+    for _ in range(3000):
+        text = "".join(generator.choice(tokens) for _ in range(generator.randrange(0, 40)))
+        split = split_quotes(text)
+        if ">" not in text:
+            continue
+        assert (split.own, split.quoted, split.max_depth) == _four_pass_split(text), repr(text)
+        checked += 1
+    assert checked > 2000
+    assert split_quotes("mine\n> > deep\n>   > spaced\n  > x\n    > code").max_depth == 2

@@ -13,8 +13,8 @@ class SplitText:
     attributions: tuple[str, ...]
 
 
-_QUOTED_LINE = re.compile(r"^[ \t]{0,3}>.*$", re.MULTILINE)
-_QUOTE_PREFIX = re.compile(r"^[ \t]{0,3}((?:>[ \t]?)+)", re.MULTILINE)
+# A quoted line: its markers (the nesting depth counts them), then the text they quote.
+_QUOTED_LINE_PARTS = re.compile(r"^[ \t]{0,3}((?:>[ \t]?)+)(.*)$", re.MULTILINE)
 
 
 def split_quotes(text: str) -> SplitText:
@@ -26,12 +26,13 @@ def split_quotes(text: str) -> SplitText:
     if original:
         text, tail = text[:original.start()], text[original.end():]
     attributions, without_attributions = _remove_attributions(text)
-    quoted_block = "\n".join(_QUOTED_LINE.findall(without_attributions))
-    prefixes = _QUOTE_PREFIX.findall(quoted_block)
+    # One pass: [own, prefix, rest, own, prefix, rest, …, own] (four passes over the text before).
+    pieces = _QUOTED_LINE_PARTS.split(without_attributions)
+    prefixes = pieces[1::3]
     max_depth = max((prefix.count(">") for prefix in set(prefixes)), default=0)
-    quoted = _QUOTE_PREFIX.sub("", quoted_block)
-    own = _QUOTED_LINE.sub("\x00", without_attributions)
-    own = own.replace("\x00\n", "").replace("\x00", "")
+    quoted = "\n".join(pieces[2::3])
+    # each quoted line and the line break after it leave the writer's own text
+    own = "\x00".join(pieces[0::3]).replace("\x00\n", "").replace("\x00", "")
     if tail:
         quoted = f"{quoted}\n{tail}" if quoted else tail
     return SplitText(own, quoted, max_depth, attributions)
