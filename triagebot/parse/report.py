@@ -69,11 +69,20 @@ def _is_binary(raw: bytes) -> bool:
 
 
 def _head_block(raw: bytes) -> str:
-    """The bytes up to and including the first blank line (at most 64 KiB), as text."""
+    """The bytes up to and including the first blank line (at most 64 KiB), as text; no more than
+    the opening lines `_has_header_block` reads (an mbox "From " line and HEADER_LINES_CHECKED):
+    the whole header block, ~90 lines of list mail, was decoded here and again by the mail path."""
     start = 0
     while start < len(raw) and raw[start] in (10, 13):  # no lstrip: it would copy the whole message
         start += 1
     window = raw[start:start + 65536]
+    line_end = -1
+    for _ in range(HEADER_LINES_CHECKED + 1):
+        line_end = window.find(b"\n", line_end + 1)
+        if line_end == -1:
+            break
+    if line_end != -1:
+        window = window[:line_end + 1]
     end = window.find(b"\n\n")
     crlf_end = window.find(b"\r\n\r\n")
     if crlf_end != -1 and (end == -1 or crlf_end < end):
@@ -114,7 +123,7 @@ def parse_message(raw: bytes, source: Source) -> Report:
 def read_message(raw: bytes, source: Source) -> Draft:
     """One message read without spaCy: its record but for the language reader's fields, and what
     that reader must read (see draft.py). Raises MessageError only for bytes that are no message."""
-    if not raw.strip():
+    if not raw or raw.isspace():  # not raw.strip(): a copy of the whole message
         raise MessageError("empty input")
     if _is_binary(raw):
         raise MessageError("binary data, not a mail message, archive page or text")
