@@ -94,3 +94,21 @@ def test_the_one_pass_quote_split_gives_what_the_four_passes_gave() -> None:
         checked += 1
     assert checked > 2000
     assert split_quotes("mine\n> > deep\n>   > spaced\n  > x\n    > code").max_depth == 2
+
+
+@pytest.mark.parametrize("module", ["triagebot.parse.objections", "triagebot.parse.report"])
+def test_trailers_found_from_line_breaks_are_those_found_at_line_starts(module: str) -> None:
+    import importlib
+
+    parsed = importlib.import_module(module)
+    at_line_start, after_break = parsed._TRAILER, parsed._TRAILER_AFTER_BREAK
+    generator = random.Random(31)
+    tokens = ["Link: ", "link:", "Closes: x", "Reported-by: A <a@b>", "Fixes: 123abc (\"s\")", "Cc:", "Tested-by:",
+              " ", "\t", "\n", "\n\n", "> ", "|", "value", "  ", "\r", ":", "Reviewed-by:\n  y", "Acked-by: z  \n"]
+    matched = 0
+    for _ in range(3000):
+        text = "".join(generator.choice(tokens) for _ in range(generator.randrange(0, 25)))
+        expected = [match.groups() for match in at_line_start.finditer(text)]
+        assert [match.groups() for match in after_break.finditer("\n" + text)] == expected, repr(text)
+        matched += bool(expected)
+    assert matched > 1000

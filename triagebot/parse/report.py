@@ -40,6 +40,8 @@ _URL = re.compile(r"https?://[^\s<>\"'()\[\]]+")
 # quadratic in a run of spaces inside the value (`Link: x` + 100k spaces + `y` took minutes).
 _TRAILER = re.compile(r"^[|> \t]*+(Reported-by|Closes|Link|Tested-by|Reviewed-by):\s*+(\S(?:.*\S)?)\s*$",
                       re.MULTILINE | re.IGNORECASE)
+# The same from the line break before a line, over the text with one put before it (objections.py)
+_TRAILER_AFTER_BREAK = re.compile("\n" + _TRAILER.pattern.removeprefix("^"), _TRAILER.flags)
 _BENCHMARKS = re.compile(r"\b(fio|sysbench|fs_mark|fsmark|stress-ng|hackbench|dbench|filebench|"
                          r"fxmark|aim7|xfstests|fsperf|perf bench|iozone|pgbench|unixbench)\b")
 _DEBUG_OPTION = re.compile(r"CONFIG_\w*(?:DEBUG|KASAN|KCSAN|LOCKDEP|PROVE_LOCKING|UBSAN|KMEMLEAK|"
@@ -183,7 +185,7 @@ def _from_mail(raw: bytes, source: Source) -> Draft:
 def _links(own: str, materials: str | None) -> Links:
     closes = reported_by = None
     other: list[str] = []
-    for match in _TRAILER.finditer(own):
+    for match in _TRAILER_AFTER_BREAK.finditer("\n" + own):
         name, value = match.group(1).lower(), match.group(2)
         if name == "reported-by" and reported_by is None:
             reported_by = value
