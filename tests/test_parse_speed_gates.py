@@ -112,3 +112,49 @@ def test_trailers_found_from_line_breaks_are_those_found_at_line_starts(module: 
         assert [match.groups() for match in after_break.finditer("\n" + text)] == expected, repr(text)
         matched += bool(expected)
     assert matched > 1000
+
+
+def _top_level_alternatives(pattern: str) -> list[str]:
+    """A regex's alternatives outside any group or class (escapes kept whole)."""
+    alternatives, current, depth, index = [], "", 0, 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            current += pattern[index:index + 2]
+            index += 2
+            continue
+        if char == "[":
+            end = pattern.index("]", index + 2 if pattern[index + 1] in "^]" else index + 1)
+            current += pattern[index:end + 1]
+            index = end + 1
+            continue
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "|" and depth == 0:
+            alternatives.append(current)
+            current = ""
+        else:
+            current += char
+        index += 1
+    return [*alternatives, current]
+
+
+def test_every_culprit_word_starts_with_a_letter_of_its_gate() -> None:
+    from triagebot.parse import commits
+
+    for alternative in _top_level_alternatives(commits._CULPRIT_CONTEXT.pattern):
+        first = alternative.removeprefix(r"\b")[:1].lower()
+        assert first in commits.CULPRIT_CONTEXT_FIRST_LETTERS, (
+            f"{alternative!r} starts with {first!r}: add it to CULPRIT_CONTEXT_FIRST_LETTERS")
+
+
+def test_the_gated_culprit_words_are_found_where_the_words_are() -> None:
+    from triagebot.parse import commits
+
+    generator = random.Random(7)
+    words = ["introduced", "Bisected", "first bad", "caused by", "culprit", "regressed by", "comes from",
+             "associated with", "offending", "causes", "tracked it down", "narrowed down", "the one that",
+             "points to", "blame", "root cause", "ROOT CAUSED BY", "ıntroduce", " ", "\n", "x", ".", "abc123def"]
+    for _ in range(2000):
+        text = "".join(generator.choice(words) for _ in range(generator.randrange(0, 20)))
+        assert ([match.span() for match in commits._CULPRIT_CONTEXT_GATED.finditer(text)]
+                == [match.span() for match in commits._CULPRIT_CONTEXT.finditer(text)]), repr(text)
