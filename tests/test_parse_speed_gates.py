@@ -158,3 +158,18 @@ def test_the_gated_culprit_words_are_found_where_the_words_are() -> None:
         text = "".join(generator.choice(words) for _ in range(generator.randrange(0, 20)))
         assert ([match.span() for match in commits._CULPRIT_CONTEXT_GATED.finditer(text)]
                 == [match.span() for match in commits._CULPRIT_CONTEXT.finditer(text)]), repr(text)
+
+
+def test_numbers_found_from_their_first_digit_are_those_of_the_look_behind_scan() -> None:
+    from triagebot.parse import prose
+
+    assert prose._NUMBER_UNIT_FROM_DIGIT is not prose._NUMBER_UNIT  # the pattern still opens as expected
+    generator = random.Random(11)
+    tokens = ["12", "3.5", "0", " ", "MB/s", "%", "ms", "s", "x", ".", "-", " to ", "IOPS", "v", "_", "٣", "\n", "usec"]
+    found = 0
+    for _ in range(3000):
+        text = "".join(generator.choice(tokens) for _ in range(generator.randrange(0, 20)))
+        expected = [match.span() + match.groups() for match in prose._NUMBER_UNIT.finditer(text)]
+        assert [match.span() + match.groups() for match in prose._NUMBER_UNIT_FROM_DIGIT.finditer(text)] == expected
+        found += bool(expected)
+    assert found > 500

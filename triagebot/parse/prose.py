@@ -59,6 +59,13 @@ _NUMBER_UNIT = re.compile(
     r"msec|ms|usec|us|µs|seconds|secs|s\b|%)"
 )
 
+# The same scan started from a digit (a character class the scan skips to fast), the character
+# before it checked after; a pattern whose first test is a look-behind is tried at every position.
+_NUMBER_START = r"(?<![\w.])(\d+"
+_NUMBER_UNIT_FROM_DIGIT = (re.compile(r"(\d(?<![\w.]\d)\d*" + _NUMBER_UNIT.pattern.removeprefix(_NUMBER_START),
+                                      _NUMBER_UNIT.flags)
+                           if _NUMBER_UNIT.pattern.startswith(_NUMBER_START) else _NUMBER_UNIT)
+
 
 def sentences(text: str) -> list[str]:
     """Rough sentence split of prose, wrapped lines joined."""
@@ -193,7 +200,7 @@ def _machine_clauses(sentence: str) -> str:
 def numbers(text: str, *, quoted: bool = False, limit: int = 50) -> list[ProseNumber]:
     """Values with units stated in prose: "510 MB/s", "5-10% increase"."""
     found: list[ProseNumber] = []
-    for match in _NUMBER_UNIT.finditer(text):
+    for match in _NUMBER_UNIT_FROM_DIGIT.finditer(text):
         unit = match.group(3)
         if unit == "s" and not match.group(0).rstrip().endswith("s"):
             continue
