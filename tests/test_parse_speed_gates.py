@@ -173,3 +173,15 @@ def test_numbers_found_from_their_first_digit_are_those_of_the_look_behind_scan(
         assert [match.span() + match.groups() for match in prose._NUMBER_UNIT_FROM_DIGIT.finditer(text)] == expected
         found += bool(expected)
     assert found > 500
+
+
+def test_benchmark_names_found_by_first_letter_are_those_of_the_full_scan() -> None:
+    from triagebot.parse import report
+
+    assert report._BENCHMARKS_BY_LETTER is not report._BENCHMARKS  # still a plain list of names
+    generator = random.Random(13)
+    tokens = [*report._BENCHMARK_NAMES, " ", "x", "-", "_", "\n", "Fio", "fio2", "perf", "bench", "a"]
+    for _ in range(3000):
+        text = "".join(generator.choice(tokens) for _ in range(generator.randrange(0, 12)))
+        full, gated = report._BENCHMARKS.search(text), report._BENCHMARKS_BY_LETTER.search(text)
+        assert (full and full.span()) == (gated and gated.span()), repr(text)
