@@ -185,3 +185,16 @@ def test_benchmark_names_found_by_first_letter_are_those_of_the_full_scan() -> N
         text = "".join(generator.choice(tokens) for _ in range(generator.randrange(0, 12)))
         full, gated = report._BENCHMARKS.search(text), report._BENCHMARKS_BY_LETTER.search(text)
         assert (full and full.span()) == (gated and gated.span()), repr(text)
+
+
+def test_every_cpu_model_form_holds_a_literal_of_its_gate() -> None:
+    from triagebot.parse import prose
+
+    source = prose._CPU_MODEL.pattern
+    assert source.startswith("(") and source.endswith(")")
+    for alternative in _top_level_alternatives(source[1:-1]):
+        written = alternative.replace("i[3579]-", "i3-")  # the i3/i5/i7/i9 form: each holds "iN-"
+        assert any(literal in written for literal in prose.CPU_MODEL_LITERALS), (
+            f"{alternative!r} holds none of CPU_MODEL_LITERALS: add its literal there")
+    for digit in "3579":
+        assert f"i{digit}-" in prose.CPU_MODEL_LITERALS

@@ -52,6 +52,10 @@ _CPU_MODEL = re.compile(
     r"|Kunpeng\s*\d{3,4}\w*|Neoverse[- ][NV]\d\w*|Cortex-A\d{2,3}\w*|\bPOWER(?:8|9|10)\b|ThunderX\d?"
     r"|Hygon\s+[A-Z]?\d{4}\w*|Apple\s+M\d(?:\s+(?:Pro|Max|Ultra))?)"
 )
+# Every alternative of _CPU_MODEL holds one of these: a text naming none has no CPU model, and its
+# ~200 candidate sentences are not searched one by one (tests/test_parse_speed_gates.py checks).
+CPU_MODEL_LITERALS = ("Xeon", "Core", "EPYC", "Ryzen", "Opteron", "Threadripper", "i3-", "i5-", "i7-", "i9-",
+                      "Graviton", "Ampere", "Kunpeng", "Neoverse", "Cortex-A", "POWER", "ThunderX", "Hygon", "Apple")
 
 _NUMBER_UNIT = re.compile(
     r"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*"
@@ -112,9 +116,10 @@ def hardware(text: str) -> TestMachine | None:
     memory_only: str | None = None
     candidates = _hardware_candidates(text)
     products = any(literal in text for literal in _PRODUCT_LITERALS)  # most mail names none
+    models = any(literal in text for literal in CPU_MODEL_LITERALS)
     at = 0
     for number, sentence in enumerate(candidates):
-        has_cpu = _CPU_MODEL.search(sentence)
+        has_cpu = models and _CPU_MODEL.search(sentence)
         memory = _names_memory(sentence) and _MEMORY_WORD.search(sentence)  # a literal first: cheap
         if has_cpu or (memory and _thread_count(sentence, None)) or (products and _PRODUCT.search(sentence)) \
                 or (("CPU" in sentence or "cpu" in sentence) and _CPUS_OF_MACHINE.search(sentence)
