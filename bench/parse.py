@@ -7,7 +7,15 @@ machine. The baseline reads each message with `email` (policy=default), then `ge
 median ratio over the pairs (`--pairs`, default 9). Peak RSS is the largest triage child's.
 
 Each pair also runs the parse without the spaCy readers; the reply-reading figure is the median
-over the pairs of (with readers / without - 1), the two triage runs swapping order every pair.
+over the pairs of (with readers / without - 1). The parse with readers runs second of three in
+every pair; the baseline runs first in even pairs and last in odd ones, the parse without readers
+the other way round, so that a machine slowing or speeding up within a pair favours no side.
+Besides wall time, each child's CPU seconds (its own and its workers', from `wait4`) are shown:
+on a loaded machine they move far less than wall time (they are not the target's figure, which
+is wall time: the parse is allowed its second core). The load average is printed before and after.
+`--read-cpu` prints instead the CPU seconds of `read_message` over the file's messages (best of
+3 child processes, one cold round each), the figure to compare two versions of the parser by
+without the load's noise.
 """
 from __future__ import annotations
 
@@ -25,6 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from triagebot.errors import MessageError
 from triagebot.inputs import split_mbox
 
 DEFAULT_MBOX = Path(__file__).resolve().parents[2] / "shared/corpus/lists/linux-ext4-2024.mbox.gz"
@@ -46,15 +55,19 @@ def read_with_stdlib(path: Path) -> int:
     return count
 
 
-def baseline_child(path: Path) -> float:
-    """Seconds of the stdlib reader over PATH in a child process."""
-    start = time.perf_counter()
-    child = subprocess.run([sys.executable, __file__, "--stdlib-reader", str(path)],
-                           capture_output=True, check=False)
-    seconds = time.perf_counter() - start
-    if child.returncode != 0:
-        raise SystemExit(f"stdlib reader failed: {child.stderr.decode()[-2000:]}")
-    return seconds
+def baseline_child(path: Path) -> tuple[float, float]:
+    """(seconds, CPU seconds) of the stdlib reader over PATH in a child process."""
+    with tempfile.TemporaryFile() as errors:
+        start = time.perf_counter()
+        child = subprocess.Popen([sys.executable, __file__, "--stdlib-reader", str(path)],
+                                 stdout=subprocess.DEVNULL, stderr=errors)
+        _, status, usage = os.wait4(child.pid, 0)
+        seconds = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode != 0:
+            errors.seek(0)
+            raise SystemExit(f"stdlib reader failed: {errors.read().decode()[-2000:]}")
+    return seconds, usage.ru_utime + usage.ru_stime
 
 
 # The same command with the spaCy readers (stance, objections) replaced by "nothing found" and
@@ -71,8 +84,9 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def triage_child(path: Path, *, readers: bool = True) -> tuple[float, int, int]:
-    """(seconds, records, peak RSS in KiB) of `triage parse --json PATH` in a child process."""
+def triage_child(path: Path, *, readers: bool = True) -> tuple[float, int, int, float]:
+    """(seconds, records, peak RSS in KiB, CPU seconds with its workers') of `triage parse --json
+    PATH` in a child process."""
     command = ["-m", "triagebot.cli"] if readers else ["-c", WITHOUT_READERS]
     with tempfile.TemporaryFile() as errors:
         start = time.perf_counter()
@@ -88,7 +102,41 @@ def triage_child(path: Path, *, readers: bool = True) -> tuple[float, int, int]:
             raise SystemExit(f"triage parse failed: {errors.read().decode()[-2000:]}")
     records = output.count(b"\n")
     json.loads(output.split(b"\n", 1)[0])  # the output is real JSON Lines
-    return seconds, records, usage.ru_maxrss
+    return seconds, records, usage.ru_maxrss, usage.ru_utime + usage.ru_stime
+
+
+def read_cpu_once(path: Path) -> float:
+    """CPU seconds of `read_message` over the messages of PATH in this process (one cold round)."""
+    from triagebot.parse.report import read_message
+    from triagebot.records import Source
+
+    data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    messages = split_mbox(data)
+    source = Source("mbox", None)
+    start = time.process_time()
+    for raw in messages:
+        try:
+            read_message(raw, source)
+        except MessageError:
+            pass
+    return time.process_time() - start
+
+
+def read_cpu(path: Path, rounds: int = 3) -> float:
+    """The best of `rounds` cold rounds of `read_message`, each in a child process of its own
+    (a second round in one process would find the parser's per-process caches warm)."""
+    best = float("inf")
+    for _ in range(rounds):
+        child = subprocess.run([sys.executable, __file__, "--read-cpu-once", str(path)],
+                               capture_output=True, check=False)
+        if child.returncode != 0:
+            raise SystemExit(f"read_message round failed: {child.stderr.decode()[-2000:]}")
+        best = min(best, float(child.stdout))
+    return best
+
+
+def load_average() -> str:
+    return ", ".join(f"{value:.1f}" for value in os.getloadavg())
 
 
 def main() -> int:
@@ -96,6 +144,9 @@ def main() -> int:
     parser.add_argument("mbox", nargs="?", type=Path, default=DEFAULT_MBOX)
     parser.add_argument("--pairs", type=int, default=9, help="baseline/triage pairs to run (median ratio)")
     parser.add_argument("--stdlib-reader", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--read-cpu", action="store_true",
+                        help="print the CPU seconds of read_message over the messages (best of 3) and stop")
+    parser.add_argument("--read-cpu-once", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if not args.mbox.exists():
         print(f"{args.mbox}: not found (the shared corpus is needed for this benchmark)", file=sys.stderr)
@@ -103,28 +154,39 @@ def main() -> int:
     if args.stdlib_reader:
         print(read_with_stdlib(args.mbox))
         return 0
+    if args.read_cpu_once:
+        print(f"{read_cpu_once(args.mbox):.3f}")
+        return 0
+    if args.read_cpu:
+        print(f"read_message CPU: {read_cpu(args.mbox):.2f} s (best of 3 child processes, one cold round each)")
+        return 0
     data = gzip.decompress(args.mbox.read_bytes()) if args.mbox.suffix == ".gz" else args.mbox.read_bytes()
     message_count = len(split_mbox(data))
     del data
     pairs = []
     without_readers = []
+    cpu_pairs = []
     peak_kib = 0
+    print(f"load average before: {load_average()}")
     for pair in range(args.pairs):
-        baseline_seconds = baseline_child(args.mbox)
-        # The two triage runs swap places every other pair, so that a drift of the machine's
-        # speed within a pair (it slows after the baseline's seconds of load, say) favours
-        # neither side of the reply-reading figure.
+        # The parse with readers in the middle; the baseline first in even pairs and last in odd
+        # ones, the parse without readers the other way round: a drift of the machine's speed
+        # within a pair (it slows after seconds of load, say) favours no side of either figure.
         if pair % 2 == 0:
-            triage_seconds, records, child_peak_kib = triage_child(args.mbox)
-            bare_seconds, _, _ = triage_child(args.mbox, readers=False)
+            baseline_seconds, baseline_cpu = baseline_child(args.mbox)
+            triage_seconds, records, child_peak_kib, triage_cpu = triage_child(args.mbox)
+            bare_seconds, _, _, _ = triage_child(args.mbox, readers=False)
         else:
-            bare_seconds, _, _ = triage_child(args.mbox, readers=False)
-            triage_seconds, records, child_peak_kib = triage_child(args.mbox)
+            bare_seconds, _, _, _ = triage_child(args.mbox, readers=False)
+            triage_seconds, records, child_peak_kib, triage_cpu = triage_child(args.mbox)
+            baseline_seconds, baseline_cpu = baseline_child(args.mbox)
         peak_kib = max(peak_kib, child_peak_kib)
         pairs.append((baseline_seconds, triage_seconds))
+        cpu_pairs.append((baseline_cpu, triage_cpu))
         without_readers.append(bare_seconds)
         print(f"pair: baseline {baseline_seconds:.2f} s, triage {triage_seconds:.2f} s, "
-              f"ratio {triage_seconds / baseline_seconds:.2f}; without the spaCy readers {bare_seconds:.2f} s")
+              f"ratio {triage_seconds / baseline_seconds:.2f}; without the spaCy readers {bare_seconds:.2f} s; "
+              f"CPU {baseline_cpu:.2f} s, {triage_cpu:.2f} s")
     ratios = sorted(triage / base for base, triage in pairs)
     median_ratio = statistics.median(ratios)
     baseline_median = statistics.median(base for base, _ in pairs)
@@ -138,6 +200,9 @@ def main() -> int:
     print(f"reply reading:       +{statistics.median(overheads) * 100:.0f}% over the same parse without the "
           f"spaCy stance and objection readers (median; target <= 20%)")
     print(f"messages per second: {records / triage_median:.0f}")
+    print(f"CPU seconds:         baseline {statistics.median(cpu for cpu, _ in cpu_pairs):.2f} s, triage "
+          f"{statistics.median(cpu for _, cpu in cpu_pairs):.2f} s with its workers and reader (medians)")
+    print(f"load average after:  {load_average()}")
     print(f"peak RSS (triage):   {peak_kib / 1024:.0f} MB  (target < 300 MB)")
     return 0
 

@@ -1,6 +1,7 @@
 """Parse stage: which kind of message this is, a small pure decision."""
 from __future__ import annotations
 
+import functools
 import re
 
 from triagebot.parse.kind_rules import (
@@ -228,6 +229,7 @@ _REPORT_THREAD = re.compile(
     r"\bWARNING\b|\bBUG\b|^\[[\w.-]+:[\w.-]+\]", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=4096)  # asked twice a reply (its kind, then its prose), and threads share subjects
 def is_report_thread(subject: str) -> bool:
     """A reply whose thread is about a report: a regression, a slowdown, a bot's finding.
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 MAX_SENTENCE = 600  # characters; longer runs without a full stop are logs or tables, not statements
@@ -27,6 +27,13 @@ class Gate:
 
     keywords: tuple[str, ...]  # lower case; every pattern match contains one
     pattern: re.Pattern[str]
+    passes: Callable[[str], bool] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Whether a sentence passes, each distinct sentence checked once per process (a cache, not
+        # state): lists repeat sentences, and the stance pattern costs more than the rest of the gate.
+        search = self.pattern.search
+        object.__setattr__(self, "passes", functools.lru_cache(maxsize=4096)(lambda text: search(text) is not None))
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,7 +118,7 @@ def _sentences_around_gate(text: str, gate: Gate) -> list[str]:
             line_end = min(len(text), position + MAX_SENTENCE) if line_end == -1 else line_end
             sentence = " ".join(text[line_start:line_end].split())
             covered = max(line_end, position + 1)
-        if sentence and len(sentence) <= MAX_SENTENCE and gate.pattern.search(sentence):
+        if sentence and len(sentence) <= MAX_SENTENCE and gate.passes(sentence):
             found.append(sentence)
     return found
 

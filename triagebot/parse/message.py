@@ -362,8 +362,10 @@ def _decoded(header, body: str, attachments: tuple[DecodedAttachment, ...],
 def fast_single_part(raw: bytes) -> DecodedMessage | None:
     """Most list mail is one text/plain part: read it without the feed parser, or return None."""
     separator = raw.find(b"\n\n")
-    # CRLF mail has no bare "\n\n" before its own separator; only look that far.
-    crlf_separator = raw.find(b"\r\n\r\n", 0, len(raw) if separator == -1 else separator + 1)
+    # CRLF mail has no bare "\n\n" before its own separator; only look that far, and only when a
+    # carriage return comes before it (one byte is found far faster than four: most mail has none).
+    end = len(raw) if separator == -1 else separator + 1
+    crlf_separator = raw.find(b"\r\n\r\n", 0, end) if raw.find(b"\r", 0, end) != -1 else -1
     if crlf_separator != -1 and (separator == -1 or crlf_separator < separator):
         head, body = raw[:crlf_separator], raw[crlf_separator + 4:]
     elif separator != -1:

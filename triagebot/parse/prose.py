@@ -52,12 +52,23 @@ _CPU_MODEL = re.compile(
     r"|Kunpeng\s*\d{3,4}\w*|Neoverse[- ][NV]\d\w*|Cortex-A\d{2,3}\w*|\bPOWER(?:8|9|10)\b|ThunderX\d?"
     r"|Hygon\s+[A-Z]?\d{4}\w*|Apple\s+M\d(?:\s+(?:Pro|Max|Ultra))?)"
 )
+# Every alternative of _CPU_MODEL holds one of these: a text naming none has no CPU model, and its
+# ~200 candidate sentences are not searched one by one (tests/test_parse_speed_gates.py checks).
+CPU_MODEL_LITERALS = ("Xeon", "Core", "EPYC", "Ryzen", "Opteron", "Threadripper", "i3-", "i5-", "i7-", "i9-",
+                      "Graviton", "Ampere", "Kunpeng", "Neoverse", "Cortex-A", "POWER", "ThunderX", "Hygon", "Apple")
 
 _NUMBER_UNIT = re.compile(
     r"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*"
     r"(MB/s|MiB/s|GB/s|GiB/s|KB/s|KiB/s|kB/s|IOPS|iops|kIOPS|ops/s(?:ec)?|files/sec|"
     r"msec|ms|usec|us|µs|seconds|secs|s\b|%)"
 )
+
+# The same scan started from a digit (a character class the scan skips to fast), the character
+# before it checked after; a pattern whose first test is a look-behind is tried at every position.
+_NUMBER_START = r"(?<![\w.])(\d+"
+_NUMBER_UNIT_FROM_DIGIT = (re.compile(r"(\d(?<![\w.]\d)\d*" + _NUMBER_UNIT.pattern.removeprefix(_NUMBER_START),
+                                      _NUMBER_UNIT.flags)
+                           if _NUMBER_UNIT.pattern.startswith(_NUMBER_START) else _NUMBER_UNIT)
 
 
 def sentences(text: str) -> list[str]:
@@ -105,9 +116,10 @@ def hardware(text: str) -> TestMachine | None:
     memory_only: str | None = None
     candidates = _hardware_candidates(text)
     products = any(literal in text for literal in _PRODUCT_LITERALS)  # most mail names none
+    models = any(literal in text for literal in CPU_MODEL_LITERALS)
     at = 0
     for number, sentence in enumerate(candidates):
-        has_cpu = _CPU_MODEL.search(sentence)
+        has_cpu = models and _CPU_MODEL.search(sentence)
         memory = _names_memory(sentence) and _MEMORY_WORD.search(sentence)  # a literal first: cheap
         if has_cpu or (memory and _thread_count(sentence, None)) or (products and _PRODUCT.search(sentence)) \
                 or (("CPU" in sentence or "cpu" in sentence) and _CPUS_OF_MACHINE.search(sentence)
@@ -193,7 +205,7 @@ def _machine_clauses(sentence: str) -> str:
 def numbers(text: str, *, quoted: bool = False, limit: int = 50) -> list[ProseNumber]:
     """Values with units stated in prose: "510 MB/s", "5-10% increase"."""
     found: list[ProseNumber] = []
-    for match in _NUMBER_UNIT.finditer(text):
+    for match in _NUMBER_UNIT_FROM_DIGIT.finditer(text):
         unit = match.group(3)
         if unit == "s" and not match.group(0).rstrip().endswith("s"):
             continue
