@@ -33,8 +33,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from triagebot.errors import MessageError
-from triagebot.inputs import split_mbox
+# the tree this file sits in is the one measured, in this process and in every child, whether or
+# not (and wherever) triagebot is installed
+PROJECT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(PROJECT))
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT), os.environ.get("PYTHONPATH")]))
+
+from triagebot.errors import MessageError  # noqa: E402
+from triagebot.inputs import split_mbox  # noqa: E402
 
 DEFAULT_MBOX = Path(__file__).resolve().parents[2] / "shared/corpus/lists/linux-ext4-2024.mbox.gz"
 
