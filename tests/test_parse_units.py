@@ -137,3 +137,20 @@ def test_command_wrapped_by_a_mail_client_without_backslash() -> None:
 def test_tracked_down_to_a_commit_is_a_culprit() -> None:
     [commit] = find_commits('Eventually I have tracked down the problem to commit bad77c375e8d ("xfs: x").')
     assert (commit.sha, commit.role) == ("bad77c375e8d", "culprit")
+
+
+@pytest.mark.parametrize("encoding, body", [("7bit", b"fio read: 412 MiB/s on 6.6, 298 MiB/s on 6.8\n"),
+                                            ("quoted-printable", b"fio read: 412 MiB/s on 6.6, 298 MiB/=\n"
+                                                                 b"s on 6.8\n")])
+@pytest.mark.parametrize("named", ['; name="numbers.txt"', ""])
+def test_a_one_part_text_mail_with_a_file_name_is_its_body_whatever_its_encoding(encoding: str, body: bytes,
+                                                                                 named: str) -> None:
+    """7bit mail is read by the fast path, quoted-printable by the stdlib's parser: both give the
+    text as the body (the stdlib path made it an attachment, leaving the body empty)."""
+    raw = (b"From: a@b.c\nSubject: slower reads\nMessage-ID: <one-part@x>\nMIME-Version: 1.0\n"
+           b"Content-Type: text/plain; charset=utf-8" + named.encode() + b"\n"
+           b"Content-Disposition: inline; filename=\"numbers.txt\"\n"
+           b"Content-Transfer-Encoding: " + encoding.encode() + b"\n\n" + body)
+    message = decode_message(raw)
+    assert message.body == "fio read: 412 MiB/s on 6.6, 298 MiB/s on 6.8\n"
+    assert message.attachments == ()

@@ -482,6 +482,10 @@ def decode_message(raw: bytes) -> DecodedMessage:
         defects.append(f"{len(leaves)} MIME parts; only the first {MAX_PARTS} read")
         del leaves[MAX_PARTS:]
     budget = MAX_DECODED_BYTES
+    # a message of one text/plain part is its body unless it says `attachment`, a filename or not,
+    # as fast_single_part reads it: the same mail reads the same in 7bit and in quoted-printable
+    sole_text = not message.is_multipart() and message.get_content_type() == "text/plain" and not (
+        (_header_str(message, "Content-Disposition") or "").lower().startswith("attachment"))
     for part in leaves:
         content_type = part.get_content_type()
         payload = _part_payload(part, defects)
@@ -491,7 +495,7 @@ def decode_message(raw: bytes) -> DecodedMessage:
         budget -= len(payload)
         charset = _charset(part)
         filename = _filename(part)
-        if _is_attachment(part) or (body_parts and content_type == "text/plain" and filename):
+        if not sole_text and (_is_attachment(part) or (body_parts and content_type == "text/plain" and filename)):
             text = None
             size = len(payload)
             if part.get_content_maintype() == "text":
