@@ -118,6 +118,8 @@ def test_prompts_are_stripped(line: str) -> None:
     "$ cat fio_jobfile",
     "$ perf record -g -a sleep 10",
     "$ getfattr -n user.note notes.txt",
+    "# hdparm -I /dev/sda",
+    "$ sudo hdparm -W 0 /dev/sdb",
 ])
 def test_administration_is_left_out(line: str) -> None:
     assert pairs(line + "\n") == []
@@ -248,3 +250,10 @@ def test_a_quoted_command_in_a_report_joins_its_reproducers() -> None:
     report = getattr(draft, "report", draft)
     assert report.kind == "human-report"
     assert [(item.kind, item.command) for item in report.reproducers] == [("command", "ib_write_bw -F -a")]
+
+
+def test_hdparm_timing_and_rsync_at_a_prompt_are_commands() -> None:
+    """Storage reports time a disk or a copy per kernel (fixtures/labels/dev6): hdparm's timing
+    options measure (its -I or -W only show or set the drive), rsync copies."""
+    text = "[me@box ~]$ sudo hdparm -Ttv /dev/sda\nroot@box:/mnt/ceph# rsync -ahHv --progress /root/big copy-1\n"
+    assert pairs(text) == [("command", "hdparm -Ttv /dev/sda"), ("command", "rsync -ahHv --progress /root/big copy-1")]

@@ -145,6 +145,37 @@ BUGZILLA = "bugzilla-daemon@kernel.org"
     # a boot failure is no slowdown, speed or not in its hardware list
     ("[REGRESSION] laptop no longer powers off", PERSON,
      "Speed: 2983 MHz\nSince 6.13-rc4 the machine stays on.\n#regzbot introduced: 0123456789ab", "human-bug"),
+    # storage lists (fixtures/labels/dev6): a bad word before "performance" in the title, with a
+    # kernel pair per paragraph of program output; with no change named it stays a complaint
+    ("Weaker disk performance on 5.6", PERSON,
+     "for 5.6:\nroot@box:~# dd if=/dev/sdb of=/dev/null bs=1M count=512\n512 MB copied, 41.2 MB/s\n"
+     "for 5.5:\nroot@box:~# dd if=/dev/sdb of=/dev/null bs=1M count=512\n512 MB copied, 188 MB/s\n",
+     "other"),
+    ("Poor disk performance on 5.6", PERSON,
+     "for 5.6:\nroot@box:~# dd if=/dev/sdb of=/dev/null bs=1M count=512\n512 MB copied, 41.2 MB/s\n"
+     "for 5.5:\nroot@box:~# dd if=/dev/sdb of=/dev/null bs=1M count=512\n512 MB copied, 188 MB/s\n",
+     "human-report"),
+    ("Poor read performance with my cache setup", PERSON,
+     "Setup: kernel-5.9.2 (and various older ones, all alike).\nReads run at 90 MB/s where the SSD "
+     "alone gives 500 MB/s.", "human-perf-complaint"),
+    # hdparm's "in 3.00 seconds" names no kernel
+    ("Lower SSD performance than expected", PERSON,
+     "Timing cached reads: 9100 MB in  2.00 seconds = 4550.10 MB/sec\n"
+     "The disk should do far better than this.", "human-perf-complaint"),
+    # the kernels tried alike are no change
+    ("Very slow mount of a large cache", PERSON,
+     "Mounting 4TB takes 9 minutes, reading at 50MB/s.\nTested with kernels 5.4 and 5.10.",
+     "human-perf-complaint"),
+    # a commit blamed in words needs no figure; "errors" is a failure
+    ("[Regression] write performance regression since v5.2", PERSON,
+     "Since v5.2 direct writes through the stack are issued one at a time. commit 0a1b2c3d4e "
+     "(\"foo: add foo_write_iter()\") turns them synchronous.", "human-report"),
+    ("[REGRESSION][BISECTED] smartctl errors since 0123456789ab", PERSON,
+     "smartctl now prints read errors for every drive.\n\n#regzbot introduced: 0123456789ab", "human-bug"),
+    # an upper-case checksum or a pointer is no commit to compare against
+    ("Poor write performance with my cache", PERSON,
+     "On kernel 5.3.8 writes reach 20 MB/s.\nsb.csum   FC6434BAB97C1B37\nreq[0000000005d331e4] done\n"
+     "Is the cache in use at all?", "human-perf-complaint"),
 ])
 def test_kind(subject: str, sender: str, body: str, kind: str) -> None:
     assert classify(subject, sender, body) == kind

@@ -24,6 +24,17 @@ STATED = [
     ("Sequential reads: 2.1 GB/s before, 2.6 GB/s after (+23.8%).", Headline("GB/s", 23.8, "improvement")),
     ("Hi,\n\nfs_mark drops from\n41000 files/s to 30500 files/s\n(\u221225.6%) on the new kernel.",
      Headline("files/s", -25.6, "regression")),
+    # each kernel's program output led by a line of prose (storage lists, dev6): hdparm under
+    # "With <kernel> (remark):", a branch named before its version
+    ("With 6.1.0 (plus the quirk):\n\n$ sudo hdparm -t /dev/sdb\n\n/dev/sdb:\n"
+     " Timing buffered disk reads: 1500 MB in  3.00 seconds = 500.00 MB/sec\n\n"
+     "With ata-6.2 (plus the quirk)\n\n$ sudo hdparm -t /dev/sdb\n\n/dev/sdb:\n"
+     " Timing buffered disk reads: 1200 MB in  3.00 seconds = 400.00 MB/sec\n",
+     Headline("MB/s", -20.0, "regression")),
+    # rsync's progress line under "for <kernel>:", the newer kernel first
+    ("for 6.2:\nroot@box:/mnt# rsync -a --progress /data x\n   80.00M  10%    4.00MB/s    0:03:00\n"
+     "for 6.1:\nroot@box:/mnt# rsync -a --progress /data y\n   800.00M 100%  200.00MB/s    0:00:04\n",
+     Headline("MB/s", -98.0, "regression")),
 ]
 
 NOT_STATED = [

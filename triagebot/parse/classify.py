@@ -135,8 +135,18 @@ def _tied_to_change(title: str, head: str) -> bool:
     if _SAME_ON_BOTH.search(window) and not (_STRONG_CHANGE.search(title) or _STRONG_CHANGE.search(window)):
         return False  # the kernels named are where the problem shows alike, not a change
     changed = CHANGE_NAMED.search(title) or CHANGE_NAMED.search(window) or PERF_ANCHOR.search(title) \
-        or _two_anchors(window) or (_BEFORE_NOW.search(window) and PERF_ANCHOR.search(window))
-    return bool(changed) and bool(NUMBERS_STATED.search(title) or NUMBERS_STATED.search(window))
+        or _two_anchors(window) or (_BEFORE_NOW.search(window) and PERF_ANCHOR.search(window)) \
+        or _kernel_per_paragraph(window)
+    if not changed:
+        return False
+    # A slowdown blamed on a commit named in words needs no figure: "performance regression since
+    # v4.19 … commit 16914e6fc7 (“ovl: add ovl_read_iter()”) … cause performance regression"
+    # (linux-unionfs 2019, dev6:2), a bisected slowdown with its culprit (dev5:17).
+    return bool(NUMBERS_STATED.search(title) or NUMBERS_STATED.search(window) or _COMMIT_BLAMED.search(window))
+
+
+# a commit with its subject or after "commit": the writer names the change it blames
+_COMMIT_BLAMED = re.compile(r"(?<![/\w])commit:?\s+[0-9a-f]{7,40}\b|\b[0-9a-f]{8,40}\s+\([\"“]", re.IGNORECASE)
 
 
 # Kernels named to say the problem shows on each alike: "Kernel: both v5.4 and v5.15" (linux-s390
@@ -146,7 +156,15 @@ def _tied_to_change(title: str, head: str) -> bool:
 # (a bisection, an upgrade, a commit or revert, "since"/"after" a kernel, regzbot's line).
 _SAME_ON_BOTH = re.compile(
     r"\bboth\s+(?:the\s+)?(?:kernels?\s+|linux\s+)?v?[2-6]\.\d{1,2}\S*\s+and\s+v?[2-6]\.\d{1,2}"
-    r"|\balso\s+(?:seen|present|happens|occurs|reproduc\w+|visible|there)\b[^.\n]{0,60}?\b(?:kernel|linux)\s+v?[2-6]\.\d",
+    r"|\balso\s+(?:seen|present|happens|occurs|reproduc\w+|visible|there)\b[^.\n]{0,60}?\b(?:kernel|linux)\s+v?[2-6]\.\d"
+    # the kernels tried, alike: "Tested with kernels 4.9 and 4.19." (linux-bcache 2019, dev6:7),
+    # "Tested on several kernels, including the latest master" (linux-ide 2025, dev6:12)
+    # "on v6.1 (Tested also on v5.4)" (linux-mmc 2023, dev5:63), "kernel-5.3.8 (and various older
+    # ones, …)" (linux-bcache 2019, dev6:8)
+    r"|\btested\s+also\s+(?:on|with)\s+(?:kernel\s+|linux\s+)?v?[2-6]\.\d"
+    r"|\(and\s+(?:various|several|many|other)\s+(?:older|newer|other)\s+(?:ones|kernels|versions)\b"
+    r"|\btested\s+(?:with|on|against)\s+(?:several|multiple|many|various|different|all)\s+kernels\b"
+    r"|\btested\s+(?:with|on)\s+kernels\s+v?[2-6]\.\d{1,2}\S*\s+and\s+v?[2-6]\.\d{1,2}[^\s.]*\.(?!\d)",
     re.IGNORECASE)
 _STRONG_CHANGE = re.compile(
     r"\bbisect\w*|\bfirst bad commit\b|\bupgrad\w+|\brevert\w*|"
@@ -157,6 +175,17 @@ _STRONG_CHANGE = re.compile(
 
 # a kernel named once with a comparison in time: "slower than before: kernel 5.15 467MiB/s, 6.0 359MiB/s"
 _BEFORE_NOW = re.compile(r"\bthan\s+(?:before|previously|it used to)\b|\bused to\b|\bno longer\b", re.IGNORECASE)
+
+
+# A line that opens one kernel's results, then another's (storage lists paste program output per
+# kernel): "With 5.2.0 (and those patches):" … "With nvme-5.3 (and those patches …)" over hdparm
+# (linux-nvme 2019, dev5:1), "for 5.4:" … "for 4.15:" over rsync (ceph-devel 2021, dev6:5).
+_KERNEL_LINE = re.compile(r"^[ \t]*(?:with|for|on|using)\s+(?:kernel\s+|linux\s+|[a-z]+-)?(v?[2-6]\.\d{1,2})"
+                          r"(?![\d])[\w.+-]*[ \t]*(?:\(|:)[^\n]*$", re.IGNORECASE | re.MULTILINE)
+
+
+def _kernel_per_paragraph(window: str) -> bool:
+    return len({match.group(1).lower().lstrip("v") for match in _KERNEL_LINE.finditer(window)}) > 1
 
 
 def _two_anchors(window: str) -> bool:

@@ -232,8 +232,13 @@ def _before_after(before: float, before_unit: str, after: float, after_unit: str
 #   5.15.110                      6.4-rc3 result                 kernel 5.15.46
 #   fio bw=6796MiB/s (7126MB/s)   	fio  WRITE: bw=2599MiB/s      raid1
 #                                                                13.5GiB 0:00:29 [ 467MiB/s]
-_KERNEL_LABEL = re.compile(r"^[ \t]*(?:kernel[ \t]+|linux[ \t]+)?v?(\d+\.\d+(?:\.\d+|\.[xy])?(?:-rc\d+)?)"
-                           r"(?:/[\w.-]+)*(?:[ \t]+results?)?:?[ \t]*$", re.IGNORECASE)
+# Storage lists lead each kernel's program output with a line of prose (issue 24, dev6): "With
+# 5.2.0 (and those patches):" … "With nvme-5.3 (and those patches …)" over hdparm's "= 1986.22
+# MB/sec" (linux-nvme 2019, dev5:1), "for 5.4:" … "for 4.15:" over rsync's progress (ceph-devel
+# 2021, dev6:5): a lead word, a branch's name before the version, a remark in brackets.
+_KERNEL_LABEL = re.compile(r"^[ \t]*(?:(?:with|for|on)[ \t]+(?:[a-z]+-)?)?(?:kernel[ \t]+|linux[ \t]+)?"
+                           r"v?(\d+\.\d+(?:\.\d+|\.[xy])?(?:-rc\d+)?)"
+                           r"(?:/[\w.-]+)*(?:[ \t]+results?)?(?:[ \t]*\([^)\n]*\))?:?[ \t]*$", re.IGNORECASE)
 _SETUP_LABEL = re.compile(r"^[ \t]*([A-Za-z][\w.+-]{0,19}):?[ \t]*$")
 BLOCK_LINES = 8  # lines under a kernel's name where its results stand
 
