@@ -37,6 +37,13 @@ SENTENCES = [
     ("I can confirm the patch fixes it.", "none"),  # a fix confirmed, no reproduction told
     # a fix that suppresses the bug is a fix confirmed
     ("I confirmed that the patch suppresses the warning with the C reproducer.", "none"),  # dev6:168, 257, 311
+    # a memory or an old occasion, not a run, negated or not
+    ("As I remember it could not be reproduced on mainline, but let me check again.", "none"),  # dev6:69
+    ("We did not hit this the last time the firmware changed.", "none"),  # dev6:87
+    ("I could not reproduce it on my two SATA boxes.", "not-reproduced"),  # no memory: a run
+    # wondering is asking; the reporter's device is not the writer's run
+    ("I wonder why the old kernel never triggered this warning.", "none"),  # dev6:104
+    ("You would probably not be able to reproduce it on your arm board.", "none"),  # dev6:108
 ]
 
 

@@ -638,11 +638,25 @@ FORMS_DEV6: dict[str, list[list[dict[str, Any]]]] = {
     # virtualization); the labels' definitions: a reproduction with a fix confirmed after it is
     # `reproduced`, as "confirm the issue occurred ..., and confirm the workaround works"
     "CONFIRM_ISSUE": [[_SUBJECT, _FILLERS, {"LOWER": {"IN": ["reproduce", "reproduced", "replicate", "replicated"]}},
-                       {"OP": "{1,6}"}, {"LOWER": "and"}, {"LOWER": {"IN": ["verified", "found", "confirmed", "checked"]}},
-                       {"LOWER": "that"}]],
+                       {"OP": "{1,6}"}, {"LOWER": "and"},
+                       {"LOWER": {"IN": ["verified", "found", "confirmed", "checked"]}}, {"LOWER": "that"}]],
     # a fix that "suppresses" the bug is a fix confirmed: "I confirmed that the fix patch suppresses
     # the bug by testing with the C-reproducer" (dev6:168, 257, 311; linux-nilfs only)
     "FIXED": [[{"LOWER": {"IN": ["suppresses", "suppressed"]}}]],
+    # a memory, not a run, negated or not: "I do remember it can not be reproduced upstream, let me
+    # double check" (dev6:69, virtualization), "I don't remember seeing this lately" (dev2:87,
+    # linux-ext4); as "the last time" (PAST), which now holds for a negation too: "we likely did
+    # not hit this the last time we were seeing ... reports" (dev6:87, linux-ide)
+    "MEMORY": [[{"LOWER": {"IN": ["remember", "remembered", "remembering", "recall", "recalled"]}}]],
+    # wondering is asking: "I wonder why that hadn't triggered the same warning a long time ago"
+    # (dev6:104, linux-ide), "I wonder if someone else has also observed this regression" (dev2),
+    # "I'm wondering if the problem is reproducible with this patch applied" (dev3)
+    "OPEN_QUESTION": [[{"LOWER": {"IN": ["wonder", "wondering", "wondered"]}}]],
+    # the reporter's device: "So I guess you would not be able to reproduce this issue on your x86
+    # device" (dev6:108, linux-ide), as "on your kernels" (dev2) and "with your device" (dev3)
+    "YOUR_SETUP": [[{"LOWER": {"IN": ["in", "on", "with"]}}, {"LOWER": "your"}, {"IS_ALPHA": True, "OP": "?"},
+                    {"LOWER": {"IN": ["device", "devices", "board", "boards", "kernel", "kernels", "disk", "disks",
+                                      "drive", "drives", "controller", "vm", "vms", "cluster"]}}]],
 }
 
 # the second, third, fifth and sixth rounds' forms join the labels above (a label's patterns are alternatives)
@@ -697,7 +711,7 @@ def decide_sentence(labels: frozenset[str], question: bool, seeing_reproduces: b
                or (bool(labels & {"NOT_SEEN", "STAYED_FINE"}) and ran))
     if negated and not labels & {"FIRST_PERSON", "RUN_CUE", "ELLIPTIC", "ATTEMPT_RESULT"}:
         negated = False  # a negated verb with no writer in it: how code behaves, not a run
-    if negated and not labels & {"FUTURE", "GENERIC"}:
+    if negated and not labels & {"FUTURE", "GENERIC", "PAST", "MEMORY"}:
         # "applied this patch ... could not reproduce it": the fix works, the report stands
         # "the patch works fine for me": a fix confirmed, not a failure to reproduce
         return "none" if labels & {"PATCHED", "FIXED"} and "UNPATCHED" not in labels else "not-reproduced"
@@ -708,7 +722,7 @@ def decide_sentence(labels: frozenset[str], question: bool, seeing_reproduces: b
                 or (ran and bool(labels & _AFFIRMATIONS_AFTER_RUN)))
     if not affirmed or "NOT_SEEN" in labels or negated:
         return "none"
-    if labels & {"FUTURE", "HEDGE", "RELATIVE", "PAST", "GENERIC"}:
+    if labels & {"FUTURE", "HEDGE", "RELATIVE", "PAST", "MEMORY", "GENERIC"}:
         return "none"  # a plan, a guess, a description of a machine, an old sighting, code
     if "CONFIRM_ISSUE" in labels:
         return "reproduced"  # "confirm the issue occurred ..., and confirm the workaround works"
