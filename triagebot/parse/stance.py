@@ -73,7 +73,7 @@ STANCE_PATTERN = re.compile(
     # round six (FORMS_DEV6, storage lists): "I still get guest crashes", "The bug persists in
     # Linux v6.0.0", "As the result of bisection, ..."
     r"\bstill\s+(?:get|got|getting|saw|seeing|hit|hitting|experienc\w*)\b|"
-    r"\b(?:bug|problem|issue|crash|hang|regression|warning|error|failure|panic|oops)s?\s+persist(?:s|ed)\b|"
+    r"\bpersist(?:s|ed)\s+(?:in|on|with)\b|"  # keyed on the verb: a noun-led alternative costs every word
     r"\bresult\s+of\s+(?:the\s+|my\s+|our\s+|a\s+)?bisect",
     re.IGNORECASE)
 STANCE_GATE = Gate(("reproduc", "confirm", "verified", "unable", "see", "saw", "observ", "notic", "hit",
