@@ -145,14 +145,11 @@ class GitTree:
                  "--no-recurse-submodules")
         if self._has(TIP):
             code, _, stderr = self._run(*fetch, "--", self.tree.url, refspec, check=False)
-            if code != 0:
-                raise self._fetch_failed(code, stderr)
-            self._keep_few_packs()
-            return
-        code, _, stderr = self._run(*fetch, f"--shallow-since={since.strftime('%Y-%m-%d %H:%M:%S %z')}", "--",
-                                    self.tree.url, refspec, check=False)
-        if code != 0 and _NO_SHALLOW_COMMITS in stderr:  # nothing that recent: from the tip on
-            code, _, stderr = self._run(*fetch, "--depth=1", "--", self.tree.url, refspec, check=False)
+        else:
+            code, _, stderr = self._run(*fetch, f"--shallow-since={since.strftime('%Y-%m-%d %H:%M:%S %z')}",
+                                        "--", self.tree.url, refspec, check=False)
+            if code != 0 and _NO_SHALLOW_COMMITS in stderr:  # nothing that recent: from the tip on
+                code, _, stderr = self._run(*fetch, "--depth=1", "--", self.tree.url, refspec, check=False)
         if code != 0:
             raise self._fetch_failed(code, stderr)
         self._keep_few_packs()
