@@ -246,7 +246,11 @@ def queue_fix_tests(store: Store, looked: dict[str, tuple] | None = None) -> lis
     series last found with nothing to queue; a thread that gained no mail and no test since is
     not read again."""
     queued = []
-    for row in store.triage_in(TriageState.CONFIRMED):
+    confirmed = store.triage_in(TriageState.CONFIRMED)
+    if looked is not None:  # a report no longer confirmed is not looked at again: forget it
+        for gone in looked.keys() - {row.message_id for row in confirmed}:
+            del looked[gone]
+    for row in confirmed:
         if current([move.state for move in store.moves_of(row.message_id)]).final:
             continue
         seen = (tuple(store.thread_of(row.message_id)),
