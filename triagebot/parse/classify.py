@@ -258,8 +258,9 @@ _REPORT_THREAD = re.compile(
 def is_report_thread(subject: str) -> bool:
     """A reply whose thread is about a report: a regression, a slowdown, a bot's finding.
 
-    Stance, objections and measurements are read only in such threads; elsewhere (patch
-    reviews, feature discussion) "I can confirm" and "please send v2" are routine.
+    Objections and measurements are read only in such threads; elsewhere (patch reviews,
+    feature discussion) "please send v2" is routine. Stance is read wider: in every thread but a
+    patch posting (stance.reads_stance).
     """
     return bool(_REPORT_THREAD.search(_REPLY_PREFIXES.sub("", subject, count=1)))
 
