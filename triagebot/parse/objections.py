@@ -82,10 +82,17 @@ _DIFF_IN_OWN_TEXT = re.compile(r"^diff --git |^--- a/\S+\n\+\+\+ b/", re.MULTILI
 _TRAILER = re.compile(
     r"^[ \t]*+(Fixes|Reported-by|Tested-by|Reviewed-by|Acked-by|Closes|Link|Suggested-by|Cc):[ \t]*+(\S(?:.*\S)?)\s*$",
     re.MULTILINE | re.IGNORECASE)
-# The same from the line break before a line, over the text with one put before it: a literal
-# first is found by a fast scan, where `^` was tried at every character (half the cost). Exact for
-# a pattern ending in `\s*$`: a match ends before a line break, never taking the next one's.
-_TRAILER_AFTER_BREAK = re.compile("\n" + _TRAILER.pattern.removeprefix("^"), _TRAILER.flags)
+
+
+def after_line_break(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    """A `^…` line pattern found from the line break before the line instead, over the text with
+    one put before it: a literal first is found by a fast scan, where `^` was tried at every
+    character (half the cost). Exact for a pattern ending in whitespace then `$`: a match ends
+    before a line break, never taking the next one's."""
+    return re.compile("\n" + pattern.pattern.removeprefix("^"), pattern.flags)
+
+
+_TRAILER_AFTER_BREAK = after_line_break(_TRAILER)
 _REGZBOT = re.compile(r"^[ \t]*#regzbot[ \t]+(\^?introduced|fix|dup-of|title|link|monitor|resolve|ignore-activity|"
                       r"invalid|inconclusive)\b:?[ \t]*+(.*\S|)\s*$", re.MULTILINE | re.IGNORECASE)
 _TRAILER_NAMES = {name.lower(): name for name in

@@ -19,7 +19,7 @@ from triagebot.parse.measurements import read_measurements
 from triagebot.parse.message import DecodedAttachment, decode_message, header_names
 from triagebot.parse.metrics import parse_tables
 from triagebot.parse.numbers import combine_stance, judge_numbers
-from triagebot.parse.objections import OBJECTION_GATE, objections_without_spacy, read_trailers
+from triagebot.parse.objections import OBJECTION_GATE, after_line_break, objections_without_spacy, read_trailers
 from triagebot.parse.quoting import split_quotes
 from triagebot.parse.reported import performance_worse_percent, reported_headline
 from triagebot.parse.reproducers import benchmark_hints, command_hints, find_commands, inline_commands
@@ -42,8 +42,7 @@ _URL = re.compile(r"https?://[^\s<>\"'()\[\]]+")
 # quadratic in a run of spaces inside the value (`Link: x` + 100k spaces + `y` took minutes).
 _TRAILER = re.compile(r"^[|> \t]*+(Reported-by|Closes|Link|Tested-by|Reviewed-by):\s*+(\S(?:.*\S)?)\s*$",
                       re.MULTILINE | re.IGNORECASE)
-# The same from the line break before a line, over the text with one put before it (objections.py)
-_TRAILER_AFTER_BREAK = re.compile("\n" + _TRAILER.pattern.removeprefix("^"), _TRAILER.flags)
+_TRAILER_AFTER_BREAK = after_line_break(_TRAILER)  # found over "\n" + text
 _BENCHMARKS = re.compile(r"\b(fio|sysbench|fs_mark|fsmark|stress-ng|hackbench|dbench|filebench|"
                          r"fxmark|aim7|xfstests|fsperf|perf bench|iozone|pgbench|unixbench)\b")
 # The same, each position rejected by its first letter: the names' first letters, read from the
