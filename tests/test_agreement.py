@@ -1,7 +1,6 @@
 """bench/agreement.py: the arithmetic of two labellers' agreement, on made-up label folders."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -9,16 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.bench import load_bench
+
 PROJECT = Path(__file__).resolve().parents[1]
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_agreement", PROJECT / "bench" / "agreement.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_agreement"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("agreement")
 
 
 agreement = _bench()

@@ -6,15 +6,15 @@ throw-away git mirror holding messages written for this test.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+
+from tests.support.bench import load_bench
 
 PROJECT = Path(__file__).resolve().parents[1]
 BLIND = PROJECT / "fixtures" / "labels" / "blind"
@@ -24,12 +24,7 @@ KINDS = {"human-report", "human-bug", "complaint", "other", "lkp-regression", "l
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_blind", PROJECT / "bench" / "blind.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_blind"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("blind")
 
 
 def _lines(name: str) -> list[dict]:

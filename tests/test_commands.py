@@ -2,12 +2,10 @@
 the shapes real reports use, and on the hand-labelled messages from ../shared."""
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pytest
 
-from tests.conftest import FIXTURES, PROJECT, SHARED
+from tests.conftest import FIXTURES, SHARED
+from tests.support.bench import load_bench
 from triagebot.errors import RulesError
 from triagebot.parse.report import parse_message
 from triagebot.parse.reproducers import find_commands, inline_commands
@@ -200,12 +198,7 @@ def test_bad_rules_are_refused(text: str, problem: str) -> None:
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_commands", PROJECT / "bench" / "commands.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_commands"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("commands")
 
 
 def test_labelled_messages_agreement() -> None:
