@@ -20,7 +20,6 @@ of linux-btrfs and linux-nfs, lists kept for independent measurement: their labe
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import sys
@@ -34,7 +33,7 @@ PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 sys.path.insert(0, str(PROJECT / "bench"))
 
-from accuracy import find_messages  # noqa: E402
+from accuracy import RESERVED, corpus_lists, find_messages, label_list  # noqa: E402
 from blind import MIRRORS, read_raw  # noqa: E402
 from blind import load_labels as load_mirror_labels  # noqa: E402
 from stance_features import decision_features, text_features  # noqa: E402
@@ -47,28 +46,7 @@ from triagebot.records import Source  # noqa: E402
 LABELS = PROJECT / "fixtures" / "labels"
 SHARED = PROJECT.parent / "shared"
 DEV_SETS = ("dev2", "dev3", "dev4")
-RESERVED = ("linux-btrfs", "linux-nfs", "linux-pm", "linux-raid", "io-uring", "cgroups", "linux-block",
-            "linux-scsi", "dm-devel", "linux-f2fs-devel", "linux-xfs")
 CLASSES = ("reproduced", "not-reproduced", "none")
-
-
-def _list_of_first(label: dict, corpus_lists: dict[str, str]) -> str:
-    """The list of a first-set label: `linux-ext4-2024` -> linux-ext4; a corpus message by INDEX.tsv."""
-    if label["source"] == "corpus":
-        return corpus_lists.get(label["message_id"], "corpus")
-    return label["source"].rsplit("-", 1)[0]
-
-
-def _corpus_lists(shared: Path) -> dict[str, str]:
-    index = shared / "corpus" / "INDEX.tsv"
-    found: dict[str, str] = {}
-    if index.exists():
-        with open(index, newline="", encoding="utf-8") as handle:
-            for row in csv.DictReader(handle, delimiter="\t"):
-                source = row.get("source") or ""
-                name = source.split("linux-mailinglist-archives/", 1)[-1].split(" ", 1)[0]
-                found[row["message_id"].strip("<>")] = name.split(".", 1)[0] if "/" not in name else "corpus"
-    return found
 
 
 def load_examples(mirrors: Path, shared: Path) -> tuple[list[dict], list[str]]:
@@ -77,11 +55,11 @@ def load_examples(mirrors: Path, shared: Path) -> tuple[list[dict], list[str]]:
     examples: list[dict] = []
     first = [json.loads(line) for line in (LABELS / "replies.jsonl").read_text(encoding="utf-8").splitlines()
              if line.strip()]
-    corpus_lists = _corpus_lists(shared)
+    lists = corpus_lists(shared)
     kept = []
     for number, label in enumerate(first, 1):
         label["_id"] = f"replies.jsonl:{number}"
-        label["list"] = _list_of_first(label, corpus_lists)
+        label["list"] = label_list(label, lists)
         if label["list"] not in RESERVED:
             kept.append(label)
     found = find_messages(kept, shared)

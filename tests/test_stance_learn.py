@@ -106,7 +106,7 @@ def test_the_learner_reads_no_blind_or_kept_list_label() -> None:
         assert name in stance_learn.RESERVED
     first = [json.loads(line) for line in (PROJECT / "fixtures/labels/replies.jsonl").read_text().splitlines()
              if line.strip()]
-    kept = [label for label in first if stance_learn._list_of_first(label, {}) not in stance_learn.RESERVED]
+    kept = [label for label in first if stance_learn.label_list(label, {}) not in stance_learn.RESERVED]
     assert kept and len(kept) < len(first)  # the first set's linux-btrfs and linux-nfs labels are left out
 
 
