@@ -33,6 +33,7 @@ from tests.conftest import FIXTURES, PROJECT
 from tests.support.daemon_run import free_port, log_events, start_daemon, stop_daemon, wait_for
 from tests.support.lab import lab_path, write_lab_rules
 from triagebot import flow
+from triagebot.dispatch.protocol import JobsNow
 from triagebot.ingest.protocol import Batch, FetchedMessage
 from triagebot.ingest.runner import IngestResult, store_batch
 from triagebot.notify import outbox
@@ -334,8 +335,8 @@ class HandedOver:
     def running(self) -> dict[str, str]:
         return dict(self.jobs)
 
-    def awaiting_worker(self) -> frozenset[str]:
-        return frozenset()
+    def jobs_now(self) -> JobsNow:
+        return JobsNow(self.running(), frozenset())
 
     def wait(self, timeout: float) -> bool:
         return False

@@ -332,10 +332,11 @@ def take_up_cut_runs(store: Store, lab: DaemonContext, dispatcher: Dispatcher) -
 def lab_now(store: Store, lab: DaemonContext, dispatcher: Dispatcher | None = None,
             now: datetime | None = None) -> LabView:
     """The hosts and the schedule as the daemon sees them now."""
-    running = dispatcher.running() if dispatcher is not None else None
+    jobs = dispatcher.jobs_now() if dispatcher is not None else None
     return lab_view(store, lab.database, lab.settings.need_hosts(),
-                    timedelta(minutes=lab.settings.max_wait_minutes), now or datetime.now(UTC), running,
-                    dispatcher.awaiting_worker() if dispatcher is not None else frozenset())
+                    timedelta(minutes=lab.settings.max_wait_minutes), now or datetime.now(UTC),
+                    jobs.running if jobs is not None else None,
+                    jobs.awaiting_worker if jobs is not None else frozenset())
 
 
 def assign(store: Store, lab: DaemonContext, dispatcher: Dispatcher, now: datetime | None = None) -> list[RunJob]:

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 
-from triagebot.dispatch.protocol import Finished, RunJob
+from triagebot.dispatch.protocol import Finished, JobsNow, RunJob
 from triagebot.logs import event
 from triagebot.store.protocol import Store
 
@@ -75,8 +75,8 @@ class ThreadDispatcher:
         with self._lock:
             return {host: job.message_id for host, (job, _thread) in self._running.items()}
 
-    def awaiting_worker(self) -> frozenset[str]:
-        return frozenset()  # its own threads run each job as it is launched
+    def jobs_now(self) -> JobsNow:
+        return JobsNow(self.running(), frozenset())  # its own threads run each job as it is launched
 
     def wait(self, timeout: float) -> bool:
         woken = self._woken.wait(timeout)
@@ -122,8 +122,8 @@ class InlineDispatcher:
     def running(self) -> Mapping[str, str]:
         return {}
 
-    def awaiting_worker(self) -> frozenset[str]:
-        return frozenset()
+    def jobs_now(self) -> JobsNow:
+        return JobsNow({}, frozenset())
 
     def wait(self, timeout: float) -> bool:
         return bool(self._finished)

@@ -34,7 +34,7 @@ from triagebot.dispatch.lab_jobs import (  # noqa: F401 - the queue's names, kep
     queueing_lock_for,
 )
 from triagebot.dispatch.lab_jobs import job_table_present as _job_table_present
-from triagebot.dispatch.protocol import Finished, RunJob
+from triagebot.dispatch.protocol import Finished, JobsNow, RunJob
 from triagebot.logs import event
 from triagebot.states import TriageState
 from triagebot.store.postgres import PostgresStore
@@ -89,7 +89,6 @@ class JobQueueDispatcher:
             self._store.close()
             raise
         self._seen: dict[str, str] = {}
-        self._awaiting: frozenset[str] = frozenset()
         self._finished: list[Finished] = []
 
     def close(self) -> None:
@@ -111,9 +110,13 @@ class JobQueueDispatcher:
     def running(self) -> Mapping[str, str]:
         """Host -> report of every lab job waiting for or held by a worker (todo or doing): the
         job table read as `triage status` and the web pages read it (lab_jobs.py)."""
+        return self.jobs_now().running
+
+    def jobs_now(self) -> JobsNow:
+        """The job table read once: every job's host and report, and the hosts whose job is
+        still `todo`; a job gone since the last read is finished."""
         jobs = jobs_by_host(lab_jobs(self._store.connection))
         now = {host: job.message_id for host, job in jobs.items()}
-        self._awaiting = frozenset(host for host, job in jobs.items() if not job.doing)
         for host, message_id in self._seen.items():
             if now.get(host) != message_id:
                 row = self._store.get_triage(message_id)
@@ -121,11 +124,7 @@ class JobQueueDispatcher:
                     TriageState.RUNNING, TriageState.PLANNED) else None
                 self._finished.append(Finished(RunJob(message_id, host), outcome))
         self._seen = dict(now)
-        return now
-
-    def awaiting_worker(self) -> frozenset[str]:
-        """The hosts whose job waited for a worker (`todo`) when `running` last read the table."""
-        return self._awaiting
+        return JobsNow(now, frozenset(host for host, job in jobs.items() if not job.doing))
 
     def wait(self, timeout: float) -> bool:
         for _notice in self._store.connection.notifies(timeout=timeout, stop_after=1):

@@ -35,6 +35,16 @@ class RunJob:
 
 
 @dataclass(frozen=True)
+class JobsNow:
+    """One reading of the dispatcher's jobs: host -> report of every job started and not yet
+    finished, and of those hosts the ones whose job no worker has taken yet (a job queue's
+    `todo`; empty where the dispatcher runs its jobs itself)."""
+
+    running: Mapping[str, str]
+    awaiting_worker: frozenset[str]
+
+
+@dataclass(frozen=True)
 class Finished:
     """A job that ended: the report's state after it, None when it did not decide (stopped, or
     its host was taken by another process: the report waits again)."""
@@ -60,9 +70,9 @@ class Dispatcher(Protocol):
         """Host -> report of every job started and not yet finished."""
         ...
 
-    def awaiting_worker(self) -> frozenset[str]:
-        """Of the hosts `running` last returned, those whose job no worker has taken yet (a job
-        queue's `todo`); empty where the dispatcher runs its jobs itself."""
+    def jobs_now(self) -> JobsNow:
+        """`running` with the hosts whose job waits for a worker, read together (one read: a job
+        a worker takes between two reads cannot be counted both ways)."""
         ...
 
     def wait(self, timeout: float) -> bool:
