@@ -1,12 +1,15 @@
 """The daemon's work after the verdict — fix tests (fix_testing.py) and bisections
-(bisect_flow.py) — on a thread of its own, so the loop goes on polling and posting meanwhile.
+(bisect_flow.py) — on threads of its own, one per lab host with work, so that the loop goes on
+polling and posting meanwhile and a lab of many hosts bisects and tests fixes on all of them at
+once (each job runs on its report's confirmed rerun's host).
 
-`AfterVerdictWorker.poke()` (each pass) starts the thread when it is idle; the thread opens its
-own store connection, runs whatever is queued, one job at a time, and ends when nothing is left.
-Each job takes its host's lock, which the schedule sees (lab_queue.busy_hosts), so no rerun is
-given that host meanwhile. Its notifications go to the outbox and wake the loop, which alone
-delivers them (`lab.deliver` is the dispatcher's wake). A stop asked for ends the job after its
-sample in progress; it is queued again and starts over at the next start, as a rerun does.
+`AfterVerdictWorker.poke()` (each pass) starts a thread for every host that has a job waiting
+and no thread; the thread opens its own store connection, runs that host's queued jobs one at a
+time, and ends when nothing is left. Each job takes its host's lock, which the schedule sees
+(lab_queue.busy_hosts), so no rerun is given that host meanwhile. Its notifications go to the
+outbox and wake the loop, which alone delivers them (`lab.deliver` is the dispatcher's wake). A
+stop asked for ends each job after its sample in progress; it is queued again and starts over at
+the next start, as a rerun does.
 """
 from __future__ import annotations
 
@@ -23,20 +26,19 @@ from triagebot.store.protocol import Store
 log = logging.getLogger("triagebot.daemon")
 
 
-def has_work(store: Store) -> bool:
-    """Whether a fix test or a daemon's bisection waits (or was cut short): the thread is
-    started only then, not at every pass."""
-    if store.fix_tests(status="queued") or store.fix_tests(status="running"):
-        return True
-    return bisect_flow.has_queued(store)
+def hosts_with_work(store: Store) -> set[str]:
+    """The hosts (by name; "" for a report with no rerun host) with a fix test or a daemon's
+    bisection waiting or cut short: a thread is started only for those, not at every pass."""
+    return fix_testing.waiting_hosts(store) | bisect_flow.waiting_hosts(store)
 
 
-def run_after_verdict_jobs(store: Store, lab: DaemonContext) -> int:
-    """Everything queued after the verdict, until nothing is left or a stop is asked for; the
-    jobs that ended."""
+def run_after_verdict_jobs(store: Store, lab: DaemonContext, only_host: str | None = None) -> int:
+    """Everything queued after the verdict (with `only_host`, on that host), until nothing is left
+    or a stop is asked for; the jobs that ended."""
     ended = 0
     while not lab.stop_requested():
-        done = len(fix_testing.run_queued_fix_tests(store, lab)) + len(bisect_flow.run_queued_bisects(store, lab))
+        done = len(fix_testing.run_queued_fix_tests(store, lab, only_host)) + len(
+            bisect_flow.run_queued_bisects(store, lab, only_host))
         if not done:
             break
         ended += done
@@ -44,41 +46,48 @@ def run_after_verdict_jobs(store: Store, lab: DaemonContext) -> int:
 
 
 class AfterVerdictWorker:
-    """One thread at a time running `run_after_verdict_jobs` with a store of its own."""
+    """A thread a host running `run_after_verdict_jobs` for that host, each with a store of its own."""
 
-    def __init__(self, open_store: Callable[[], AbstractContextManager[Store]], lab: DaemonContext) -> None:
+    def __init__(self, open_store: Callable[[], AbstractContextManager[Store]], lab: DaemonContext,
+                 run: Callable[[Store, DaemonContext, str | None], int] = run_after_verdict_jobs) -> None:
         self._open_store = open_store
         self._lab = lab
+        self._run = run
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
+        self._threads: dict[str, threading.Thread] = {}
 
     def poke(self, store: Store) -> None:
-        """Start the thread when work waits, unless it runs (then it sees the new work itself
-        before it ends)."""
-        if not has_work(store):
+        """Start a thread for each host with work and none running (a running one sees new work
+        on its host itself before it ends)."""
+        hosts = hosts_with_work(store)
+        if not hosts:
             return
         with self._lock:
-            if self._thread is not None and self._thread.is_alive():
-                return
-            self._thread = threading.Thread(target=self._work, name="triage-after-verdict", daemon=True)
-            self._thread.start()
+            for host in sorted(hosts):
+                thread = self._threads.get(host)
+                if thread is not None and thread.is_alive():
+                    continue
+                thread = threading.Thread(target=self._work, args=(host,), daemon=True,
+                                          name=f"triage-after-verdict-{host or 'no-host'}")
+                self._threads[host] = thread
+                thread.start()
 
-    def _work(self) -> None:
+    def _work(self, host: str) -> None:
         try:
             with self._open_store() as store:
-                run_after_verdict_jobs(store, self._lab)
+                self._run(store, self._lab, host)
         except Exception as error:  # noqa: BLE001 - the store failed: the rows stay, taken up next pass
             event(log, logging.ERROR, "after-verdict jobs failed: taken up again", event="after.crashed",
-                  error=f"{type(error).__name__}: {error}", exc_info=True)
+                  host=host, error=f"{type(error).__name__}: {error}", exc_info=True)
         finally:
             self._lab.deliver()
 
     def busy(self) -> bool:
         with self._lock:
-            return self._thread is not None and self._thread.is_alive()
+            return any(thread.is_alive() for thread in self._threads.values())
 
     def join(self) -> None:
         with self._lock:
-            thread = self._thread
-        if thread is not None:
+            threads = list(self._threads.values())
+        for thread in threads:
             thread.join()

@@ -75,13 +75,17 @@ def _waiting(bisection: dict) -> bool:
     return bisection.get("status") in (QUEUED, "running") and bisection.get("queued_by") == BY_DAEMON["queued_by"]
 
 
-def has_queued(store: Store) -> bool:
-    return any(_waiting(bisection) for row in store.triage_in(TriageState.CONFIRMED)
-               for bisection in store.bisects(row.message_id))
+def waiting_hosts(store: Store) -> set[str]:
+    """The hosts of the daemon's bisections queued or cut short: each runs on its report's
+    confirmed rerun's host ("" where the report has none)."""
+    return {str((store.latest_run(row.message_id) or {}).get("host") or "")
+            for row in store.triage_in(TriageState.CONFIRMED)
+            if any(_waiting(bisection) for bisection in store.bisects(row.message_id))}
 
 
-def run_queued_bisects(store: Store, lab: DaemonContext) -> list[int]:
-    """Run the queued bisections (and those a crash or stop cut short), one at a time; those ended."""
+def run_queued_bisects(store: Store, lab: DaemonContext, only_host: str | None = None) -> list[int]:
+    """Run the queued bisections (and those a crash or stop cut short), one at a time; with
+    `only_host`, only those on that host ("" for those with no host); those ended."""
     ended = []
     for row in store.triage_in(TriageState.CONFIRMED):
         for bisection in store.bisects(row.message_id):
@@ -89,6 +93,8 @@ def run_queued_bisects(store: Store, lab: DaemonContext) -> list[int]:
                 continue
             latest = store.latest_run(row.message_id) or {}
             host_name = str(latest.get("host") or "")
+            if only_host is not None and host_name != only_host:
+                continue
             if host_name and host_busy(lab.database, host_name):
                 continue  # its host runs something else: the next pass tries again
             if _run_one(store, lab, row.message_id, bisection, latest):

@@ -270,13 +270,22 @@ def _host_of(store: Store, message_id: str) -> str | None:
     return str(latest["host"]) if latest and latest.get("host") else None
 
 
-def run_queued_fix_tests(store: Store, lab: DaemonContext) -> list[int]:
+def waiting_hosts(store: Store) -> set[str]:
+    """The hosts of the fix tests queued or cut short ("" for a report with no rerun host)."""
+    return {_host_of(store, row.message_id) or "" for status in ("queued", "running")
+            for row in store.fix_tests(status=status)}
+
+
+def run_queued_fix_tests(store: Store, lab: DaemonContext, only_host: str | None = None) -> list[int]:
     """Run the queued fix tests, one at a time, each on the host of its report's confirmed rerun
-    (one whose host is busy waits for the next pass). A test left `running` by a process that is
-    gone starts over. A stop asked for ends the test in progress after its sample: it is queued
-    again. Returns the tests that ended (done, refused or error)."""
+    (one whose host is busy waits for the next pass); with `only_host`, only that host's ("" for
+    those with no host). A test left `running` by a process that is gone starts over. A stop asked
+    for ends the test in progress after its sample: it is queued again. Returns the tests that
+    ended (done, refused or error)."""
     for cut in store.fix_tests(status="running"):
         host = _host_of(store, cut.message_id)
+        if only_host is not None and (host or "") != only_host:
+            continue
         if host is None or not host_busy(lab.database, host):
             store.set_fix_test(cut.fix_test_id, "queued")
             event(log, logging.INFO, "fix test cut short: starts over", event="fix.resumed",
@@ -286,6 +295,8 @@ def run_queued_fix_tests(store: Store, lab: DaemonContext) -> list[int]:
         if lab.stop_requested():
             break
         host = _host_of(store, queued.message_id)
+        if only_host is not None and (host or "") != only_host:
+            continue
         if host is not None and host_busy(lab.database, host):
             continue
         if _run_queued(store, lab, queued):
