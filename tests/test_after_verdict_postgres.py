@@ -7,7 +7,8 @@ to the schedule, `triage status` and the web alike.
 On a real PostgreSQL server the tests start; the first tests take jobs the way a worker does
 (procrastinate's own register_worker and fetch_job), with no worker process and no sleep; the
 last runs the real daemon and a real `triage worker` on the test lab: a confirmed merge is
-bisected by the worker, stored and posted once."""
+bisected by the worker, stopped by a SIGTERM and taken up again by another worker, stored and
+posted once."""
 from __future__ import annotations
 
 import json
@@ -139,3 +140,110 @@ def test_work_that_needs_no_lab_host_ends_in_the_daemon_and_gets_no_job(tmp_path
             assert row.status == "error"
         finally:
             dispatcher.close()
+
+
+@pytest.mark.skipif(not (shutil.which("sysbench") and shutil.which("git")),
+                    reason="the lab needs sysbench and git (apt-get install sysbench git)")
+def test_a_worker_bisects_a_merge_confirmed_on_postgresql_and_it_is_posted_once(tmp_path: Path,
+                                                                               postgres_server) -> None:
+    require_public_inbox()
+    url = postgres_server.url(postgres_server.new_schema())
+    merge, branch = merge_repo(tmp_path / "linux", 6, 3)  # slow from the branch's 4th commit
+    rules, state = write_lab_rules(tmp_path, PROJECT, repo=tmp_path / "linux")
+    hosts = (rules / "hosts.toml").read_text()
+    (rules / "hosts.toml").write_text(hosts.replace('"--first-parent", ', ""))  # list the merged commits
+    raw = (FIXTURES / "lab" / "sysbench-cpu-regression.eml").read_bytes().replace(b" Apr 2024 ", b" Apr 2099 ")
+    raw = raw.replace(b'c0ffee1234ab ("sched: retune the wakeup granularity for small machines")',
+                      f'{merge[:12]} ("{MERGE_SUBJECT}")'.encode())
+    daemon_log, worker_log = tmp_path / "daemon.log", tmp_path / "worker.log"
+    with start_public_inbox(tmp_path / "lore", "linux-kernel", [raw]) as server, \
+            FakeSlack(token=SLACK_TOKEN, channels={CHANNEL_ID: "perf-triage"}) as slack:
+        (rules / "sources.toml").write_text(f'[http]\nuser_agent = "triagebot-test (bisect on postgresql)"\n'
+                                            f'timeout_seconds = 5\n\n[[lore]]\nurl = "{server.list_url}"\n'
+                                            f'poll_minutes = 1\n')
+        (rules / "routing.toml").write_text('default_channel = "#perf-triage"\n')
+        # the daemon's PATH has no lab on it: every rerun and the bisection must be the worker's
+        env = daemon_env(tmp_path, slack.base_url)
+        worker_env = env | {"PATH": lab_path(tmp_path, env["PATH"])}
+        def start_worker() -> subprocess.Popen:
+            with open(worker_log, "ab") as output:
+                return subprocess.Popen([sys.executable, "-m", "triagebot.cli", "worker", "--db", url, "--rules",
+                                         str(rules), "--budget", "10", "--log-format", "json"], cwd=PROJECT,
+                                        env=worker_env, stdin=subprocess.DEVNULL, stdout=output,
+                                        stderr=subprocess.STDOUT, start_new_session=True)
+
+        daemon = start_daemon(url, rules, env, daemon_log, "--health-port", "off", "--budget", "10")
+        worker = start_worker()
+        try:
+            wait_for(lambda: final_state(slack.messages(CHANNEL_ID)) == "confirmed", 600, "the verdict", daemon,
+                     daemon_log)
+            # SIGTERM to the worker once the bisection runs: it stops after its sample in progress, and
+            # the bisection is queued again (a stop signal reaches the next sample; one takes seconds)
+            wait_for(lambda: "bisect.started" in [item.get("event") for item in log_events(worker_log)], 300,
+                     "the bisection to start", worker, worker_log)
+            assert stop_daemon(worker) == 0
+            with PostgresStore(url) as store:
+                assert [item["status"] for item in store.bisects(REPORT_ID)] == [bisect_flow.QUEUED]
+            assert not [message for message in slack.messages(CHANNEL_ID) if kind_of(message).startswith("bisect-")]
+            worker = start_worker()  # the daemon defers the host's job anew; this worker takes it
+            wait_for(lambda: [message for message in slack.messages(CHANNEL_ID)
+                              if kind_of(message).startswith("bisect-")], 1500, "the bisection's reply", daemon,
+                     worker_log)
+            with PostgresStore(url) as store:  # the worker's job ended (deleted): nothing waits on the host
+                wait_for(lambda: job_rows(store) == [], 120, "the after-verdict job to end", daemon, worker_log)
+            assert stop_daemon(daemon) == 0
+            assert stop_daemon(worker) == 0
+        finally:
+            for process in (daemon, worker):
+                if process.poll() is None:
+                    stop_daemon(process, signal.SIGKILL)
+            subprocess.run([*HOOK, "stop", str(state)], check=False)
+        messages = slack.messages(CHANNEL_ID)
+    parent = next(message for message in messages if kind_of(message) == "parent")
+    replies = [message for message in messages if kind_of(message).startswith("bisect-")]
+    assert len(replies) == 1 and replies[0]["thread_ts"] == parent["ts"]
+    assert replies[0]["text"].startswith(f"Bisect: first bad commit {branch[3]} (")
+    with PostgresStore(url) as store:
+        [result] = store.bisects(REPORT_ID)
+    assert result["status"] == "found" and result["queued_by"] == "daemon" and result["first_bad"] == branch[3]
+    # who ran what: the worker both the rerun and the bisection; the daemon deferred the job and posted
+    daemon_events = {item.get("event") for item in log_events(daemon_log)}
+    worker_events = [item.get("event") for item in log_events(worker_log)]
+    assert {"bisect.queued", "after.deferred", "run.dispatched"} <= daemon_events, daemon_events
+    assert not daemon_events & {"bisect.started", "bisect.ended", "run.started"}, daemon_events
+    assert worker_events.count("bisect.started") == 2 and worker_events.count("bisect.ended") == 1
+    assert worker_events.count("worker.stopped") == 2
+    show = subprocess.run([sys.executable, "-m", "triagebot.cli", "show", "--db", url, REPORT_ID],
+                          capture_output=True, text=True, cwd=PROJECT, env=env)
+    assert show.returncode == 0, show.stderr
+    assert f"  bisect 1 on lab-local: first bad commit {branch[3]}" in show.stdout
+
+
+def test_an_after_verdict_job_whose_worker_stopped_beating_is_retried(postgres_server) -> None:
+    import asyncio
+
+    import psycopg
+
+    from triagebot.dispatch.jobqueue import ensure_job_schema, job_app
+    from triagebot.dispatch.worker import WorkerOptions, retry_stalled
+
+    url = postgres_server.url(postgres_server.new_schema())
+    with PostgresStore(url) as store:
+        ensure_job_schema(store)
+    app = job_app(url)
+
+    async def scenario() -> tuple[int, list[int]]:
+        async with app.open_async():
+            job_id = await app.configure_task(AFTER_VERDICT_TASK, queue=queue_for("lab-2"),
+                                              lock=lock_for("lab-2")).defer_async(host="lab-2", message_id="r@x")
+            dead = await app.job_manager.register_worker()
+            fetched = await app.job_manager.fetch_job(queues=None, worker_id=dead)
+            assert fetched is not None and fetched.id == job_id
+            with psycopg.connect(url, autocommit=True) as connection:  # its last beat, long ago
+                connection.execute("UPDATE procrastinate_workers SET last_heartbeat = now() - interval '1 hour'")
+            return job_id, await retry_stalled(app, WorkerOptions(stalled_after_s=30))
+
+    job_id, retried = asyncio.run(scenario())
+    assert retried == [job_id]
+    with PostgresStore(url) as store:
+        assert [row[5] for row in job_rows(store)] == ["todo"]
