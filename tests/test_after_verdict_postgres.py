@@ -8,7 +8,7 @@ On a real PostgreSQL server the tests start; the first tests take jobs the way a
 (procrastinate's own register_worker and fetch_job), with no worker process and no sleep; the
 last runs the real daemon and a real `triage worker` on the test lab: a confirmed merge is
 bisected by the worker, stopped by a SIGTERM and taken up again by another worker, stored and
-posted once."""
+posted once; a fix series posted in a confirmed thread is tested by the worker and posted once."""
 from __future__ import annotations
 
 import json
@@ -247,3 +247,46 @@ def test_an_after_verdict_job_whose_worker_stopped_beating_is_retried(postgres_s
     assert retried == [job_id]
     with PostgresStore(url) as store:
         assert [row[5] for row in job_rows(store)] == ["todo"]
+
+
+@pytest.mark.skipif(not (shutil.which("sysbench") and shutil.which("git") and shutil.which("b4")),
+                    reason="the lab needs sysbench, git and b4 (apt-get install sysbench git; pip install b4)")
+def test_a_worker_tests_a_fix_posted_in_a_thread_confirmed_on_postgresql(tmp_path: Path, postgres_server) -> None:
+    from tests.test_fix_daemon import fix_replies, the_lab, with_source
+
+    require_public_inbox()
+    url = postgres_server.url(postgres_server.new_schema())
+    _repo, _shas, report, series, rules, state = the_lab(tmp_path, "1.0")
+    daemon_log, worker_log = tmp_path / "daemon.log", tmp_path / "worker.log"
+    with start_public_inbox(tmp_path / "lore", "linux-kernel", [report]) as server, \
+            FakeSlack(token=SLACK_TOKEN, channels={CHANNEL_ID: "perf-triage"}) as slack:
+        with_source(rules, server.list_url)
+        env = daemon_env(tmp_path, slack.base_url)  # no lab on the daemon's PATH
+        daemon = start_daemon(url, rules, env, daemon_log, "--health-port", "off", "--budget", "10")
+        with open(worker_log, "ab") as output:
+            worker = subprocess.Popen([sys.executable, "-m", "triagebot.cli", "worker", "--db", url, "--rules",
+                                       str(rules), "--budget", "10", "--log-format", "json"], cwd=PROJECT,
+                                      env=env | {"PATH": lab_path(tmp_path, env["PATH"])},
+                                      stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+                                      start_new_session=True)
+        try:
+            wait_for(lambda: final_state(slack.messages(CHANNEL_ID)) == "confirmed", 600, "the verdict", daemon,
+                     daemon_log)
+            server.bulk_add(series)
+            wait_for(lambda: fix_replies(slack), 900, "the fix test's reply", daemon, worker_log)
+            assert stop_daemon(daemon) == 0
+            assert stop_daemon(worker) == 0
+        finally:
+            for process in (daemon, worker):
+                if process.poll() is None:
+                    stop_daemon(process, signal.SIGKILL)
+            subprocess.run([*HOOK, "stop", str(state)], check=False)
+        replies = fix_replies(slack)
+    with PostgresStore(url) as store:
+        [stored] = store.fix_tests(REPORT_ID)
+    assert stored.status == "done" and stored.series_key.startswith("v2:")
+    assert len(replies) == 1 and replies[0]["text"].startswith("Fix test (v2): ")
+    daemon_events = {item.get("event") for item in log_events(daemon_log)}
+    worker_events = [item.get("event") for item in log_events(worker_log)]
+    assert {"fix.queued", "after.deferred"} <= daemon_events and "fix.ended" not in daemon_events
+    assert worker_events.count("fix.ended") == 1
