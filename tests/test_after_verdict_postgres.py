@@ -11,6 +11,7 @@ bisected by the worker, stopped by a SIGTERM and taken up again by another worke
 posted once; a fix series posted in a confirmed thread is tested by the worker and posted once."""
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import signal
@@ -44,6 +45,7 @@ from tests.test_lab_occupancy import fetch_as_a_worker, finish_as_a_worker, tria
 pytest.importorskip("procrastinate", reason="procrastinate is not installed (pip install -e '.[test]')")
 
 from triagebot import bisect_flow, flow  # noqa: E402
+from triagebot.daemon import lab_snapshot  # noqa: E402
 from triagebot.dispatch.jobqueue import (  # noqa: E402
     AFTER_VERDICT_TASK,
     JobQueueDispatcher,
@@ -52,6 +54,7 @@ from triagebot.dispatch.jobqueue import (  # noqa: E402
 )
 from triagebot.lab_queue import lab_view, occupancy  # noqa: E402
 from triagebot.store.postgres import PostgresStore  # noqa: E402
+from triagebot.web.views import Site, hosts_view  # noqa: E402
 
 
 def job_rows(store: PostgresStore) -> list[tuple]:
@@ -114,6 +117,14 @@ def test_the_daemon_defers_one_job_per_host_with_work_and_runs_none_itself(tmp_p
                      for host in json.loads(status.stdout)["hosts"]}
             assert shown == {"lab-local": (True, "r2@lab", True), "lab-2": (True, "bisect-me@lab", False),
                              "lab-3": (True, "fix-me@lab", True)}
+            page = hosts_view(store, Site(open_store=lambda: contextlib.nullcontext(store), settings=lab.settings,
+                                          database=tmp_path / "locks.db"))
+            assert {host["name"]: (host["busy"], [item["key"] for item in host["running"]], host["awaiting_worker"])
+                    for host in page["hosts"]} == {"lab-local": (True, ["r2@lab"], True),
+                                                   "lab-2": (True, ["bisect-me@lab"], False),
+                                                   "lab-3": (True, ["fix-me@lab"], True)}
+            snapshot = lab_snapshot(flow.lab_now(store, lab, dispatcher))  # what /metrics shows
+            assert snapshot["hosts"] == found.busy and snapshot["awaiting_worker"] == ["lab-3", "lab-local"]
             # its job ends: lab-2 is free again, and no rerun counts as finished for it
             finish_as_a_worker(app, job)
             assert dispatcher.finished() == []
