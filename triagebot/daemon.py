@@ -47,7 +47,7 @@ from typing import Any
 from triagebot import after_verdict_jobs, asked, bisect_flow, fix_testing, flow
 from triagebot.after_verdict_jobs import AfterVerdictWorker
 from triagebot.dispatch.inprocess import ThreadDispatcher
-from triagebot.dispatch.protocol import Dispatcher
+from triagebot.dispatch.protocol import AfterVerdictRunner, Dispatcher, QueuesAfterVerdict
 from triagebot.errors import TriageError
 from triagebot.health import DaemonMetrics, HealthServer
 from triagebot.ingest.protocol import SourceError
@@ -318,7 +318,10 @@ def _serve(settings: Settings, database: Path, open_store: Callable[[], Abstract
                 # a worker's notifications are delivered by this loop, woken for them
                 worker_lab = dataclasses.replace(lab, deliver=threads.wake)
                 dispatcher = threads
-            after_worker = AfterVerdictWorker(open_store, worker_lab)  # fix tests, bisections
+            # fix tests, bisections: on threads of this process, or (PostgreSQL) jobs for the workers
+            after_worker: AfterVerdictRunner = (
+                dispatcher.after_verdict_runner(worker_lab) if isinstance(dispatcher, QueuesAfterVerdict)
+                else AfterVerdictWorker(open_store, worker_lab))
             event(log, logging.INFO, "daemon started", event="daemon.started", db=str(database),
                   rules=str(settings.rules_dir), sources=[source.url for source in settings.sources])
             # the trees' fetches beside the loop (with --once, in the pass: its one pass reads them)
@@ -394,7 +397,7 @@ def after_runs(store, lab: flow.DaemonContext, dispatcher: Dispatcher, metrics: 
 
 
 def drain(store, lab: flow.DaemonContext, dispatcher: Dispatcher, metrics: DaemonMetrics,
-          state: DaemonState, after_worker: AfterVerdictWorker | None = None) -> None:
+          state: DaemonState, after_worker: AfterVerdictRunner | None = None) -> None:
     """`--once`: wait for every run the pass started, and the runs freed hosts take after them
     (and the fix tests and bisections under way)."""
     while not state.stop:
@@ -409,7 +412,7 @@ def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonCont
              admit_days: float, dispatcher: Dispatcher | None = None,
              stale_days: float = follow.DEFAULT_STALE_DAYS,
              clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-             tree_fetches: watch.TreeFetches | None = None, after_worker: AfterVerdictWorker | None = None) -> None:
+             tree_fetches: watch.TreeFetches | None = None, after_worker: AfterVerdictRunner | None = None) -> None:
     """One pass: deliver, poll, follow, trees, queue fix tests and bisections, admit, digest, plan,
     run, deliver, start the after-verdict jobs. A step that raises is logged and skipped.
 

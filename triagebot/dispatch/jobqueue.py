@@ -24,9 +24,12 @@ from typing import Any
 import procrastinate
 from procrastinate.schema import SchemaManager
 
+from triagebot.dispatch.after_verdict_queue import AfterVerdictJobs
 from triagebot.dispatch.lab_jobs import (  # noqa: F401 - the queue's names, kept importable from here
+    AFTER_VERDICT_TASK,
     JOB_TABLE,
     TASK_NAME,
+    TASKS,
     jobs_by_host,
     lab_jobs,
     lock_for,
@@ -35,6 +38,7 @@ from triagebot.dispatch.lab_jobs import (  # noqa: F401 - the queue's names, kep
 )
 from triagebot.dispatch.lab_jobs import job_table_present as _job_table_present
 from triagebot.dispatch.protocol import Finished, JobsNow, RunJob
+from triagebot.flow import DaemonContext
 from triagebot.logs import event
 from triagebot.states import TriageState
 from triagebot.store.postgres import PostgresStore
@@ -113,18 +117,27 @@ class JobQueueDispatcher:
         return self.jobs_now().running
 
     def jobs_now(self) -> JobsNow:
-        """The job table read once: every job's host and report, and the hosts whose job is
-        still `todo`; a job gone since the last read is finished."""
-        jobs = jobs_by_host(lab_jobs(self._store.connection))
-        now = {host: job.message_id for host, job in jobs.items()}
+        """The job table read once: every job's host and report (a host's after-verdict job
+        makes it busy too, with the report it was deferred for), and the hosts whose job is still
+        `todo`; a rerun's job gone since the last read is finished."""
+        every = lab_jobs(self._store.connection)
+        jobs = jobs_by_host(every)
+        reruns = {host: job.message_id for host, job in jobs_by_host([job for job in every
+                                                                      if not job.after_verdict]).items()}
         for host, message_id in self._seen.items():
-            if now.get(host) != message_id:
+            if reruns.get(host) != message_id:
                 row = self._store.get_triage(message_id)
                 outcome = row.state if row is not None and row.state not in (
                     TriageState.RUNNING, TriageState.PLANNED) else None
                 self._finished.append(Finished(RunJob(message_id, host), outcome))
-        self._seen = dict(now)
-        return JobsNow(now, frozenset(host for host, job in jobs.items() if not job.doing))
+        self._seen = reruns
+        return JobsNow({host: job.message_id for host, job in jobs.items()},
+                       frozenset(host for host, job in jobs.items() if not job.doing))
+
+    def after_verdict_runner(self, lab: DaemonContext) -> AfterVerdictJobs:
+        """The daemon's after-verdict work on PostgreSQL: one job per host with work, for the
+        workers (after_verdict_queue.py), read on this loop's connection."""
+        return AfterVerdictJobs(self._app, self._store, lab)
 
     def wait(self, timeout: float) -> bool:
         for _notice in self._store.connection.notifies(timeout=timeout, stop_after=1):

@@ -15,13 +15,17 @@ connection per worker thread or process): it takes the host's lock, reruns the r
 writes the verdict with its notifications. Workers never deliver notifications; the daemon's
 loop does, woken by `wait`.
 
+The daemon's after-verdict work (fix tests, its bisections) goes to an `AfterVerdictRunner`: its
+own threads (after_verdict_jobs.AfterVerdictWorker) unless the dispatcher `QueuesAfterVerdict`,
+as the job queue does on PostgreSQL (that work is then jobs for the workers too).
+
 This module names no implementation.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from triagebot.store.protocol import Store
 
@@ -90,4 +94,29 @@ class Dispatcher(Protocol):
 
     def close(self) -> None:
         """Release what the dispatcher holds (a job queue's connection); the daemon stops after it."""
+        ...
+
+
+class AfterVerdictRunner(Protocol):
+    """Carries out the fix tests and bisections queued after confirmed verdicts."""
+
+    def poke(self, store: Store) -> None:
+        """Start (or hand out) the work waiting now; called each pass."""
+        ...
+
+    def busy(self) -> bool:
+        """Whether some of that work is still under way or waiting to be taken up."""
+        ...
+
+    def join(self) -> None:
+        """Wait for the work this process runs (the daemon is stopping)."""
+        ...
+
+
+@runtime_checkable
+class QueuesAfterVerdict(Protocol):
+    """A dispatcher whose runs are done elsewhere hands out the after-verdict work the same way."""
+
+    def after_verdict_runner(self, lab: Any) -> AfterVerdictRunner:
+        """The runner for the daemon's `lab` (a flow.DaemonContext)."""
         ...

@@ -6,6 +6,10 @@ has hosts. Each job runs `flow.run_job` with a store of its own, exactly as the 
 do on SQLite; its notifications go to the outbox and the worker NOTIFYs the daemon, which
 delivers them.
 
+A worker runs the daemon's after-verdict jobs of its hosts too (`AFTER_VERDICT_TASK`, deferred
+by after_verdict_queue.py): `run_after_verdict_jobs` for that host, every fix test and bisection
+waiting there, with a store of its own, under the host's lock as the reruns.
+
 A killed worker leaves its job `doing`. Every worker sweeps, at start and then every
 `heartbeat_s`, for jobs of this task whose worker has sent no heartbeat for `stalled_after_s`
 (procrastinate's stalled jobs: its workers beat every `heartbeat_s`) and retries them: the
@@ -14,7 +18,8 @@ verdict is written only while the report is still `running` on that host (flow._
 a run retried beside one that was merely slow cannot decide twice.
 
 SIGTERM or SIGINT stops the worker: each run stops after its sample in progress, its report
-waits again (`planned`) and the daemon hands it out anew.
+waits again (`planned`) and the daemon hands it out anew; a fix test or bisection is queued
+again, and the daemon defers its host's job anew.
 """
 from __future__ import annotations
 
@@ -27,8 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from triagebot import flow
+from triagebot.after_verdict_jobs import run_after_verdict_jobs
 from triagebot.dispatch.jobqueue import (
+    AFTER_VERDICT_TASK,
     TASK_NAME,
+    TASKS,
     ensure_job_schema,
     job_app,
     notify_outbox,
@@ -63,11 +71,25 @@ def run_lab_job(url: str, settings: Settings, database: Path, options: WorkerOpt
             notify_outbox(store)  # a run that ended without notifications (stopped, host busy) frees its host too
 
 
+def run_after_verdict_job(url: str, settings: Settings, database: Path, options: WorkerOptions,
+                          stop: threading.Event, host: str) -> int:
+    """One host's after-verdict job: its fix tests and bisections waiting, with a store of its
+    own; the daemon is woken after each result and at the end. The jobs that ended."""
+    with PostgresStore(url) as store:
+        lab = flow.DaemonContext(settings=settings, database=database, deliver=lambda: notify_outbox(store),
+                                 budget=options.budget, stop_requested=stop.is_set)
+        try:
+            return run_after_verdict_jobs(store, lab, host)
+        finally:
+            notify_outbox(store)  # its host is free again: the daemon gives it its next report
+
+
 async def retry_stalled(app, options: WorkerOptions) -> list[int]:
-    """Retry every lab job whose worker stopped beating; their ids."""
+    """Retry every lab job (reruns and after-verdict jobs) whose worker stopped beating; their ids."""
+    stalled = [job for task in TASKS for job in await app.job_manager.get_stalled_jobs(
+        task_name=task, seconds_since_heartbeat=options.stalled_after_s)]
     retried = []
-    for job in await app.job_manager.get_stalled_jobs(task_name=TASK_NAME,
-                                                      seconds_since_heartbeat=options.stalled_after_s):
+    for job in stalled:
         try:
             await app.job_manager.retry_job(job)
         except Exception as error:  # noqa: BLE001 - another worker's sweep retried it first
@@ -91,6 +113,10 @@ def serve_worker(url: str, settings: Settings, database: Path, hosts: Sequence[s
     @app.task(name=TASK_NAME)
     def lab_run(message_id: str, host: str) -> str | None:
         return run_lab_job(url, settings, database, options, stop, message_id, host)
+
+    @app.task(name=AFTER_VERDICT_TASK)
+    def after_verdict(host: str, message_id: str = "") -> int:  # message_id: the report it was deferred for
+        return run_after_verdict_job(url, settings, database, options, stop, host)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
