@@ -3,6 +3,10 @@
 polling and posting meanwhile and a lab of many hosts bisects and tests fixes on all of them at
 once (each job runs on its report's confirmed rerun's host).
 
+On PostgreSQL the same work is a job of the job queue per host, run by `triage worker`
+(dispatch/after_verdict_queue.py, which calls `run_after_verdict_jobs` there); what follows is
+the daemon's own runner, on SQLite.
+
 `AfterVerdictWorker.poke()` (each pass) starts a thread for every host that has a job waiting
 and no thread; the thread opens its own store connection, runs that host's queued jobs one at a
 time, and ends when nothing is left. Each job takes its host's lock, which the schedule sees

@@ -4,7 +4,8 @@ Each pass: deliver what the outbox holds (after a crash: the posts in doubt are 
 Slack first), poll the sources that are due (rules/sources.toml), follow the reports taken on
 (the new mail, stale ones, the git trees of rules/trees.toml: lifecycle/), take on new reports, plan
 them, hand the planned ones the schedule picks to free lab hosts, deliver again; then start the
-fix tests and bisections queued after confirmed verdicts (after_verdict_jobs.py). Every stage is
+fix tests and bisections queued after confirmed verdicts (after_verdict_jobs.py: threads of its
+own, one a host; on PostgreSQL jobs for the workers, dispatch/after_verdict_queue.py). Every stage is
 a step over stored state (flow.py), so a restart resumes where the last process stopped.
 
 Runs go through a dispatcher (dispatch/protocol.py). On the embedded default it is a
@@ -420,8 +421,8 @@ def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonCont
     one at a time (flow.run_planned). `clock` is the wall clock the lifecycle reads (stale
     reports, when a watched tree is due). With `tree_fetches` the watched trees are fetched in
     the background, their commits read at the pass after; without, fetched in the pass. Fix tests
-    and bisections go to `after_worker`'s thread (after_verdict_jobs.py); without one they are run
-    here too."""
+    and bisections go to `after_worker` (its threads, after_verdict_jobs.py, or on PostgreSQL the
+    workers' jobs, dispatch/after_verdict_queue.py); without one they are run here too."""
     def step(name: str, action: Callable[[], object]) -> None:
         _step(metrics, name, action)
 
