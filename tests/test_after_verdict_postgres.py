@@ -301,3 +301,32 @@ def test_a_worker_tests_a_fix_posted_in_a_thread_confirmed_on_postgresql(tmp_pat
     worker_events = [item.get("event") for item in log_events(worker_log)]
     assert {"fix.queued", "after.deferred"} <= daemon_events and "fix.ended" not in daemon_events
     assert worker_events.count("fix.ended") == 1
+
+
+def test_a_rerun_waiting_behind_its_hosts_after_verdict_job_is_not_taken_for_cut_short(tmp_path: Path,
+                                                                                        postgres_server) -> None:
+    """A host shows one report (the job a worker holds), but a rerun waiting behind it on the same
+    host still has its job: the daemon must not start it over as if nobody ran it."""
+    from triagebot.dispatch.protocol import RunJob
+
+    url = postgres_server.url(postgres_server.new_schema())
+    lab = three_host_lab(tmp_path)
+    with PostgresStore(url) as store:
+        _confirmed(store, "bisect-me@lab", "lab-2")
+        queue_bisect(store, "bisect-me@lab")
+        planned(store, "late@lab", "2026-11-01T10:00:00+00:00")
+        dispatcher = JobQueueDispatcher(url)
+        try:
+            dispatcher.after_verdict_runner(lab).poke(store)
+            app, job = fetch_as_a_worker(url, "lab-2")  # a worker runs lab-2's after-verdict job
+            assert job.task_name == AFTER_VERDICT_TASK
+            with store.transaction():  # a rerun handed to lab-2 all the same: it waits behind the lock
+                store.set_triage("late@lab", "running", host="lab-2")
+                dispatcher.enqueue(store, RunJob("late@lab", "lab-2"))
+            assert dispatcher.running()["lab-2"] == "bisect-me@lab"  # the job a worker holds is the host's
+            assert "late@lab" in dispatcher.jobs_now().reports
+            assert flow.take_up_cut_runs(store, lab, dispatcher) == []
+            assert store.get_triage("late@lab").state == "running"
+            finish_as_a_worker(app, job)
+        finally:
+            dispatcher.close()

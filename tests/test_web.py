@@ -336,7 +336,7 @@ class HandedOver:
         return dict(self.jobs)
 
     def jobs_now(self) -> JobsNow:
-        return JobsNow(self.running(), frozenset())
+        return JobsNow(self.running(), frozenset(), frozenset(self.jobs.values()))
 
     def wait(self, timeout: float) -> bool:
         return False

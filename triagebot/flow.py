@@ -317,7 +317,7 @@ def run_planned(store: Store, lab: DaemonContext) -> list[str]:
 def take_up_cut_runs(store: Store, lab: DaemonContext, dispatcher: Dispatcher) -> list[str]:
     """Reports left `running` by a process that is gone (nobody runs them, their host's lock is
     free) wait again: their run starts over, on the host the schedule gives them."""
-    running = set(dispatcher.running().values())
+    running = dispatcher.jobs_now().reports
     again = []
     for row in store.triage_in(TriageState.RUNNING):
         if row.message_id in running or (row.host and host_busy(lab.database, row.host)):

@@ -76,7 +76,8 @@ class ThreadDispatcher:
             return {host: job.message_id for host, (job, _thread) in self._running.items()}
 
     def jobs_now(self) -> JobsNow:
-        return JobsNow(self.running(), frozenset())  # its own threads run each job as it is launched
+        running = self.running()  # its own threads run each job as it is launched
+        return JobsNow(running, frozenset(), frozenset(running.values()))
 
     def wait(self, timeout: float) -> bool:
         woken = self._woken.wait(timeout)
@@ -123,7 +124,7 @@ class InlineDispatcher:
         return {}
 
     def jobs_now(self) -> JobsNow:
-        return JobsNow({}, frozenset())
+        return JobsNow({}, frozenset(), frozenset())
 
     def wait(self, timeout: float) -> bool:
         return bool(self._finished)

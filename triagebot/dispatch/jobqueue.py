@@ -132,7 +132,8 @@ class JobQueueDispatcher:
                 self._finished.append(Finished(RunJob(message_id, host), outcome))
         self._seen = reruns
         return JobsNow({host: job.message_id for host, job in jobs.items()},
-                       frozenset(host for host, job in jobs.items() if not job.doing))
+                       frozenset(host for host, job in jobs.items() if not job.doing),
+                       frozenset(job.message_id for job in every if not job.after_verdict))
 
     def after_verdict_runner(self, lab: DaemonContext) -> AfterVerdictJobs:
         """The daemon's after-verdict work on PostgreSQL: one job per host with work, for the

@@ -46,6 +46,9 @@ class JobsNow:
 
     running: Mapping[str, str]
     awaiting_worker: frozenset[str]
+    # every report a rerun job is for: on a job queue a host may hold one rerun waiting behind the
+    # after-verdict job it runs, so `running` (one report a host) need not name it
+    reports: frozenset[str]
 
 
 @dataclass(frozen=True)
