@@ -8,10 +8,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
-from triagebot import after_verdict_jobs, bisect_flow, fix_testing
+from tests.conftest import PROJECT
+from triagebot import after_verdict_jobs, asked, bisect_flow, fix_testing
+from triagebot.flow import DaemonContext
 from triagebot.parse.report import parse_message
 from triagebot.records import Source
+from triagebot.rules.settings import load_settings
 from triagebot.store.sqlite import SqliteStore
+
+SETTINGS = load_settings(PROJECT / "rules")  # the embedded defaults: this machine, which cannot bisect
 
 
 def _confirmed(store: SqliteStore, message_id: str, host: str | None) -> None:
@@ -46,13 +51,13 @@ def test_the_hosts_with_work_are_those_of_the_queued_jobs(tmp_path: Path) -> Non
     with SqliteStore(database) as store:
         assert fix_testing.waiting_hosts(store) == {"lab-a", "lab-b", ""}
         assert bisect_flow.waiting_hosts(store) == {"lab-c"}
-        assert after_verdict_jobs.hosts_with_work(store) == {"lab-a", "lab-b", "lab-c", ""}
+        assert after_verdict_jobs.hosts_with_work(store, SETTINGS) == {"lab-a", "lab-b", "lab-c", ""}
         [done] = [row.fix_test_id for row in store.fix_tests("r0@example.org")]
         store.set_fix_test(done, "done", {"outcome": "fixed"})
         # a bisection a person started is theirs: the daemon takes up only its own
         store.save_bisect("r1@example.org", {"kind": "bisect", "status": "queued", "good": "a", "bad": "b",
                                              "steps": [], "reason": "asked"})
-        assert after_verdict_jobs.hosts_with_work(store) == {"lab-b", "lab-c", ""}
+        assert after_verdict_jobs.hosts_with_work(store, SETTINGS) == {"lab-b", "lab-c", ""}
 
 
 def test_each_host_gets_one_thread_and_they_run_together(tmp_path: Path) -> None:
@@ -74,7 +79,7 @@ def test_each_host_gets_one_thread_and_they_run_together(tmp_path: Path) -> None
         with SqliteStore(database) as store:
             yield store
 
-    context = SimpleNamespace(deliver=lambda: delivered.append("x"))
+    context = SimpleNamespace(deliver=lambda: delivered.append("x"), settings=SETTINGS)
     worker = after_verdict_jobs.AfterVerdictWorker(open_store, context, run=run)
     with SqliteStore(database) as store:
         worker.poke(store)
@@ -92,7 +97,36 @@ def test_with_nothing_queued_no_thread_starts(tmp_path: Path) -> None:
     started: list[str] = []
     with SqliteStore(database) as store:
         worker = after_verdict_jobs.AfterVerdictWorker(
-            lambda: SqliteStore(database), SimpleNamespace(deliver=lambda: None),
+            lambda: SqliteStore(database), SimpleNamespace(deliver=lambda: None, settings=SETTINGS),
             run=lambda _store, _lab, host: started.append(host) or 0)
         worker.poke(store)
     assert not worker.busy() and started == []
+
+
+def test_a_fix_test_or_bisection_asked_from_slack_runs_on_its_hosts_runner_not_in_the_pass(tmp_path: Path) -> None:
+    """The daemon's pass sends the replies asked for; a test of a fix or a bisection (hours of a
+    lab host) is its host's after-verdict work, so the pass polls and posts meanwhile."""
+    database = tmp_path / "lab.db"
+    with SqliteStore(database) as store:
+        _confirmed(store, "fixed@example.org", "lab-a")
+        _confirmed(store, "bisect@example.org", "lab-a")
+        fix_ask = store.record_action("k1", "fixed@example.org", "test-fix", "U1", "asked")
+        bisect_ask = store.record_action("k2", "bisect@example.org", "bisect", "U1", "asked")
+        # a test of a fix runs on the confirmed rerun's host; no host here can bisect (no list_commits)
+        assert asked.waiting_hosts(store, SETTINGS) == {"lab-a": "fixed@example.org", "": "bisect@example.org"}
+        assert after_verdict_jobs.hosts_with_work(store, SETTINGS) == {"lab-a", ""}
+        lab = DaemonContext(settings=SETTINGS, database=database, deliver=lambda: None)
+        # the pass's step: the mail asks only, the lab's wait
+        assert asked.carry_out(store, SETTINGS, database, 5, names=asked.MAIL_ASKS) == []
+        assert [row.action for row in store.waiting_actions(*asked.LAB_ASKS)] == ["test-fix", "bisect"]
+        # the runner of "" (work with no lab host) ends the bisection at once, as its error
+        assert after_verdict_jobs.run_after_verdict_jobs(store, lab, "") == 1
+        [result] = [row for row in store.actions_of("bisect@example.org") if row.action != "bisect"]
+        assert result.action == "bisect:failed" and result.request_key == f"result:{bisect_ask}"
+        assert "no host in hosts.toml can bisect" in result.detail
+        # lab-a's runner takes the test of a fix (it fails here: the rerun stored has no plan to run)
+        assert after_verdict_jobs.run_after_verdict_jobs(store, lab, "lab-a") == 1
+        [result] = [row for row in store.actions_of("fixed@example.org") if row.action != "test-fix"]
+        assert result.action == "test-fix:failed" and result.request_key == f"result:{fix_ask}"
+        assert store.waiting_actions(*asked.LAB_ASKS) == []
+        assert after_verdict_jobs.hosts_with_work(store, SETTINGS) == set()

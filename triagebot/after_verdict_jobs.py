@@ -22,18 +22,21 @@ import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
-from triagebot import bisect_flow, fix_testing
+from triagebot import asked, bisect_flow, fix_testing
 from triagebot.flow import DaemonContext
 from triagebot.logs import event
+from triagebot.rules.settings import Settings
 from triagebot.store.protocol import Store
 
 log = logging.getLogger("triagebot.daemon")
 
 
-def hosts_with_work(store: Store) -> set[str]:
-    """The hosts (by name; "" for a report with no rerun host) with a fix test or a daemon's
-    bisection waiting or cut short: a thread is started only for those, not at every pass."""
-    return fix_testing.waiting_hosts(store) | bisect_flow.waiting_hosts(store)
+def hosts_with_work(store: Store, settings: Settings) -> set[str]:
+    """The hosts (by name; "" for work with no lab host) with a fix test or a daemon's bisection
+    waiting or cut short, or a test of a fix or a bisection asked from Slack and not carried out
+    yet: a thread is started only for those, not at every pass."""
+    return fix_testing.waiting_hosts(store) | bisect_flow.waiting_hosts(store) | set(
+        asked.waiting_hosts(store, settings))
 
 
 def run_after_verdict_jobs(store: Store, lab: DaemonContext, only_host: str | None = None) -> int:
@@ -42,7 +45,8 @@ def run_after_verdict_jobs(store: Store, lab: DaemonContext, only_host: str | No
     ended = 0
     while not lab.stop_requested():
         done = len(fix_testing.run_queued_fix_tests(store, lab, only_host)) + len(
-            bisect_flow.run_queued_bisects(store, lab, only_host))
+            bisect_flow.run_queued_bisects(store, lab, only_host)) + len(
+            asked.carry_out(store, lab.settings, lab.database, lab.budget, names=asked.LAB_ASKS, only_host=only_host))
         if not done:
             break
         ended += done
@@ -63,7 +67,7 @@ class AfterVerdictWorker:
     def poke(self, store: Store) -> None:
         """Start a thread for each host with work and none running (a running one sees new work
         on its host itself before it ends)."""
-        hosts = hosts_with_work(store)
+        hosts = hosts_with_work(store, self._lab.settings)
         if not hosts:
             return
         with self._lock:

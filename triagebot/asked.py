@@ -1,9 +1,12 @@
 """Actions stage: carry out what a team member asked from Slack that takes the lab or the mail —
 test the fix posted in the thread, bisect, send the drafted reply upstream.
 
-triagebot/actions.py keeps the ask (an action row and its thread reply); the daemon's pass calls
-`carry_out`, which takes each ask without a result, oldest first, and does it through the same
-stage functions as the commands: `fix_testing.run_fix_test` (`triage test-fix`, stored with its
+triagebot/actions.py keeps the ask (an action row and its thread reply). The daemon's pass
+sends the replies asked for (`MAIL_ASKS`); the lab's asks (`LAB_ASKS`: test a fix, bisect) are
+carried out on the lab host's after-verdict runner (after_verdict_jobs.py: the daemon's thread
+for that host, or on PostgreSQL a worker's job), so that a bisection of hours holds up no poll
+and no post. `carry_out` takes each ask without a result, oldest first, and does it through the
+same stage functions as the commands: `fix_testing.run_fix_test` (`triage test-fix`, stored with its
 own reply and lifecycle move), `after_verdict.bisect_on_lab` (`triage bisect`) and
 `reply.send.send_reply` (`triage reply --send`, its mail outbox: sent once, a send cut off is never
 repeated without a person). Its
@@ -34,15 +37,44 @@ from triagebot.store.protocol import ActionRow, Store
 log = logging.getLogger("triagebot.asked")
 
 TESTER = "triagebot lab <triagebot@localhost>"  # the drafted Tested-by: of a fix tested from Slack
+LAB_ASKS = ("test-fix", "bisect")  # run on a lab host: by the host's after-verdict runner
+MAIL_ASKS = tuple(name for name in ASKED if name not in LAB_ASKS)  # sent by the daemon's pass
+
+
+def ask_host(store: Store, settings: Settings, asked: ActionRow) -> str:
+    """The lab host an ask runs on ("" when none: it then ends at once as its error): a fix test
+    on the report's confirmed rerun's host, a bisection on the closest host that can bisect."""
+    if asked.action == "test-fix":
+        return str((store.latest_run(asked.message_id) or {}).get("host") or "")
+    if asked.action != "bisect":
+        return ""
+    report = store.get_record(asked.message_id)
+    able = [host for host in settings.need_hosts() if can_bisect(host)]
+    match = choose_host(able, report.test_machine, parameters=report.parameters) if report and able else None
+    return match.host.name if match is not None else ""
+
+
+def waiting_hosts(store: Store, settings: Settings) -> dict[str, str]:
+    """Host -> the first report whose lab ask (test a fix, bisect) waits to be carried out there."""
+    found: dict[str, str] = {}
+    for asked in store.waiting_actions(*LAB_ASKS):
+        if store.get_triage(asked.message_id) is not None:
+            found.setdefault(ask_host(store, settings, asked), asked.message_id)
+    return found
 
 
 def carry_out(store: Store, settings: Settings, database: Path, budget: int,
-              bisect_budget: BisectBudget | None = None) -> list[int]:
-    """Do every asked action without a result, oldest first; the ids of those finished."""
+              bisect_budget: BisectBudget | None = None, *, names: tuple[str, ...] = ASKED,
+              only_host: str | None = None) -> list[int]:
+    """Do every asked action of `names` without a result, oldest first (with `only_host`, only
+    the lab asks that run on that host); the ids of those finished. A lab ask runs to its end: a
+    stop waits for it (a crash before its result is kept has it carried out again)."""
     finished = []
-    for asked in store.waiting_actions(*ASKED):
+    for asked in store.waiting_actions(*names):
         row = store.get_triage(asked.message_id)
         if row is None:
+            continue
+        if only_host is not None and ask_host(store, settings, asked) != only_host:
             continue
         try:
             done, detail = _carry_out_one(store, settings, database, budget, bisect_budget or BisectBudget(), asked)

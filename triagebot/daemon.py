@@ -456,7 +456,9 @@ def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonCont
         step("plan", lambda: flow.plan_new(store, lab))
         step("run", run_planned)
         # what a team member asked from Slack: test a fix, bisect, send the reply upstream
-        step("asked", lambda: asked.carry_out(store, settings, lab.database, lab.budget) and lab.deliver())
+        # (the lab's asks, a fix test or a bisection, go to the host's after-verdict runner below)
+        step("asked", lambda: asked.carry_out(store, settings, lab.database, lab.budget, names=asked.MAIL_ASKS)
+             and lab.deliver())
         step("deliver", lab.deliver)
         step("after verdict", lambda: after_worker.poke(store) if after_worker is not None
              else after_verdict_jobs.run_after_verdict_jobs(store, lab))

@@ -21,7 +21,7 @@ import logging
 import procrastinate
 from procrastinate.exceptions import AlreadyEnqueued
 
-from triagebot import bisect_flow
+from triagebot import asked, bisect_flow
 from triagebot.after_verdict_jobs import hosts_with_work, run_after_verdict_jobs
 from triagebot.dispatch.lab_jobs import (
     AFTER_VERDICT_TASK,
@@ -32,6 +32,7 @@ from triagebot.dispatch.lab_jobs import (
 )
 from triagebot.flow import DaemonContext
 from triagebot.logs import event
+from triagebot.rules.settings import Settings
 from triagebot.states import TriageState
 from triagebot.store.protocol import Store
 
@@ -42,9 +43,10 @@ def _rerun_host(store: Store, message_id: str) -> str:
     return str((store.latest_run(message_id) or {}).get("host") or "")
 
 
-def first_reports(store: Store) -> dict[str, str]:
+def first_reports(store: Store, settings: Settings) -> dict[str, str]:
     """Host -> the report whose after-verdict work on it comes first, in the order
-    run_after_verdict_jobs takes it up (fix tests, then the daemon's bisections)."""
+    run_after_verdict_jobs takes it up (fix tests, the daemon's bisections, then what was asked
+    from Slack)."""
     found: dict[str, str] = {}
     for status in ("running", "queued"):
         for row in store.fix_tests(status=status):
@@ -54,6 +56,8 @@ def first_reports(store: Store) -> dict[str, str]:
                and bisection.get("queued_by") == bisect_flow.BY_DAEMON["queued_by"]
                for bisection in store.bisects(confirmed.message_id)):
             found.setdefault(_rerun_host(store, confirmed.message_id), confirmed.message_id)
+    for host, message_id in asked.waiting_hosts(store, settings).items():
+        found.setdefault(host, message_id)
     return found
 
 
@@ -71,12 +75,12 @@ class AfterVerdictJobs:
     def poke(self, store: Store) -> None:
         """Defer a job for every served host with work and no after-verdict job waiting or
         running; run here the work that needs no lab host."""
-        hosts = hosts_with_work(store)
+        hosts = hosts_with_work(store, self._lab.settings)
         if not hosts:
             return
         served = {host.name for host in self._lab.settings.need_hosts() if host.can_switch_kernel}
         queued = self._queued_hosts(store)
-        firsts = first_reports(store)
+        firsts = first_reports(store, self._lab.settings)
         for host in sorted(hosts):
             if host not in served:
                 # no worker serves it and no lab host is touched: each job ends as its error, posted
