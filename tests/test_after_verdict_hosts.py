@@ -49,8 +49,9 @@ def _lab_of_three(path: Path) -> Path:
 def test_the_hosts_with_work_are_those_of_the_queued_jobs(tmp_path: Path) -> None:
     database = _lab_of_three(tmp_path)
     with SqliteStore(database) as store:
-        assert fix_testing.waiting_hosts(store) == {"lab-a", "lab-b", ""}
-        assert bisect_flow.waiting_hosts(store) == {"lab-c"}
+        assert fix_testing.waiting_hosts(store) == {"lab-a": "r0@example.org", "lab-b": "r1@example.org",
+                                                    "": "r3@example.org"}
+        assert bisect_flow.waiting_hosts(store) == {"lab-c": "r2@example.org"}
         assert after_verdict_jobs.hosts_with_work(store, SETTINGS) == {"lab-a", "lab-b", "lab-c", ""}
         [done] = [row.fix_test_id for row in store.fix_tests("r0@example.org")]
         store.set_fix_test(done, "done", {"outcome": "fixed"})

@@ -38,6 +38,12 @@ MAX_COMMITS = 1 << 20  # more lines than any kernel range: the hook's output is 
 NO_BISECT_HOST = "no host in hosts.toml can bisect: one needs switch_kernel and list_commits hooks"
 
 
+def rerun_host(store: Store, message_id: str) -> str:
+    """The host of a report's last stored rerun ("" when it has none): where its fix tests and
+    the daemon's bisections run."""
+    return str((store.latest_run(message_id) or {}).get("host") or "")
+
+
 def can_bisect(host: Host) -> bool:
     """A host bisects when it can switch kernels and list the commits of a range."""
     return host.can_switch_kernel and bool(host.list_commits)

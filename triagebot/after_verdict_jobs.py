@@ -31,12 +31,17 @@ from triagebot.store.protocol import Store
 log = logging.getLogger("triagebot.daemon")
 
 
+def work_by_host(store: Store, settings: Settings) -> dict[str, str]:
+    """Host (by name; "" for work with no lab host) -> the first report whose work waits there, in
+    the order run_after_verdict_jobs takes it up: a fix test or a daemon's bisection waiting or
+    cut short, then a test of a fix or a bisection asked from Slack and not carried out yet. A
+    runner is started (or a job deferred) only for those hosts, not at every pass."""
+    # the later dict wins a host: fix tests before the daemon's bisections before what was asked
+    return asked.waiting_hosts(store, settings) | bisect_flow.waiting_hosts(store) | fix_testing.waiting_hosts(store)
+
+
 def hosts_with_work(store: Store, settings: Settings) -> set[str]:
-    """The hosts (by name; "" for work with no lab host) with a fix test or a daemon's bisection
-    waiting or cut short, or a test of a fix or a bisection asked from Slack and not carried out
-    yet: a thread is started only for those, not at every pass."""
-    return fix_testing.waiting_hosts(store) | bisect_flow.waiting_hosts(store) | set(
-        asked.waiting_hosts(store, settings))
+    return set(work_by_host(store, settings))
 
 
 def run_after_verdict_jobs(store: Store, lab: DaemonContext, only_host: str | None = None) -> int:

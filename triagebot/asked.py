@@ -23,7 +23,7 @@ from email.utils import make_msgid, parseaddr
 from pathlib import Path
 
 from triagebot.actions import ASKED, finish
-from triagebot.after_verdict import NO_BISECT_HOST, bisect_on_lab, can_bisect, plan_bisect
+from triagebot.after_verdict import NO_BISECT_HOST, bisect_on_lab, can_bisect, plan_bisect, rerun_host
 from triagebot.errors import TriageError
 from triagebot.fix_testing import HostBusy, run_fix_test
 from triagebot.logs import event
@@ -45,7 +45,7 @@ def ask_host(store: Store, settings: Settings, asked: ActionRow) -> str:
     """The lab host an ask runs on ("" when none: it then ends at once as its error): a fix test
     on the report's confirmed rerun's host, a bisection on the closest host that can bisect."""
     if asked.action == "test-fix":
-        return str((store.latest_run(asked.message_id) or {}).get("host") or "")
+        return rerun_host(store, asked.message_id)
     if asked.action != "bisect":
         return ""
     report = store.get_record(asked.message_id)

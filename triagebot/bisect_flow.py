@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from triagebot.after_verdict import bisect_on_lab, bisect_reply, confirmed_host_and_plan, list_commits
+from triagebot.after_verdict import bisect_on_lab, bisect_reply, confirmed_host_and_plan, list_commits, rerun_host
 from triagebot.errors import TriageError
 from triagebot.flow import DaemonContext, StopRequested, patiently
 from triagebot.logs import event
@@ -75,12 +75,14 @@ def _waiting(bisection: dict) -> bool:
     return bisection.get("status") in (QUEUED, "running") and bisection.get("queued_by") == BY_DAEMON["queued_by"]
 
 
-def waiting_hosts(store: Store) -> set[str]:
-    """The hosts of the daemon's bisections queued or cut short: each runs on its report's
-    confirmed rerun's host ("" where the report has none)."""
-    return {str((store.latest_run(row.message_id) or {}).get("host") or "")
-            for row in store.triage_in(TriageState.CONFIRMED)
-            if any(_waiting(bisection) for bisection in store.bisects(row.message_id))}
+def waiting_hosts(store: Store) -> dict[str, str]:
+    """Host -> the first report with a bisection of the daemon's queued or cut short there: each
+    runs on its report's confirmed rerun's host ("" where the report has none)."""
+    found: dict[str, str] = {}
+    for row in store.triage_in(TriageState.CONFIRMED):
+        if any(_waiting(bisection) for bisection in store.bisects(row.message_id)):
+            found.setdefault(rerun_host(store, row.message_id), row.message_id)
+    return found
 
 
 def run_queued_bisects(store: Store, lab: DaemonContext, only_host: str | None = None) -> list[int]:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from triagebot.after_verdict import confirmed_host_and_plan, fix_draft, measure_fix
+from triagebot.after_verdict import confirmed_host_and_plan, fix_draft, measure_fix, rerun_host
 from triagebot.errors import TriageError
 from triagebot.flow import DaemonContext, StopRequested, patiently
 from triagebot.ingest.lore_thread import DEFAULT_ARCHIVE
@@ -265,15 +265,14 @@ def queue_fix_tests(store: Store, looked: dict[str, tuple] | None = None) -> lis
     return queued
 
 
-def _host_of(store: Store, message_id: str) -> str | None:
-    latest = store.latest_run(message_id)
-    return str(latest["host"]) if latest and latest.get("host") else None
-
-
-def waiting_hosts(store: Store) -> set[str]:
-    """The hosts of the fix tests queued or cut short ("" for a report with no rerun host)."""
-    return {_host_of(store, row.message_id) or "" for status in ("queued", "running")
-            for row in store.fix_tests(status=status)}
+def waiting_hosts(store: Store) -> dict[str, str]:
+    """Host -> the first report with a fix test cut short or queued there ("" for a report with
+    no rerun host), in the order run_queued_fix_tests takes them up."""
+    found: dict[str, str] = {}
+    for status in ("running", "queued"):
+        for row in store.fix_tests(status=status):
+            found.setdefault(rerun_host(store, row.message_id), row.message_id)
+    return found
 
 
 def run_queued_fix_tests(store: Store, lab: DaemonContext, only_host: str | None = None) -> list[int]:
@@ -283,10 +282,10 @@ def run_queued_fix_tests(store: Store, lab: DaemonContext, only_host: str | None
     for ends the test in progress after its sample: it is queued again. Returns the tests that
     ended (done, refused or error)."""
     for cut in store.fix_tests(status="running"):
-        host = _host_of(store, cut.message_id)
-        if only_host is not None and (host or "") != only_host:
+        host = rerun_host(store, cut.message_id)
+        if only_host is not None and host != only_host:
             continue
-        if host is None or not host_busy(lab.database, host):
+        if not host or not host_busy(lab.database, host):
             store.set_fix_test(cut.fix_test_id, "queued")
             event(log, logging.INFO, "fix test cut short: starts over", event="fix.resumed",
                   message_id=cut.message_id, fix_test_id=cut.fix_test_id)
@@ -294,10 +293,10 @@ def run_queued_fix_tests(store: Store, lab: DaemonContext, only_host: str | None
     for queued in store.fix_tests(status="queued"):
         if lab.stop_requested():
             break
-        host = _host_of(store, queued.message_id)
-        if only_host is not None and (host or "") != only_host:
+        host = rerun_host(store, queued.message_id)
+        if only_host is not None and host != only_host:
             continue
-        if host is not None and host_busy(lab.database, host):
+        if host and host_busy(lab.database, host):
             continue
         if _run_queued(store, lab, queued):
             ended.append(queued.fix_test_id)

@@ -3,7 +3,7 @@ as jobs of the job queue, run by `triage worker`s like the reruns (jobqueue.py, 
 
 `AfterVerdictJobs` has the face of after_verdict_jobs.AfterVerdictWorker (`poke`, `busy`,
 `join`), which runs that work on threads of the daemon's own on SQLite. Here `poke` defers one
-job of `AFTER_VERDICT_TASK` for each host with work (after_verdict_jobs.hosts_with_work) that
+job of `AFTER_VERDICT_TASK` for each host with work (after_verdict_jobs.work_by_host) that
 has no such job waiting or running: in the host's queue, under the host's lock (procrastinate
 never runs it beside a rerun of that host) and with a queueing lock per host (at most one waits).
 The worker that fetches it runs `run_after_verdict_jobs(store, lab, host)`: every fix test and
@@ -21,8 +21,7 @@ import logging
 import procrastinate
 from procrastinate.exceptions import AlreadyEnqueued
 
-from triagebot import asked, bisect_flow
-from triagebot.after_verdict_jobs import hosts_with_work, run_after_verdict_jobs
+from triagebot.after_verdict_jobs import run_after_verdict_jobs, work_by_host
 from triagebot.dispatch.lab_jobs import (
     AFTER_VERDICT_TASK,
     after_verdict_queueing_lock_for,
@@ -32,33 +31,9 @@ from triagebot.dispatch.lab_jobs import (
 )
 from triagebot.flow import DaemonContext
 from triagebot.logs import event
-from triagebot.rules.settings import Settings
-from triagebot.states import TriageState
 from triagebot.store.protocol import Store
 
 log = logging.getLogger("triagebot.daemon")
-
-
-def _rerun_host(store: Store, message_id: str) -> str:
-    return str((store.latest_run(message_id) or {}).get("host") or "")
-
-
-def first_reports(store: Store, settings: Settings) -> dict[str, str]:
-    """Host -> the report whose after-verdict work on it comes first, in the order
-    run_after_verdict_jobs takes it up (fix tests, the daemon's bisections, then what was asked
-    from Slack)."""
-    found: dict[str, str] = {}
-    for status in ("running", "queued"):
-        for row in store.fix_tests(status=status):
-            found.setdefault(_rerun_host(store, row.message_id), row.message_id)
-    for confirmed in store.triage_in(TriageState.CONFIRMED):
-        if any(bisection.get("status") in (bisect_flow.QUEUED, "running")
-               and bisection.get("queued_by") == bisect_flow.BY_DAEMON["queued_by"]
-               for bisection in store.bisects(confirmed.message_id)):
-            found.setdefault(_rerun_host(store, confirmed.message_id), confirmed.message_id)
-    for host, message_id in asked.waiting_hosts(store, settings).items():
-        found.setdefault(host, message_id)
-    return found
 
 
 class AfterVerdictJobs:
@@ -75,13 +50,12 @@ class AfterVerdictJobs:
     def poke(self, store: Store) -> None:
         """Defer a job for every served host with work and no after-verdict job waiting or
         running; run here the work that needs no lab host."""
-        hosts = hosts_with_work(store, self._lab.settings)
-        if not hosts:
+        firsts = work_by_host(store, self._lab.settings)  # host -> the report its job is deferred for
+        if not firsts:
             return
         served = {host.name for host in self._lab.settings.need_hosts() if host.can_switch_kernel}
         queued = self._queued_hosts(store)
-        firsts = first_reports(store, self._lab.settings)
-        for host in sorted(hosts):
+        for host in sorted(firsts):
             if host not in served:
                 # no worker serves it and no lab host is touched: each job ends as its error, posted
                 run_after_verdict_jobs(store, self._lab, host)
@@ -92,11 +66,11 @@ class AfterVerdictJobs:
                 self._app.configure_task(
                     AFTER_VERDICT_TASK, queue=queue_for(host), lock=lock_for(host),
                     queueing_lock=after_verdict_queueing_lock_for(host), connection=store.connection,
-                ).defer(host=host, message_id=firsts.get(host, ""))
+                ).defer(host=host, message_id=firsts[host])
             except AlreadyEnqueued:
                 continue  # one waits already (deferred since the job table was read)
             event(log, logging.INFO, "after-verdict job deferred for a worker", event="after.deferred", host=host,
-                  message_id=firsts.get(host, ""))
+                  message_id=firsts[host])
 
     def busy(self) -> bool:
         """Whether an after-verdict job waits for a worker or runs (`--once` waits for them)."""
