@@ -27,9 +27,10 @@ import asyncio
 import logging
 import signal
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from triagebot import flow
 from triagebot.after_verdict_jobs import run_after_verdict_jobs
@@ -48,6 +49,7 @@ from triagebot.rules.settings import Settings
 from triagebot.store.postgres import PostgresStore
 
 log = logging.getLogger("triagebot.worker")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -59,29 +61,32 @@ class WorkerOptions:
     heartbeat_s: float = 5.0  # how often this worker beats, and sweeps for stalled jobs
 
 
-def run_lab_job(url: str, settings: Settings, database: Path, options: WorkerOptions, stop: threading.Event,
-                message_id: str, host: str) -> str | None:
-    """One job: the report's run on its host, with a store of its own; the daemon is woken after."""
+def _on_own_store(url: str, settings: Settings, database: Path, options: WorkerOptions, stop: threading.Event,
+                  work: Callable[[PostgresStore, flow.DaemonContext], T]) -> T:
+    """`work` with a store of its own and the lab it runs in; the daemon is woken after each
+    result and at the end (a job that ended without notifications, stopped or its host busy,
+    frees its host too)."""
     with PostgresStore(url) as store:
         lab = flow.DaemonContext(settings=settings, database=database, deliver=lambda: notify_outbox(store),
                                  budget=options.budget, stop_requested=stop.is_set)
         try:
-            return flow.run_job(store, lab, RunJob(message_id, host))
+            return work(store, lab)
         finally:
-            notify_outbox(store)  # a run that ended without notifications (stopped, host busy) frees its host too
+            notify_outbox(store)
+
+
+def run_lab_job(url: str, settings: Settings, database: Path, options: WorkerOptions, stop: threading.Event,
+                message_id: str, host: str) -> str | None:
+    """One job: the report's run on its host."""
+    return _on_own_store(url, settings, database, options, stop,
+                         lambda store, lab: flow.run_job(store, lab, RunJob(message_id, host)))
 
 
 def run_after_verdict_job(url: str, settings: Settings, database: Path, options: WorkerOptions,
                           stop: threading.Event, host: str) -> int:
-    """One host's after-verdict job: its fix tests and bisections waiting, with a store of its
-    own; the daemon is woken after each result and at the end. The jobs that ended."""
-    with PostgresStore(url) as store:
-        lab = flow.DaemonContext(settings=settings, database=database, deliver=lambda: notify_outbox(store),
-                                 budget=options.budget, stop_requested=stop.is_set)
-        try:
-            return run_after_verdict_jobs(store, lab, host)
-        finally:
-            notify_outbox(store)  # its host is free again: the daemon gives it its next report
+    """One host's after-verdict job: its fix tests and bisections waiting; the jobs that ended."""
+    return _on_own_store(url, settings, database, options, stop,
+                         lambda store, lab: run_after_verdict_jobs(store, lab, host))
 
 
 async def retry_stalled(app, options: WorkerOptions) -> list[int]:
