@@ -23,9 +23,9 @@ import re
 import sys
 from pathlib import Path
 
-from triagebot.inputs import read_messages
+from triagebot.ingest.inputs import read_messages
 from triagebot.parse.report import parse_message
-from triagebot.records import Report, Source
+from triagebot.records.report import Report, Source
 
 PROJECT = Path(__file__).resolve().parents[1]
 LABELS = PROJECT / "fixtures" / "labels"

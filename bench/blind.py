@@ -33,10 +33,10 @@ from typing import Any
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
-from triagebot.certainty import uncertain_reasons  # noqa: E402
-from triagebot.flow import DIGEST_KINDS, REPORT_KINDS  # noqa: E402
+from triagebot.daemon.flow import DIGEST_KINDS, REPORT_KINDS  # noqa: E402
 from triagebot.parse.report import parse_message  # noqa: E402
-from triagebot.records import Report, Source  # noqa: E402
+from triagebot.records.certainty import uncertain_reasons  # noqa: E402
+from triagebot.records.report import Report, Source  # noqa: E402
 
 LABELS = PROJECT / "fixtures" / "labels" / "blind"
 MIRRORS = PROJECT.parent / ".mirror"

@@ -20,12 +20,12 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
-from triagebot.inputs import iter_inputs  # noqa: E402
+from triagebot.ingest.inputs import iter_inputs  # noqa: E402
 from triagebot.parse.message import decode_message  # noqa: E402
 from triagebot.parse.quoting import split_quotes  # noqa: E402
 from triagebot.parse.report import parse_message  # noqa: E402
 from triagebot.parse.reproducers import find_commands  # noqa: E402
-from triagebot.records import Source  # noqa: E402
+from triagebot.records.report import Source  # noqa: E402
 
 LABELS = PROJECT / "fixtures" / "labels" / "commands.jsonl"
 SHARED = PROJECT.parent / "shared"

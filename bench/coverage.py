@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from triagebot.parse.report import parse_message
-from triagebot.records import Report, Source
+from triagebot.records.report import Report, Source
 from triagebot.reproduce.hosts import choose_host
 from triagebot.reproduce.limits import host_shape
 from triagebot.reproduce.plan import Plan, Refusal, plan_report

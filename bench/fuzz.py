@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from triagebot.errors import MessageError  # noqa: E402
 from triagebot.parse.report import parse_message  # noqa: E402
-from triagebot.records import Source, report_to_json  # noqa: E402
+from triagebot.records.report import Source, report_to_json  # noqa: E402
 from triagebot.reproduce.plan import plan_report  # noqa: E402
 from triagebot.rules.templates import Templates, load_templates  # noqa: E402
 

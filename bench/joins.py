@@ -18,10 +18,10 @@ from datetime import datetime
 from pathlib import Path
 
 from triagebot.errors import MessageError
-from triagebot.inputs import read_messages
+from triagebot.ingest.inputs import read_messages
 from triagebot.lifecycle.same import culprit, first_of, relation
 from triagebot.parse.report import read_message
-from triagebot.records import Report, Source
+from triagebot.records.report import Report, Source
 
 
 def reports(path: Path) -> list[tuple[str, Report]]:

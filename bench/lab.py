@@ -26,8 +26,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from tests.support.lab import HOOK, report_copies, write_slow
-from triagebot import flow
-from triagebot.dispatch.inprocess import ThreadDispatcher
+from triagebot.daemon import flow
+from triagebot.daemon.dispatch.inprocess import ThreadDispatcher
 from triagebot.rules.routing import parse_routing
 from triagebot.rules.settings import load_settings
 from triagebot.store.sqlite import SqliteStore

@@ -40,7 +40,7 @@ sys.path.insert(0, str(PROJECT))
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT), os.environ.get("PYTHONPATH")]))
 
 from triagebot.errors import MessageError  # noqa: E402
-from triagebot.inputs import split_mbox  # noqa: E402
+from triagebot.ingest.inputs import split_mbox  # noqa: E402
 
 DEFAULT_MBOX = Path(__file__).resolve().parents[2] / "shared/corpus/lists/linux-ext4-2024.mbox.gz"
 
@@ -114,7 +114,7 @@ def triage_child(path: Path, *, readers: bool = True) -> tuple[float, int, int, 
 def read_cpu_once(path: Path) -> float:
     """CPU seconds of `read_message` over the messages of PATH in this process (one cold round)."""
     from triagebot.parse.report import read_message
-    from triagebot.records import Source
+    from triagebot.records.report import Source
 
     data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
     messages = split_mbox(data)

@@ -30,7 +30,7 @@ sys.path.insert(0, str(PROJECT / "bench"))
 from blind import _SOURCE, MIRRORS, load_labels, mirror_dir, read_raw  # noqa: E402
 
 from triagebot.parse.report import parse_message  # noqa: E402
-from triagebot.records import Source  # noqa: E402
+from triagebot.records.report import Source  # noqa: E402
 
 LABELS = PROJECT / "fixtures" / "labels"
 DEFAULT_SETS = ("dev2", "dev3", "dev4", "dev6")

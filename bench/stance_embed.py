@@ -33,7 +33,7 @@ from blind import MIRRORS, load_labels, read_raw  # noqa: E402
 from triagebot.parse.message import decode_message  # noqa: E402
 from triagebot.parse.quoting import split_quotes  # noqa: E402
 from triagebot.parse.report import parse_message  # noqa: E402
-from triagebot.records import Source  # noqa: E402
+from triagebot.records.report import Source  # noqa: E402
 
 LABELS = PROJECT / "fixtures" / "labels"
 DEFAULT_SETS = ("dev2", "dev3", "dev4", "dev6")

@@ -41,7 +41,7 @@ from stance_features import decision_features, text_features  # noqa: E402
 from triagebot.parse.message import decode_message  # noqa: E402
 from triagebot.parse.quoting import split_quotes  # noqa: E402
 from triagebot.parse.report import parse_message  # noqa: E402
-from triagebot.records import Source  # noqa: E402
+from triagebot.records.report import Source  # noqa: E402
 
 LABELS = PROJECT / "fixtures" / "labels"
 SHARED = PROJECT.parent / "shared"

@@ -15,9 +15,9 @@ import json
 import sys
 
 from triagebot.errors import MessageError
-from triagebot.inputs import read_messages
+from triagebot.ingest.inputs import read_messages
 from triagebot.parse.report import read_message
-from triagebot.records import Source
+from triagebot.records.report import Source
 
 
 def listed(path: str, kind: str) -> tuple[list[dict], collections.Counter]:

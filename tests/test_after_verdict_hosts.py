@@ -9,10 +9,13 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from tests.conftest import PROJECT
-from triagebot import after_verdict_jobs, asked, bisect_flow, fix_testing
-from triagebot.flow import DaemonContext
+from triagebot.actions import carry_out as asked
+from triagebot.bisect import flow as bisect_flow
+from triagebot.daemon import after_verdict_jobs
+from triagebot.fix_test import flow as fix_testing
+from triagebot.lab.context import DaemonContext
 from triagebot.parse.report import parse_message
-from triagebot.records import Source
+from triagebot.records.report import Source
 from triagebot.rules.settings import load_settings
 from triagebot.store.sqlite import SqliteStore
 

@@ -1,5 +1,5 @@
 """On PostgreSQL the daemon's after-verdict work — fix tests and its own bisections — is jobs of
-the job queue, run by `triage worker`s like the reruns (dispatch/after_verdict_queue.py): one job
+the job queue, run by `triage worker`s like the reruns (daemon/dispatch/after_verdict_queue.py): one job
 per host with work, in that host's queue under that host's lock, at most one waiting per host.
 The daemon's process runs none of it, and a host whose after-verdict job waits or runs is busy
 to the schedule, `triage status` and the web alike.
@@ -44,15 +44,12 @@ from tests.test_lab_occupancy import fetch_as_a_worker, finish_as_a_worker, tria
 
 pytest.importorskip("procrastinate", reason="procrastinate is not installed (pip install -e '.[test]')")
 
-from triagebot import bisect_flow, flow  # noqa: E402
-from triagebot.daemon import lab_snapshot  # noqa: E402
-from triagebot.dispatch.jobqueue import (  # noqa: E402
-    AFTER_VERDICT_TASK,
-    JobQueueDispatcher,
-    lock_for,
-    queue_for,
-)
-from triagebot.lab_queue import lab_view, occupancy  # noqa: E402
+from triagebot.bisect import flow as bisect_flow  # noqa: E402
+from triagebot.daemon import flow
+from triagebot.daemon.dispatch.jobqueue import JobQueueDispatcher
+from triagebot.daemon.loop import lab_snapshot  # noqa: E402
+from triagebot.lab.job_table import AFTER_VERDICT_TASK, lock_for, queue_for
+from triagebot.lab.queue import lab_view, occupancy  # noqa: E402
 from triagebot.store.postgres import PostgresStore  # noqa: E402
 from triagebot.web.views import Site, hosts_view  # noqa: E402
 
@@ -235,8 +232,8 @@ def test_an_after_verdict_job_whose_worker_stopped_beating_is_retried(postgres_s
 
     import psycopg
 
-    from triagebot.dispatch.jobqueue import ensure_job_schema, job_app
-    from triagebot.dispatch.worker import WorkerOptions, retry_stalled
+    from triagebot.daemon.dispatch.jobqueue import ensure_job_schema, job_app
+    from triagebot.daemon.dispatch.worker import WorkerOptions, retry_stalled
 
     url = postgres_server.url(postgres_server.new_schema())
     with PostgresStore(url) as store:
@@ -307,7 +304,7 @@ def test_a_rerun_waiting_behind_its_hosts_after_verdict_job_is_not_taken_for_cut
                                                                                         postgres_server) -> None:
     """A host shows one report (the job a worker holds), but a rerun waiting behind it on the same
     host still has its job: the daemon must not start it over as if nobody ran it."""
-    from triagebot.dispatch.protocol import RunJob
+    from triagebot.daemon.dispatch.protocol import RunJob
 
     url = postgres_server.url(postgres_server.new_schema())
     lab = three_host_lab(tmp_path)

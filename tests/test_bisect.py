@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from triagebot.reproduce.bisect import BisectBudget, bisect, bisect_log, bisect_summary
+from triagebot.bisect.search import BisectBudget, bisect, bisect_log, bisect_summary
 from triagebot.verdict.sequential import LookSchedule, decide_adaptively
 
 COMMITS = [f"{number:040x}" for number in range(1, 64)]  # after the good commit "0" * 40

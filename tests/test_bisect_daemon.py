@@ -35,8 +35,8 @@ from tests.support.daemon_run import (
 from tests.support.fake_slack import FakeSlack
 from tests.support.lab import FACTOR_FILE, HOOK, SLOW_FACTOR, git, lab_path, write_lab_rules
 from tests.support.public_inbox import require_public_inbox, start_public_inbox
-from triagebot.bisect_flow import bisect_reason
-from triagebot.records import Commit, Report, Source
+from triagebot.bisect.flow import bisect_reason
+from triagebot.records.report import Commit, Report, Source
 
 pytestmark = pytest.mark.skipif(not (shutil.which("sysbench") and shutil.which("git")),
                                 reason="the lab needs sysbench and git (apt-get install sysbench git)")

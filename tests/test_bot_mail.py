@@ -9,7 +9,7 @@ import pytest
 from tests.conftest import FIXTURES
 from triagebot.parse.classify import classify
 from triagebot.parse.report import parse_message
-from triagebot.records import Source
+from triagebot.records.report import Source
 
 BOTS = FIXTURES / "bots"
 CASES = sorted(path.name for path in BOTS.glob("*.eml"))

@@ -9,7 +9,7 @@ from tests.support.bench import load_bench
 from triagebot.errors import RulesError
 from triagebot.parse.report import parse_message
 from triagebot.parse.reproducers import find_commands, inline_commands
-from triagebot.records import Source
+from triagebot.records.report import Source
 from triagebot.rules.commands import load_commands, parse_commands
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import CORPUS, FIXTURES, require_corpus
 from triagebot.parse.report import parse_message
-from triagebot.records import Source, report_from_json, report_to_json
+from triagebot.records.report import Source, report_from_json, report_to_json
 
 INDEX_TO_KIND = {
     "lkp-perf": "lkp-regression",

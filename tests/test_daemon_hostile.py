@@ -12,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.support.hostile_lore import Behaviour, HostileLore
-from triagebot.daemon import DaemonState, poll_due_sources
-from triagebot.health import FAILING_POLLS, DaemonMetrics, health_answer
-from triagebot.ingest.bounds import PollBounds
-from triagebot.ingest.protocol import HttpPolicy
+from triagebot.daemon.health import FAILING_POLLS, DaemonMetrics, health_answer
+from triagebot.daemon.loop import DaemonState, poll_due_sources
+from triagebot.http_client.bounds import PollBounds
+from triagebot.http_client.protocol import HttpPolicy
 from triagebot.rules.settings import Settings, SourceSettings
 from triagebot.store.sqlite import SqliteStore
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 from tests.conftest import FIXTURES, PROJECT
 from tests.support.fake_slack import FakeSlack
-from triagebot import flow
-from triagebot.health import DaemonMetrics, HealthServer
-from triagebot.ingest.bounds import PollBounds
+from triagebot.daemon import flow
+from triagebot.daemon.health import DaemonMetrics, HealthServer
+from triagebot.http_client.bounds import PollBounds
 from triagebot.parse.report import parse_message
-from triagebot.records import Source, report_from_json, report_to_json
+from triagebot.records.report import Source, report_from_json, report_to_json
 from triagebot.rules.routing import parse_routing
 from triagebot.rules.settings import load_settings
 from triagebot.store.sqlite import SqliteStore
@@ -142,7 +142,7 @@ def test_a_source_raising_anything_is_logged_and_the_next_source_still_polled(
     from types import SimpleNamespace
 
     from tests.test_quarantine import mail, mbox, poison
-    from triagebot import daemon
+    from triagebot.daemon import loop as daemon
     from triagebot.ingest.files import FileSource
 
     path = mbox(tmp_path / "list.mbox", [mail("good@example.org", "good"), poison()])
@@ -177,7 +177,7 @@ def test_a_source_raising_anything_is_logged_and_the_next_source_still_polled(
 def test_a_step_that_raises_is_logged_and_the_pass_goes_on(tmp_path: Path, monkeypatch) -> None:
     from types import SimpleNamespace
 
-    from triagebot import daemon
+    from triagebot.daemon import loop as daemon
 
     ran: list[str] = []
 

@@ -1,7 +1,7 @@
 """The daemon on PostgreSQL: a report from a real public-inbox is taken on, planned, rerun on the
 test lab and decided, with every notification sent, the store being a real PostgreSQL server the
 tests start (`--db postgresql://…`), as test_daemon.py does on SQLite. The run is a job the
-daemon defers and a `triage worker` process runs (dispatch/jobqueue.py)."""
+daemon defers and a `triage worker` process runs (daemon/dispatch/jobqueue.py)."""
 from __future__ import annotations
 
 import shutil

@@ -18,13 +18,13 @@ from prometheus_client import generate_latest
 
 from tests.conftest import FIXTURES, PROJECT
 from tests.support.lab import write_lab_rules
-from triagebot import flow
-from triagebot.dispatch.inprocess import InlineDispatcher, ThreadDispatcher
-from triagebot.dispatch.protocol import RunJob
-from triagebot.health import DaemonMetrics
+from triagebot.daemon import flow
+from triagebot.daemon.dispatch.inprocess import InlineDispatcher, ThreadDispatcher
+from triagebot.daemon.dispatch.protocol import RunJob
+from triagebot.daemon.health import DaemonMetrics
 from triagebot.notify import render
 from triagebot.parse.report import parse_message
-from triagebot.records import Source, report_from_json, report_to_json
+from triagebot.records.report import Source, report_from_json, report_to_json
 from triagebot.reproduce.plan import Plan, plan_command
 from triagebot.rules.routing import parse_routing
 from triagebot.rules.settings import load_settings
@@ -220,8 +220,8 @@ def test_a_runs_write_waits_out_another_writer_instead_of_losing_the_run(tmp_pat
 
 
 def test_a_reply_with_numbers_renews_its_report_and_chatter_does_not(tmp_path: Path) -> None:
-    from triagebot.lab_queue import newest_activity, waiting_report
-    from triagebot.records import Measurement
+    from triagebot.lab.queue import newest_activity, waiting_report
+    from triagebot.records.report import Measurement
 
     lab = three_host_lab(tmp_path)
     with SqliteStore(lab.database) as store:
@@ -246,7 +246,7 @@ def test_a_reply_with_numbers_renews_its_report_and_chatter_does_not(tmp_path: P
 def test_triage_plan_picks_the_host_the_daemon_runs_the_report_on(tmp_path: Path) -> None:
     from datetime import timedelta
 
-    from triagebot.lab_queue import daemon_host
+    from triagebot.lab.queue import daemon_host
     from triagebot.reproduce.host_lock import host_lock
 
     lab = three_host_lab(tmp_path)

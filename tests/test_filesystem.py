@@ -14,8 +14,8 @@ import pytest
 from tests.conftest import PROJECT
 from triagebot.notify import render
 from triagebot.notify.terminal import payload_to_text
-from triagebot.records import Headline, Report, Source
-from triagebot.records import TestMachine as Machine
+from triagebot.records.report import Headline, Report, Source
+from triagebot.records.report import TestMachine as Machine
 from triagebot.reproduce.executors.local import LocalExecutor
 from triagebot.reproduce.filesystem import FILESYSTEMS, MOUNT_OPTIONS, place, storage_wanted
 from triagebot.reproduce.hosts import score_host
@@ -260,7 +260,7 @@ def _daemon_lab(tmp_path: Path, devices: tuple[str, ...]):
     import json
 
     from tests.support.lab import write_lab_rules
-    from triagebot import flow
+    from triagebot.daemon import flow
     from triagebot.rules.routing import parse_routing
     from triagebot.rules.settings import load_settings
 
@@ -275,7 +275,7 @@ def _daemon_lab(tmp_path: Path, devices: tuple[str, ...]):
 def _taken_on(store, report: Report) -> None:
     import dataclasses
 
-    from triagebot.records import Commit
+    from triagebot.records.report import Commit
 
     report = dataclasses.replace(report, commits=(Commit("c0ffee1234ab", role="culprit"),))
     store.put_message(report.message_id, b"Subject: s\n\nbody\n", "test", None, "2026-12-01T00:00:00+00:00")
@@ -289,7 +289,7 @@ def _thread(store, message_id: str) -> dict[str, str]:
 
 def test_the_daemon_reruns_a_btrfs_report_on_btrfs_and_says_so_in_the_thread(tmp_path: Path,
                                                                                loop_device: str) -> None:
-    from triagebot import flow
+    from triagebot.daemon import flow
     from triagebot.store.sqlite import SqliteStore
 
     lab = _daemon_lab(tmp_path, (loop_device,))
@@ -307,7 +307,7 @@ def test_the_daemon_reruns_a_btrfs_report_on_btrfs_and_says_so_in_the_thread(tmp
 
 
 def test_the_daemon_says_what_it_cannot_match_in_the_plan_reply(tmp_path: Path) -> None:
-    from triagebot import flow
+    from triagebot.daemon import flow
     from triagebot.store.sqlite import SqliteStore
 
     lab = _daemon_lab(tmp_path, ())

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from triagebot.reproduce.fix import patch_subject
-from triagebot.reproduce.fix_choice import FixAction, fix_to_test
+from triagebot.fix_test.choice import FixAction, fix_to_test
+from triagebot.parse.patches import patch_subject
 from triagebot.store.protocol import StoreError
 from triagebot.store.sqlite import SqliteStore
 

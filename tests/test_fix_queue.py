@@ -14,8 +14,8 @@ import pytest
 
 from tests.conftest import FIXTURES, PROJECT
 from tests.support.lab import git, make_bisect_repo, write_lab_rules
-from triagebot import fix_testing
-from triagebot.flow import DaemonContext
+from triagebot.fix_test import flow as fix_testing
+from triagebot.lab.context import DaemonContext
 from triagebot.rules.settings import settings_for
 from triagebot.store.sqlite import SqliteStore
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from triagebot.reproduce.fix_run import fix_result, full_recovery_percent, recovered_share
+from triagebot.fix_test.recovery import fix_result, full_recovery_percent, recovered_share
 
 
 def test_full_recovery_undoes_the_regression_exactly() -> None:

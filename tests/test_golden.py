@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import CORPUS, FIXTURES, require_corpus
 from triagebot.parse.message import decode_message, fast_single_part
 from triagebot.parse.report import parse_message
-from triagebot.records import Source, report_to_json
+from triagebot.records.report import Source, report_to_json
 
 GOLDEN = FIXTURES / "golden"
 

@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 from tests.support.hostile_lore import Behaviour, HostileLore
-from triagebot.ingest.bounds import PollBounds
-from triagebot.ingest.http import RequestsClient
+from triagebot.http_client.bounds import PollBounds
+from triagebot.http_client.client import RequestsClient
+from triagebot.http_client.protocol import HttpPolicy, SourceError
 from triagebot.ingest.lore import LoreSource
-from triagebot.ingest.protocol import SKIPPED_ENTRY_SOURCE, HttpPolicy, SourceError
+from triagebot.ingest.protocol import SKIPPED_ENTRY_SOURCE
 from triagebot.ingest.runner import ingest_once
 from triagebot.store.sqlite import SqliteStore
 

@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import FIXTURES, PROJECT
 from triagebot.parse.report import parse_message
-from triagebot.records import Report, Source, report_to_json
+from triagebot.records.report import Report, Source, report_to_json
 from triagebot.reproduce.plan import Plan, Refusal, plan_command, plan_report
 from triagebot.rules.templates import format_duration, load_templates, parse_duration, parse_size
 

@@ -13,7 +13,7 @@ from triagebot.cli import hosts as hosts_cli
 from triagebot.errors import RulesError
 from triagebot.parse.lkp import parse_machine
 from triagebot.parse.report import parse_message
-from triagebot.records import Source, report_from_json, report_to_json
+from triagebot.records.report import Source, report_from_json, report_to_json
 from triagebot.reproduce.hosts import choose_host, disk_from_parameters, microarch_of, score_host
 from triagebot.rules.hosts import Host, load_hosts, parse_hosts
 from triagebot.store.sqlite import SqliteStore

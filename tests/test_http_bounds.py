@@ -29,8 +29,8 @@ from tests.support.hostile_http import (
     zeros,
 )
 from tests.support.hostile_http import within_guard as guard
-from triagebot.ingest.http import RequestsClient, fetch
-from triagebot.ingest.protocol import BodyTooLarge, HttpPolicy, ResponseRefused, SourceError
+from triagebot.http_client.client import RequestsClient, fetch
+from triagebot.http_client.protocol import BodyTooLarge, HttpPolicy, ResponseRefused, SourceError
 from triagebot.reproduce.materials import MaterialsError, fetch_materials
 from triagebot.store.sqlite import SqliteStore
 

@@ -1,4 +1,5 @@
-"""The import graph of triagebot: no cycles, and no stage module depends on a command module.
+"""The import graph of triagebot: no cycles, no import that runs back up a floor, and no stage
+module depends on a command module.
 
 Every module is read with `ast` (imports inside functions count too: a cycle hidden in a function
 is still a cycle), nothing is imported.
@@ -10,7 +11,32 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "triagebot"
 STAGES = ("ingest", "parse", "store", "reproduce", "verdict", "notify", "rules")
-CORE = ("triagebot.daemon", "triagebot.flow")
+CORE = ("triagebot.daemon.loop", "triagebot.daemon.flow")
+# The house's floors, lowest first: a module imports only from its own package or from a lower
+# floor (two packages on one floor do not import each other). The package root holds what every
+# stage shares; the command line is the top.
+FLOORS = (
+    ("errors", "backoff", "logs", "untrusted"),  # the root's modules, and what makes mail safe
+    ("records", "reference"),  # the records that cross stages; reference tables (units, CPUs)
+    ("http_client",),  # the bounded HTTP client ingest and reproduce share
+    ("rules",),
+    ("verdict",),
+    ("parse",),
+    ("store",),
+    ("ingest",),
+    ("present",),  # a stored report as lines, pages or blocks
+    ("notify",),
+    ("reproduce",),
+    ("lab",),  # the lab's queue and context, shared by reruns, bisections and fix tests
+    ("lifecycle",),
+    ("bisect", "fix_test"),
+    ("reply",),
+    ("actions",),
+    ("web",),
+    ("daemon",),
+    ("cli",),
+)
+ROOT_MODULES_AT_MOST = 5  # __init__.py and the shared modules of the first floor
 
 
 def module_name(path: Path) -> str:
@@ -142,6 +168,55 @@ def test_no_import_cycles() -> None:
     assert not found, "import cycles: " + "; ".join(" -> ".join(cycle) for cycle in found)
 
 
+def unit(name: str) -> str:
+    """The package (or root module) a module belongs to: `triagebot.bisect.flow` -> `bisect`."""
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def upward_imports(edges: dict[str, set[str]], floors: tuple[tuple[str, ...], ...]) -> list[str]:
+    """Every import of a module from another package on its own floor or a higher one."""
+    floor = {package: index for index, packages in enumerate(floors) for package in packages}
+    found = []
+    for name, targets in edges.items():
+        for target in targets:
+            here, there = unit(name), unit(target)
+            if not here or not there or here == there:  # triagebot/__init__.py, or inside one package
+                continue
+            if here not in floor or there not in floor:
+                found.append(f"{name} -> {target} (a package on no floor: add it to FLOORS)")
+            elif floor[there] >= floor[here]:
+                found.append(f"{name} -> {target}")
+    return sorted(found)
+
+
+def test_the_floor_check_finds_an_import_that_runs_back_up() -> None:
+    floors = (("records",), ("parse", "store"), ("cli",))
+    edges = {"triagebot.parse.a": {"triagebot.records.b", "triagebot.parse.c"},
+             "triagebot.records.b": {"triagebot.parse.a"},
+             "triagebot.store.d": {"triagebot.parse.a"},
+             "triagebot.cli.e": {"triagebot.store.d", "triagebot.web.f"}}
+    assert upward_imports(edges, floors) == [
+        "triagebot.cli.e -> triagebot.web.f (a package on no floor: add it to FLOORS)",
+        "triagebot.records.b -> triagebot.parse.a",
+        "triagebot.store.d -> triagebot.parse.a",
+    ]
+
+
+def test_no_import_runs_back_up_a_floor() -> None:
+    found = upward_imports(graph(), FLOORS)
+    assert not found, "imports that run back up: " + "; ".join(found)
+
+
+def test_every_package_has_a_floor_and_the_root_keeps_few_modules() -> None:
+    on_floors = {package for packages in FLOORS for package in packages}
+    packages = {path.name for path in PACKAGE.iterdir() if path.is_dir() and (path / "__init__.py").exists()}
+    root_modules = sorted(path.stem for path in PACKAGE.glob("*.py"))
+    assert packages <= on_floors, f"packages on no floor: {sorted(packages - on_floors)}"
+    assert len(root_modules) <= ROOT_MODULES_AT_MOST, f"the package root holds {root_modules}"
+    assert set(root_modules) - {"__init__"} <= set(FLOORS[0]), f"root modules off the first floor: {root_modules}"
+
+
 def test_no_stage_daemon_or_flow_imports_a_command_module() -> None:
     edges = graph()
     stage = [name for name in edges if name in CORE
@@ -161,7 +236,7 @@ def test_every_subcommand_lives_in_the_cli_package() -> None:
 def test_command_code_is_the_cli_package_only() -> None:
     assert is_command("triagebot.cli") and is_command("triagebot.cli.main") and is_command("triagebot.cli.plan")
     assert not is_command("triagebot.client") and not is_command("triagebot.reproduce.commandline")
-    assert not is_command("triagebot.daemon") and not is_command("triagebot.flow")
+    assert not is_command("triagebot.daemon.loop") and not is_command("triagebot.daemon.flow")
 
 
 def test_the_graph_sees_the_package() -> None:

@@ -16,8 +16,8 @@ import pytest
 from tests.conftest import FIXTURES, SHARED, require_corpus
 from triagebot.errors import InputError
 from triagebot.ingest.files import FileSource
+from triagebot.ingest.inputs import split_mbox
 from triagebot.ingest.runner import PARSER_VERSION, ingest_once
-from triagebot.inputs import split_mbox
 from triagebot.store.sqlite import SqliteStore
 
 MAIL = FIXTURES / "mail"
@@ -124,7 +124,7 @@ def test_show_list_reparse_commands(tmp_path: Path) -> None:
     assert "thread of 3 messages" in shown.stdout and "reproduced:" in shown.stdout
     as_json = triage("show", "--db", str(database), "--json", "8f3e2c1a-5b7d-4e2f-9a61-0c4d2e7b9f10@example.com")
     record = json.loads(as_json.stdout)
-    from triagebot.records import report_from_json, report_to_json
+    from triagebot.records.report import report_from_json, report_to_json
     assert report_to_json(report_from_json(record)) == record  # --json round-trips
     unknown = triage("show", "--db", str(database), "nobody@example.invalid")
     assert unknown.returncode == 1 and "nobody@example.invalid: no such message" in unknown.stderr

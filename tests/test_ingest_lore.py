@@ -33,9 +33,10 @@ from tests.support.public_inbox import (
     require_public_inbox,
     start_public_inbox,
 )
-from triagebot.ingest.http import RequestsClient
+from triagebot.http_client.client import RequestsClient
+from triagebot.http_client.protocol import HttpPolicy, SourceError
 from triagebot.ingest.lore import LoreSource
-from triagebot.ingest.protocol import Batch, HttpPolicy, SourceError
+from triagebot.ingest.protocol import Batch
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 DAY = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)

@@ -8,9 +8,9 @@ import pytest
 from tests.conftest import CORPUS, require_corpus
 from tests.support.public_inbox import load_eml_dir, make_message, require_public_inbox, start_public_inbox
 from tests.test_ingest_lore import DAY, Fault, Waits, faulty, make_source  # noqa: F401 (faulty: a fixture)
-from triagebot.ingest.protocol import SourceError
+from triagebot.http_client.protocol import SourceError
 from triagebot.ingest.runner import ingest_once
-from triagebot.records import Source
+from triagebot.records.report import Source
 from triagebot.store.sqlite import SqliteStore
 
 THREAD_FILES = ["lkp-perf_xfs-fsmark-5.7pct.eml", "reply_xfs-fsmark-5.7pct-reply.eml",
@@ -92,7 +92,7 @@ def test_server_down_keeps_the_cursor_and_recovery_loses_nothing(tmp_path) -> No
 
 def test_one_thread_by_message_url_or_id(tmp_path) -> None:
     from tests.test_ingest_lore import POLICY, served_raw
-    from triagebot.ingest.http import RequestsClient
+    from triagebot.http_client.client import RequestsClient
     from triagebot.ingest.lore_thread import LoreThreadSource, message_base_url
 
     require_public_inbox()

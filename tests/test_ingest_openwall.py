@@ -15,7 +15,8 @@ import pytest
 
 from tests.conftest import FIXTURES
 from tests.support.openwall_server import OpenwallServer
-from triagebot.ingest.http import RequestsClient
+from triagebot.http_client.client import RequestsClient
+from triagebot.http_client.protocol import HttpPolicy, SourceError
 from triagebot.ingest.openwall import (
     OpenwallAddress,
     OpenwallPageSource,
@@ -24,9 +25,9 @@ from triagebot.ingest.openwall import (
     fallback_key_of_record,
     parse_openwall_url,
 )
-from triagebot.ingest.protocol import Batch, HttpPolicy, SourceError
+from triagebot.ingest.protocol import Batch
 from triagebot.parse.report import parse_message
-from triagebot.records import Source, report_to_json
+from triagebot.records.report import Source, report_to_json
 
 SITE = FIXTURES / "openwall-site"
 LIST = "linux-ext4"

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT
-from triagebot import inputs
 from triagebot.errors import InputError
+from triagebot.ingest import inputs
 
 SEPARATOR = b"From someone@example.org Mon Dec  2 10:00:00 2024\n"
 

@@ -1,4 +1,4 @@
-"""The lab's job queue on PostgreSQL (dispatch/jobqueue.py, dispatch/worker.py, `triage worker`),
+"""The lab's job queue on PostgreSQL (daemon/dispatch/jobqueue.py, daemon/dispatch/worker.py, `triage worker`),
 on a real server the tests start: a job commits or rolls back with the state change that makes
 it, each host's jobs share its queue and lock, a stalled job is retried and a live one is not."""
 from __future__ import annotations
@@ -16,17 +16,11 @@ from tests.test_dispatch import planned, three_host_lab
 
 procrastinate = pytest.importorskip("procrastinate", reason="procrastinate is not installed (pip install -e '.[test]')")
 
-from triagebot import flow  # noqa: E402
-from triagebot.dispatch.jobqueue import (  # noqa: E402
-    TASK_NAME,
-    JobQueueDispatcher,
-    ensure_job_schema,
-    job_app,
-    lock_for,
-    queue_for,
-)
-from triagebot.dispatch.protocol import RunJob  # noqa: E402
-from triagebot.dispatch.worker import WorkerOptions, retry_stalled  # noqa: E402
+from triagebot.daemon import flow  # noqa: E402
+from triagebot.daemon.dispatch.jobqueue import JobQueueDispatcher, ensure_job_schema, job_app  # noqa: E402
+from triagebot.daemon.dispatch.protocol import RunJob  # noqa: E402
+from triagebot.daemon.dispatch.worker import WorkerOptions, retry_stalled  # noqa: E402
+from triagebot.lab.job_table import TASK_NAME, lock_for, queue_for  # noqa: E402
 from triagebot.store.postgres import PostgresStore  # noqa: E402
 
 

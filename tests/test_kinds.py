@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, PROJECT
-from triagebot import flow
 from triagebot.cli.list import _kinds
+from triagebot.daemon import flow
 from triagebot.parse.classify import classify
 from triagebot.parse.report import parse_message
 from triagebot.parse.thread import REPORT_KINDS as THREAD_REPORT_KINDS
-from triagebot.records import KINDS, Headline, Source, report_from_json, report_to_json
+from triagebot.records.report import KINDS, Headline, Source, report_from_json, report_to_json
 from triagebot.rules.settings import load_settings
 from triagebot.store.sqlite import SqliteStore
 

@@ -25,9 +25,10 @@ from prometheus_client import generate_latest
 
 from tests.conftest import PROJECT
 from tests.test_dispatch import HOSTS, planned, three_host_lab
-from triagebot import daemon, flow
-from triagebot.health import DaemonMetrics
-from triagebot.lab_queue import BUSY_ELSEWHERE, lab_view, occupancy
+from triagebot.daemon import flow
+from triagebot.daemon import loop as daemon
+from triagebot.daemon.health import DaemonMetrics
+from triagebot.lab.queue import BUSY_ELSEWHERE, lab_view, occupancy
 from triagebot.reproduce.host_lock import host_lock
 from triagebot.store.sqlite import SqliteStore
 from triagebot.web.views import Site, hosts_view
@@ -96,7 +97,7 @@ def jobs_lab(tmp_path: Path, postgres_server):
     """Four planned reports on PostgreSQL, three handed out by the daemon's step (a job each, todo)."""
     if procrastinate_missing:
         pytest.skip("procrastinate is not installed (pip install -e '.[test]')")
-    from triagebot.dispatch.jobqueue import JobQueueDispatcher
+    from triagebot.daemon.dispatch.jobqueue import JobQueueDispatcher
     from triagebot.store.postgres import PostgresStore
 
     url = postgres_server.url(postgres_server.new_schema())
@@ -116,7 +117,8 @@ def jobs_lab(tmp_path: Path, postgres_server):
 
 def fetch_as_a_worker(url: str, host: str):
     """What a `triage worker` does to take a job: register, fetch from the host's queue (-> doing)."""
-    from triagebot.dispatch.jobqueue import job_app, queue_for
+    from triagebot.daemon.dispatch.jobqueue import job_app
+    from triagebot.lab.job_table import queue_for
 
     app = job_app(url)
 
@@ -212,7 +214,7 @@ def test_a_store_whose_job_queue_was_never_applied_has_no_busy_host(tmp_path: Pa
 def test_the_daemon_closes_its_job_queue_connection_when_it_stops(tmp_path: Path, postgres_server) -> None:
     if procrastinate_missing:
         pytest.skip("procrastinate is not installed (pip install -e '.[test]')")
-    from triagebot.dispatch.jobqueue import JobQueueDispatcher
+    from triagebot.daemon.dispatch.jobqueue import JobQueueDispatcher
     from triagebot.store.postgres import PostgresStore
 
     url = postgres_server.url(postgres_server.new_schema())

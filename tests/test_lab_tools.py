@@ -21,7 +21,7 @@ import pytest
 
 from tests.conftest import PROJECT, SHARED
 from triagebot.parse.report import parse_message
-from triagebot.records import Report, Source
+from triagebot.records.report import Report, Source
 from triagebot.reproduce.outputs import OutputError, parse_output
 from triagebot.reproduce.plan import HostShape, Plan, Refusal, plan_report
 from triagebot.rules.templates import load_templates

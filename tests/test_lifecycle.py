@@ -19,7 +19,7 @@ from triagebot.lifecycle.same import relation
 from triagebot.notify import outbox
 from triagebot.notify.slack import SlackNotifier
 from triagebot.parse.report import parse_message
-from triagebot.records import Commit, Headline, Report, Source, report_to_json
+from triagebot.records.report import Commit, Headline, Report, Source, report_to_json
 from triagebot.store.protocol import IncomingMessage
 from triagebot.store.sqlite import SqliteStore
 
@@ -170,7 +170,7 @@ def test_an_lkp_re_report_of_the_same_culprit_joins_the_first(store: SqliteStore
     blocks = str(update.params["blocks"])
     assert "*also-seen*" in blocks and "will-it-scale.per_thread_ops" in blocks
     # and the daemon does not take it on
-    from triagebot import flow
+    from triagebot.daemon import flow
     from triagebot.rules.settings import Settings
 
     context = flow.DaemonContext(settings=Settings(rules_dir=PROJECT / "rules"), database=store.path,
@@ -237,7 +237,7 @@ def test_the_rule_for_same(first: Report, later: Report, expected: tuple[str, st
 
 
 def test_a_linked_regression_is_still_taken_on(tmp_path: Path) -> None:
-    from triagebot import flow
+    from triagebot.daemon import flow
     from triagebot.rules.settings import Settings
 
     with SqliteStore(tmp_path / "t.db") as store:
@@ -273,10 +273,10 @@ def test_closes_the_report_in_a_patch_fixes_it_a_link_in_a_reply_does_not(store:
 def test_a_daemon_pass_follows_what_its_poll_stored(store: SqliteStore, tmp_path: Path, monkeypatch) -> None:
     from types import SimpleNamespace
 
-    from triagebot import daemon
-    from triagebot import flow as flow_module
-    from triagebot.health import DaemonMetrics
-    from triagebot.ingest.bounds import PollBounds
+    from triagebot.daemon import flow as flow_module
+    from triagebot.daemon import loop as daemon
+    from triagebot.daemon.health import DaemonMetrics
+    from triagebot.http_client.bounds import PollBounds
     from triagebot.ingest.files import FileSource
 
     mbox = tmp_path / "list.mbox"
@@ -304,9 +304,9 @@ def test_the_daemon_pass_marks_stale_after_n_days_on_the_clock_it_is_given(
         tmp_path: Path, monkeypatch, stale_days: float, today: datetime, stale: bool) -> None:
     from types import SimpleNamespace
 
-    from triagebot import daemon
-    from triagebot import flow as flow_module
-    from triagebot.health import DaemonMetrics
+    from triagebot.daemon import flow as flow_module
+    from triagebot.daemon import loop as daemon
+    from triagebot.daemon.health import DaemonMetrics
 
     for name in ("admit", "plan_new", "run_planned"):  # the lab's steps are not this test's
         monkeypatch.setattr(flow_module, name, lambda *args, **kwargs: [])

@@ -9,7 +9,7 @@ import pytest
 from tests.conftest import SHARED
 from triagebot.lifecycle import follow
 from triagebot.parse.report import parse_message
-from triagebot.records import Source, report_to_json
+from triagebot.records.report import Source, report_to_json
 from triagebot.store.protocol import IncomingMessage
 from triagebot.store.sqlite import SqliteStore
 

@@ -6,7 +6,7 @@ import pytest
 from tests.conftest import FIXTURES
 from triagebot.parse.metrics import parse_metric_row, parse_tables
 from triagebot.parse.report import parse_message
-from triagebot.records import Report, Source
+from triagebot.records.report import Report, Source
 
 EDGES = FIXTURES / "lkp-edges"
 AIM7_DETAILS = ("gcc-9/performance/4BRD_12G/ext4/x86_64-rhel-8.3/3000/RAID0/debian-10.4-x86_64-20200603.cgz/"
@@ -84,7 +84,7 @@ def test_quoted_tables_mark_their_rows() -> None:
 
 def test_a_plan_reads_the_reported_change_from_the_reports_own_table() -> None:
     from tests.conftest import PROJECT
-    from triagebot.records import Headline, MetricRow
+    from triagebot.records.report import Headline, MetricRow
     from triagebot.reproduce.plan import Plan, plan_report
     from triagebot.rules.templates import load_templates
 

@@ -14,7 +14,7 @@ import yaml
 
 from tests.conftest import FIXTURES, PROJECT, SHARED
 from triagebot.parse.report import parse_message
-from triagebot.records import Report, Reproducer, Source
+from triagebot.records.report import Report, Reproducer, Source
 from triagebot.reproduce.plan import HostShape, Plan, Refusal, plan_report
 from triagebot.rules.templates import load_templates
 

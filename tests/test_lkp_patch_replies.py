@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, PROJECT, SHARED
-from triagebot import flow
+from triagebot.daemon import flow
 from triagebot.parse.classify import classify
 from triagebot.parse.report import parse_message
-from triagebot.records import Source, report_from_json, report_to_json
+from triagebot.records.report import Source, report_from_json, report_to_json
 from triagebot.reproduce.hosts import choose_host
 from triagebot.reproduce.limits import host_shape
 from triagebot.reproduce.plan import Plan, plan_report

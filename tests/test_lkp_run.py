@@ -134,7 +134,7 @@ def test_a_real_lkp_run_of_another_testcase(tmp_path: Path, testcase: str, progr
     import dataclasses
 
     from triagebot.parse.report import parse_message
-    from triagebot.records import Headline, MetricRow, Source
+    from triagebot.records.report import Headline, MetricRow, Source
     from triagebot.reproduce.executors.local import LocalExecutor
     from triagebot.reproduce.plan import HostShape, Plan, plan_report
     from triagebot.reproduce.runner import Runner, RunRecord
@@ -192,7 +192,7 @@ def test_lkp_makes_the_reports_filesystem_on_the_hosts_scratch_device(tmp_path: 
     import dataclasses
 
     from triagebot.parse.report import parse_message
-    from triagebot.records import Source
+    from triagebot.records.report import Source
     from triagebot.reproduce.executors.local import LocalExecutor
     from triagebot.reproduce.limits import host_shape
     from triagebot.reproduce.plan import Plan, plan_report

@@ -13,10 +13,10 @@ from tests.support.public_inbox import (
     start_public_inbox,
 )
 from tests.test_ingest_lore import POLICY
-from triagebot.ingest.http import RequestsClient
+from triagebot.http_client.client import RequestsClient
+from triagebot.http_client.protocol import SourceError
 from triagebot.ingest.lore_liblore import strict_thread
 from triagebot.ingest.lore_thread import LoreThreadSource, message_base_url
-from triagebot.ingest.protocol import SourceError
 
 DAY = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
 ODD = "a/b+c%41 x@example.org".replace(" ", "")  # `/`, `+` and `%` in one Message-ID

@@ -85,7 +85,7 @@ def test_hidden_characters_are_shown_escaped_by_triage_list(stored):
 
 def test_a_zero_width_space_does_not_split_a_sha():
     from triagebot.parse.report import parse_message
-    from triagebot.records import Source
+    from triagebot.records.report import Source
 
     raw = mail("<split@example.org>", "[xfs] fsmark.files_per_sec -5.7% regression",
                f"I bisected it to 2edf06a50f{ZWSP}5bbe664283f3c55c480fc013221d70 (\"xfs: x\")\n"

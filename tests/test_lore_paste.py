@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CORPUS, FIXTURES, PROJECT, require_corpus
-from triagebot.inputs import iter_inputs
+from triagebot.ingest.inputs import iter_inputs
 from triagebot.parse.identity import fallback_key
 from triagebot.parse.lore_paste import as_mail, split_thread_paste
 from triagebot.parse.report import parse_message
 from triagebot.parse.thread import build_threads, message_key
-from triagebot.records import Source, report_from_json
+from triagebot.records.report import Source, report_from_json
 from triagebot.store.sqlite import SqliteStore
 
 PASTES = FIXTURES / "paste"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from triagebot import records
 from triagebot.parse.machine import stated_machine
 from triagebot.parse.prose import hardware
+from triagebot.records import report as records
 
 
 def _machine(text: str) -> records.TestMachine | None:

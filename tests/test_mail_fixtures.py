@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import FIXTURES
 from tests.test_golden import check_golden, golden_form
 from triagebot.parse.report import parse_message
-from triagebot.records import Source, report_to_json
+from triagebot.records.report import Source, report_to_json
 
 MAIL = FIXTURES / "mail"
 SOURCE_KIND = {".eml": "eml", ".html": "openwall", ".txt": "text"}

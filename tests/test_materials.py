@@ -23,11 +23,11 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from tests.conftest import PROJECT, require_corpus
-from triagebot.ingest.http import RequestsClient
-from triagebot.ingest.protocol import HttpPolicy, SourceError
+from triagebot.http_client.client import RequestsClient
+from triagebot.http_client.protocol import HttpPolicy, SourceError
 from triagebot.parse.message import decode_message
 from triagebot.parse.report import parse_message
-from triagebot.records import Headline, Links, Report, Source
+from triagebot.records.report import Headline, Links, Report, Source
 from triagebot.reproduce import materials as materials_module
 from triagebot.reproduce.materials import (
     LISTING,

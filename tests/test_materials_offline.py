@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import socket
 
-from triagebot.ingest.http import RequestsClient
-from triagebot.ingest.protocol import HttpPolicy
-from triagebot.records import Links, Report, Source
+from triagebot.http_client.client import RequestsClient
+from triagebot.http_client.protocol import HttpPolicy
+from triagebot.records.report import Links, Report, Source
 from triagebot.reproduce.materials import HostUnreachable, fetch_materials, with_materials
 from triagebot.store.sqlite import SqliteStore
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT
-from triagebot.records import Headline, Report, Source
-from triagebot.records import TestMachine as Machine
+from triagebot.records.report import Headline, Report, Source
+from triagebot.records.report import TestMachine as Machine
 from triagebot.reproduce.executors.local import LocalExecutor
 from triagebot.reproduce.outputs import OutputError, parse_output
 from triagebot.reproduce.plan import HostShape, Plan, Refusal, plan_command, plan_report

@@ -20,7 +20,8 @@ from tests.conftest import FIXTURES
 from tests.support.hostile_http import MIB, HostileServer, answer, gzip_bomb, streamed, zeros
 from tests.support.hostile_http import within_guard as guard
 from tests.support.openwall_server import OpenwallServer
-from triagebot.ingest.http import RequestsClient
+from triagebot.http_client.client import RequestsClient
+from triagebot.http_client.protocol import HttpPolicy, SourceError
 from triagebot.ingest.lore import (
     ENTRIES_PER_POLL,
     FEED_MAX_BYTES,
@@ -33,7 +34,6 @@ from triagebot.ingest.lore import (
 )
 from triagebot.ingest.lore_thread import message_base_url
 from triagebot.ingest.openwall import PAGE_MAX_BYTES, PAGES_PER_RUN, OpenwallSource
-from triagebot.ingest.protocol import HttpPolicy, SourceError
 from triagebot.ingest.runner import ingest_once
 from triagebot.store.sqlite import SqliteStore
 

@@ -308,8 +308,8 @@ def test_show_json_is_indented_on_a_terminal_and_one_line_in_a_pipe(listed: Path
 
 
 def test_a_name_that_does_not_resolve_is_one_short_line_and_not_retried() -> None:
-    from triagebot.ingest.http import NameUnresolved, RequestsClient, fetch
-    from triagebot.ingest.protocol import HttpPolicy
+    from triagebot.http_client.client import NameUnresolved, RequestsClient, fetch
+    from triagebot.http_client.protocol import HttpPolicy
 
     waits: list[float] = []
     with pytest.raises(NameUnresolved) as raised:
@@ -322,7 +322,7 @@ def test_a_name_that_does_not_resolve_is_one_short_line_and_not_retried() -> Non
 def test_metrics_export_zeros_before_anything_happens() -> None:
     from prometheus_client import generate_latest
 
-    from triagebot.health import DaemonMetrics
+    from triagebot.daemon.health import DaemonMetrics
 
     text = generate_latest(DaemonMetrics(sources=["https://lore.kernel.org/oe-lkp/"]).registry).decode()
     for line in ('triage_poll_lag_seconds{source="https://lore.kernel.org/oe-lkp/"} ',
@@ -355,8 +355,8 @@ def test_the_slack_parent_orders_metric_rows_as_show_does() -> None:
     from triagebot.notify.render import parent_message
     from triagebot.notify.terminal import payload_to_text
     from triagebot.parse.report import parse_message
-    from triagebot.records import Source
-    from triagebot.summary import render_report
+    from triagebot.present.summary import render_report
+    from triagebot.records.report import Source
 
     for mail in LKP_MAIL:
         report = parse_message(mail.read_bytes(), Source("eml"))

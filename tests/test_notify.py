@@ -23,9 +23,9 @@ from triagebot.notify.plot import run_plot, strip_plot
 from triagebot.notify.slack import NotifyError, SlackNotifier
 from triagebot.notify.terminal import TerminalNotifier, payload_to_text
 from triagebot.parse.report import parse_message
-from triagebot.records import Report, Source, report_from_json, report_to_json
+from triagebot.records.report import Report, Source, report_from_json, report_to_json
+from triagebot.records.states import TriageState, triage_state
 from triagebot.rules.routing import load_routing, parse_routing, subsystems
-from triagebot.states import TriageState, triage_state
 
 TOKEN = "xoxb-1234-5678-triagetest"
 CHANNEL = "C0TRIAGE1"
@@ -338,7 +338,7 @@ def test_run_plot_names_the_commits_metric_medians_and_reported_change() -> None
 
 
 def test_show_and_the_plot_give_one_median_for_an_even_sample_count() -> None:
-    from triagebot.summary import render_run
+    from triagebot.present.summary import render_run
 
     # four samples a side: the median is the mean of the two middle ones, not the upper one
     run = run_json(count=4)

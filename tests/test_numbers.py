@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from tests.conftest import FIXTURES, PROJECT, SHARED
-from triagebot.inputs import iter_inputs
+from triagebot.ingest.inputs import iter_inputs
 from triagebot.parse.measurements import read_measurements, side_of
 from triagebot.parse.message import decode_message
 from triagebot.parse.numbers import better_direction, combine_stance, judge_numbers
@@ -15,8 +15,8 @@ from triagebot.parse.quoting import split_quotes
 from triagebot.parse.report import parse_message
 from triagebot.parse.stance import Stance
 from triagebot.parse.thread import build_threads
-from triagebot.records import Headline, Measurement, Report, Source, report_from_json, report_to_json
-from triagebot.summary import render_report
+from triagebot.present.summary import render_report
+from triagebot.records.report import Headline, Measurement, Report, Source, report_from_json, report_to_json
 
 NUMBERS = FIXTURES / "numbers"
 

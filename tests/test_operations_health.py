@@ -8,10 +8,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from tests.test_daemon_parts import get
-from triagebot import daemon
-from triagebot.health import FAILING_POLLS, DaemonMetrics, HealthServer
-from triagebot.ingest.bounds import PollBounds
-from triagebot.ingest.protocol import Batch, SourceError
+from triagebot.daemon import loop as daemon
+from triagebot.daemon.health import FAILING_POLLS, DaemonMetrics, HealthServer
+from triagebot.http_client.bounds import PollBounds
+from triagebot.http_client.protocol import SourceError
+from triagebot.ingest.protocol import Batch
 from triagebot.store.sqlite import SqliteStore
 
 DOWN, UP = "https://down.example/list/", "https://up.example/list/"

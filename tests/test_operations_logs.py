@@ -12,10 +12,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from triagebot import daemon, logs
-from triagebot.health import DaemonMetrics
-from triagebot.ingest.bounds import PollBounds
-from triagebot.ingest.protocol import HttpPolicy
+from triagebot import logs
+from triagebot.daemon import loop as daemon
+from triagebot.daemon.health import DaemonMetrics
+from triagebot.http_client.bounds import PollBounds
+from triagebot.http_client.protocol import HttpPolicy
 from triagebot.store.sqlite import SqliteStore
 
 

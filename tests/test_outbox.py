@@ -13,7 +13,7 @@ from tests.support.fake_slack import FakeSlack
 from triagebot.notify import outbox, render
 from triagebot.notify.plot import strip_plot
 from triagebot.notify.slack import SlackNotifier, plot_file_name
-from triagebot.states import TriageState
+from triagebot.records.states import TriageState
 from triagebot.store.sql import SqlStore
 
 TOKEN = "xoxb-1234-5678-outbox"

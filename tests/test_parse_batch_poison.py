@@ -11,12 +11,12 @@ import sys
 
 import pytest
 
-from triagebot import batch
 from triagebot.cli import parse as parse_command
 from triagebot.cli.main import main
+from triagebot.ingest import batch
 from triagebot.parse.draft import LanguageAnswer, LanguageRequest
 from triagebot.parse.stance import Stance
-from triagebot.records import report_to_json
+from triagebot.records.report import report_to_json
 
 MARKER = b"POISON-PILL"
 

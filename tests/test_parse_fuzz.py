@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from tests.conftest import CORPUS, PROJECT
 from triagebot.errors import MessageError
 from triagebot.parse.report import parse_message
-from triagebot.records import Source, report_to_json
+from triagebot.records.report import Source, report_to_json
 
 SAMPLES = sorted(CORPUS.glob("*")) if CORPUS.is_dir() else []
 _SPEC = importlib.util.spec_from_file_location("bench_fuzz", PROJECT / "bench" / "fuzz.py")

@@ -10,7 +10,7 @@ import pytest
 
 from triagebot.parse import limits
 from triagebot.parse.report import parse_message
-from triagebot.records import Source
+from triagebot.records.report import Source
 
 HEAD = (b"From: Someone <someone@example.org>\r\nSubject: hostile\r\nMessage-ID: <hostile@example.org>\r\n"
         b"Date: Mon, 1 Jan 2024 00:00:00 +0000\r\nMIME-Version: 1.0\r\n")

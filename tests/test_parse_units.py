@@ -109,7 +109,7 @@ def test_wrapped_attribution_and_false_attribution() -> None:
 
 
 def test_split_mbox_unquotes_from_lines() -> None:
-    from triagebot.inputs import split_mbox
+    from triagebot.ingest.inputs import split_mbox
 
     data = (b"From a@b Thu Jan  1 00:00:00 1970\nSubject: 1\n\n>From here on\n>>From x\n\n"
             b"From b@c Thu Jan  1 00:00:00 1970\nSubject: 2\n\nFrom the text, not a separator\n")

@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT
-from triagebot import batch as batch_module
+from triagebot.http_client.protocol import SourceError
+from triagebot.ingest import batch as batch_module
 from triagebot.ingest import runner
 from triagebot.ingest.files import FileSource
-from triagebot.ingest.protocol import Batch, FetchedMessage, SourceError
+from triagebot.ingest.protocol import Batch, FetchedMessage
 from triagebot.ingest.runner import PARSER_VERSION, IngestResult, ingest_once, store_batch
 from triagebot.parse import report as report_module
 from triagebot.store.protocol import IncomingMessage, synthetic_message_id

@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
-from triagebot import batch
+from triagebot.ingest import batch
 from triagebot.parse import language
 from triagebot.parse.draft import complete, read_language
 from triagebot.parse.report import parse_message, read_message
-from triagebot.records import Source, report_to_json
+from triagebot.records.report import Source, report_to_json
 
 REPLIES = [
     "I can reproduce this on my machine: 41 s against 29 s.",

@@ -246,7 +246,7 @@ def test_the_daemon_never_sends(database: Path) -> None:
     # and nothing else: tests/test_slack_modals.py) — no other stage, not the daemon's own steps
     callers = sorted(path.relative_to(PROJECT).as_posix() for path in (PROJECT / "triagebot").rglob("*.py")
                      if "send_reply(" in path.read_text() and path.name != "send.py")
-    assert callers == ["triagebot/asked.py", "triagebot/cli/reply.py"]
+    assert callers == ["triagebot/actions/carry_out.py", "triagebot/cli/reply.py"]
     asked = (PROJECT / "triagebot" / "asked.py").read_text()
     assert asked.count("send_reply(") == 1 and "def send_upstream(" in asked
 

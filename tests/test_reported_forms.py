@@ -3,7 +3,7 @@ a value before and after, results pasted per kernel, a signed change under the v
 from __future__ import annotations
 
 from triagebot.parse.reported import reported_headline
-from triagebot.records import Headline
+from triagebot.records.report import Headline
 
 
 def test_a_rate_from_one_value_to_another_in_words_across_scales() -> None:

@@ -7,7 +7,7 @@ from tests.conftest import PROJECT
 from triagebot.errors import RulesError
 from triagebot.parse.report import parse_message
 from triagebot.parse.reported import reported_headline
-from triagebot.records import Headline, Source
+from triagebot.records.report import Headline, Source
 from triagebot.reproduce.plan import Plan, plan_report
 from triagebot.rules.templates import load_templates
 
@@ -131,7 +131,7 @@ def test_template_units_are_checked(tmp_path, units, fragment):
 
 def test_slack_names_a_person_s_report_by_its_subject_and_an_lkp_report_by_its_headline():
     from triagebot.notify import render
-    from triagebot.records import report_from_json, report_to_json
+    from triagebot.records.report import report_from_json, report_to_json
 
     person = report_to_json(parse_message((PROJECT / "fixtures/lab/sysbench-cpu-regression.eml").read_bytes(),
                                           Source("eml")))

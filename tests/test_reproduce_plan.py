@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import PROJECT, require_corpus
 from triagebot.errors import RulesError
 from triagebot.parse.report import parse_message
-from triagebot.records import Headline, Report, Source
+from triagebot.records.report import Headline, Report, Source
 from triagebot.reproduce.plan import (
     HostShape,
     Plan,

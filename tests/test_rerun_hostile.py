@@ -20,9 +20,9 @@ import pytest
 
 from tests.conftest import FIXTURES, PROJECT
 from tests.support.lab import lab_path, write_lab_rules
-from triagebot import flow
+from triagebot.daemon import flow
 from triagebot.parse.report import parse_message
-from triagebot.records import Source, report_from_json, report_to_json
+from triagebot.records.report import Source, report_from_json, report_to_json
 from triagebot.reproduce.executors.local import LocalExecutor
 from triagebot.reproduce.limits import host_limits
 from triagebot.reproduce.plan import HostShape, Plan, Refusal, plan_command

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, PROJECT
-from triagebot import flow
+from triagebot.daemon import flow
 from triagebot.errors import RulesError
-from triagebot.ingest.protocol import HttpPolicy
+from triagebot.http_client.protocol import HttpPolicy
 from triagebot.parse.report import parse_message
-from triagebot.records import Source, report_from_json, report_to_json
+from triagebot.records.report import Source, report_from_json, report_to_json
 from triagebot.rules.floors import parse_floors
 from triagebot.rules.loader import parse_text, read_file
 from triagebot.rules.routing import parse_routing
@@ -62,7 +62,7 @@ def test_sources_values_are_read_as_given(tmp_path: Path) -> None:
 
 
 def test_poll_bounds_come_from_sources_toml_with_defaults(tmp_path: Path) -> None:
-    from triagebot.ingest.bounds import MIB, PollBounds
+    from triagebot.http_client.bounds import MIB, PollBounds
 
     assert load_settings(sources_dir(tmp_path, "[http]\n")).bounds == PollBounds()
     (tmp_path / "b").mkdir()

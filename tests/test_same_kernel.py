@@ -156,7 +156,7 @@ def test_a_run_stored_before_a_a_only_existed_reads_as_a_a_only(a_a_run: dict, t
 def test_through_the_daemon_to_slack_and_the_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The daemon plans the report for the one-kernel host and never reruns it there; its run
     stage, given such a host, ends the report in a-a-only and posts that, never a verdict."""
-    from triagebot import flow
+    from triagebot.daemon import flow
     from triagebot.notify.outbox import deliver
     from triagebot.notify.slack import SlackNotifier
     from triagebot.notify.terminal import payload_to_text

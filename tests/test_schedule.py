@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from triagebot.records import TestMachine as Machine
+from triagebot.records.report import TestMachine as Machine
 from triagebot.reproduce.schedule import Waiting, describe_wait, schedule
 from triagebot.rules.hosts import Host
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import PROJECT
 from triagebot.errors import RulesError
-from triagebot.reproduce.cpus import microarch_from_cpuinfo
+from triagebot.reference.cpus import microarch_from_cpuinfo
 from triagebot.reproduce.hosts import host_to_json
 from triagebot.rules.hosts import load_hosts, parse_hosts
 from triagebot.rules.self_describe import BlockDevice, MachineFacts, facts_from, probe_this_machine

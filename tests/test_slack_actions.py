@@ -1,4 +1,4 @@
-"""Slack both ways (triagebot/actions.py, triagebot/web/slack_app.py): the test Slack server
+"""Slack both ways (triagebot/actions/act.py, triagebot/web/slack_app.py): the test Slack server
 sends signed, real-shaped button clicks and `/triage` commands to the app served by uvicorn on
 127.0.0.1; each action is checked, done as one state change with its thread reply, or refused
 with a logged reason and nothing changed."""
@@ -26,10 +26,10 @@ from tests.support.slack_world import (
     decided_report,
     refusals,
 )
-from triagebot import flow
+from triagebot.daemon import flow
 from triagebot.errors import RulesError
 from triagebot.parse.report import parse_message
-from triagebot.records import Source
+from triagebot.records.report import Source
 from triagebot.rules.routing import parse_routing
 from triagebot.rules.settings import load_settings
 from triagebot.web.app import build_app
@@ -208,7 +208,7 @@ def test_rerun_with_a_bigger_budget_runs_on_the_lab_through_the_daemons_flow(tmp
 
 
 def test_the_daemon_serves_slack_only_when_it_can_verify_what_slack_sends(tmp_path: Path) -> None:
-    from triagebot.daemon import slack_settings
+    from triagebot.daemon.loop import slack_settings
 
     settings = load_settings(PROJECT / "rules")
     assert slack_settings(settings, lambda: None, 20, environ={"SLACK_BOT_TOKEN": TOKEN}) is None  # no secret
@@ -237,7 +237,7 @@ def test_two_clicks_at_once_do_one_thing(world: World) -> None:
 
 
 def test_only_a_decided_report_may_be_asked_back_to_planned() -> None:
-    from triagebot.states import TriageState as S
+    from triagebot.records.states import TriageState as S
 
     asked = {state for state in S if state.can_move_to(S.PLANNED, asked=True) and not state.can_move_to(S.PLANNED)}
     assert asked == {S.CONFIRMED, S.NOT_REPRODUCED, S.INCONCLUSIVE, S.A_A_ONLY, S.ERROR}  # a refusal stays refused

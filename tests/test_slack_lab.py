@@ -1,5 +1,5 @@
 """Slack both ways on the test lab: "Test fix" and "Bisect" clicked in Slack (signed, real-shaped
-payloads from the test Slack server) are carried out by the daemon's step (triagebot/asked.py)
+payloads from the test Slack server) are carried out by the daemon's step (triagebot/actions/carry_out.py)
 through the same stage functions as `triage test-fix` and `triage bisect`: a real git repository
 whose commit SLOW makes sysbench slower, a fix series posted in the thread as v1 and v2 (b4, real
 git am in the lab's build_patched hook), and each result said in the report's thread."""
@@ -18,10 +18,10 @@ from tests.support.fake_slack import FakeSlack, send_signed
 from tests.support.fix_thread import fix_thread
 from tests.support.lab import HOOK, lab_path, make_bisect_repo, write_lab_rules
 from tests.support.slack_world import CHANNEL, ROUTING, SECRET, TOKEN
-from triagebot import asked
+from triagebot.actions import carry_out as asked
+from triagebot.bisect.search import BisectBudget
 from triagebot.notify import outbox
 from triagebot.notify.slack import SlackNotifier
-from triagebot.reproduce.bisect import BisectBudget
 from triagebot.rules.settings import load_settings
 from triagebot.store.sqlite import SqliteStore
 from triagebot.web.app import build_app

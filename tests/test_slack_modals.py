@@ -1,7 +1,7 @@
 """Slack both ways, the actions that take input or the lab's and the mail's time: "Rerun with…"
 and "Duplicate of…" open a modal through views.open on the test Slack server, whose signed
 submission is the action; test fix, bisect and send reply upstream are asked by a click and
-carried out on the daemon's next pass (triagebot/asked.py), once. Each refusal tells the
+carried out on the daemon's next pass (triagebot/actions/carry_out.py), once. Each refusal tells the
 clicking user why (chat.postEphemeral) and changes nothing."""
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ from tests.support.fake_slack import FakeSlack
 from tests.support.lab import write_lab_rules
 from tests.support.slack_world import CHANNEL, REPORT, REPORT_ID, ROUTING, TOKEN, World, decided_report, refusals
 from tests.support.smtp_server import SmtpServer
-from triagebot import asked, flow
+from triagebot.actions import carry_out as asked
+from triagebot.daemon import flow
 from triagebot.parse.report import parse_message
-from triagebot.records import Source
+from triagebot.records.report import Source
 from triagebot.reproduce.rounds import commits_of
 from triagebot.rules.settings import load_settings
 from triagebot.verdict.decide import decide

@@ -89,7 +89,7 @@ def test_a_socket_url_is_used_once(connected) -> None:
 
 
 def test_the_daemon_starts_socket_mode_when_an_app_token_is_set(tmp_path: Path) -> None:
-    from triagebot.daemon import slack_settings
+    from triagebot.daemon.loop import slack_settings
     from triagebot.rules.settings import load_settings
 
     settings = load_settings(Path(__file__).resolve().parent.parent / "rules")

@@ -13,7 +13,7 @@ from tests.conftest import CORPUS, FIXTURES, SHARED, require_corpus
 from triagebot.parse.objections import read_objections, read_trailers
 from triagebot.parse.report import parse_message
 from triagebot.parse.stance import decide_sentence, read_stance
-from triagebot.records import Source
+from triagebot.records.report import Source
 
 SENTENCES = [
     # plain negations
@@ -246,7 +246,7 @@ _MESSAGE_ID = re.compile(rb"^message-id:[ \t]*(?:\r?\n[ \t]+)?<?([^>\s]+)>?", re
 
 def _labelled_messages(wanted: dict[str, set[str]]) -> dict[str, bytes]:
     """The raw messages of the labelled replies: the corpus files and each list-year read once."""
-    from triagebot.inputs import iter_inputs
+    from triagebot.ingest.inputs import iter_inputs
 
     found: dict[str, bytes] = {}
     for path in sorted(CORPUS.glob("*.eml")):

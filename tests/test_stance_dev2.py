@@ -12,7 +12,7 @@ import pytest
 
 from triagebot.parse.report import parse_message
 from triagebot.parse.stance import read_stance, reads_stance
-from triagebot.records import Source
+from triagebot.records.report import Source
 
 PROJECT = Path(__file__).resolve().parents[1]
 DEV2 = PROJECT / "fixtures" / "labels" / "dev2"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from triagebot.states import OPEN_STATES, RUN_STATES, TriageState, triage_state
+from triagebot.records.states import OPEN_STATES, RUN_STATES, TriageState, triage_state
 from triagebot.store.sql import SqlStore
 
 S = TriageState

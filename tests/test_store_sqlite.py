@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from triagebot.errors import TriageError
-from triagebot.records import Report, report_from_json
+from triagebot.records.report import Report, report_from_json
+from triagebot.records.threads import choose_root, parent_edges
 from triagebot.store.migrations import (
     LATEST_VERSION,
     MIGRATIONS,
@@ -35,7 +36,6 @@ from triagebot.store.protocol import (
 )
 from triagebot.store.sql import SqlStore
 from triagebot.store.sqlite import SqliteStore, open_private, resolve_db_path
-from triagebot.threads import choose_root, parent_edges
 
 RECEIVED = "2024-06-01T12:00:00+00:00"
 

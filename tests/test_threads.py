@@ -6,7 +6,7 @@ import dataclasses
 from tests.conftest import CORPUS, FIXTURES, require_corpus
 from triagebot.parse.report import parse_message
 from triagebot.parse.thread import build_threads, message_key, render_thread, reports_by_key
-from triagebot.records import Source
+from triagebot.records.report import Source
 
 MAIL = FIXTURES / "mail"
 
@@ -109,9 +109,9 @@ def test_corpus_threads() -> None:
 
 
 def test_display_and_store_hang_a_message_from_the_same_parent() -> None:
-    """parse/thread.py and the store follow one rule (triagebot/threads.py): In-Reply-To, else the
+    """parse/thread.py and the store follow one rule (triagebot/records/threads.py): In-Reply-To, else the
     last References entry, and up the References chain when a message in between is absent."""
-    from triagebot.threads import parent_edges
+    from triagebot.records.threads import parent_edges
     report, reply = parse(MAIL / "human/bisected-fsmark.eml"), parse(MAIL / "reply/can-reproduce.eml")
     middle = dataclasses.replace(reply, message_id="middle@example.com", in_reply_to=report.message_id,
                                  references=(report.message_id,))

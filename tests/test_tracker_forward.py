@@ -4,7 +4,7 @@ report is the report, so its figures and machine are the record's; the culprit i
 from __future__ import annotations
 
 from triagebot.parse.report import parse_message
-from triagebot.records import Headline, Source
+from triagebot.records.report import Headline, Source
 
 FORWARD = """From: Tracker <tracker@example.org>
 To: subsystem@example.org

@@ -201,10 +201,10 @@ def test_a_fetch_that_hangs_is_stopped_at_fetch_seconds(store: SqliteStore) -> N
 def test_a_daemon_pass_watches_the_trees_on_its_clock(served, store: SqliteStore, monkeypatch) -> None:
     from types import SimpleNamespace
 
-    from triagebot import daemon
-    from triagebot import flow as flow_module
-    from triagebot.health import DaemonMetrics
-    from triagebot.ingest.bounds import PollBounds
+    from triagebot.daemon import flow as flow_module
+    from triagebot.daemon import loop as daemon
+    from triagebot.daemon.health import DaemonMetrics
+    from triagebot.http_client.bounds import PollBounds
 
     tree, url = served
     [fix] = tree.commit(FIX, when=LANDED)

@@ -11,12 +11,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from tests.conftest import FIXTURES, PROJECT
-from triagebot import flow
-from triagebot.certainty import KIND_CONFIDENCE_FLOOR, kind_confidence, stance_uncertain, uncertain_reasons
+from triagebot.daemon import flow
 from triagebot.notify import outbox
 from triagebot.notify.slack import Posted
 from triagebot.parse.report import parse_message
-from triagebot.records import Report, Source, Trailer
+from triagebot.records.certainty import KIND_CONFIDENCE_FLOOR, kind_confidence, stance_uncertain, uncertain_reasons
+from triagebot.records.report import Report, Source, Trailer
 from triagebot.rules.settings import load_settings
 from triagebot.store.sqlite import SqliteStore
 

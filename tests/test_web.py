@@ -32,15 +32,15 @@ import pytest
 from tests.conftest import FIXTURES, PROJECT
 from tests.support.daemon_run import free_port, log_events, start_daemon, stop_daemon, wait_for
 from tests.support.lab import lab_path, write_lab_rules
-from triagebot import flow
-from triagebot.dispatch.protocol import JobsNow
+from triagebot.daemon import flow
+from triagebot.daemon.dispatch.protocol import JobsNow
 from triagebot.ingest.protocol import Batch, FetchedMessage
 from triagebot.ingest.runner import IngestResult, store_batch
 from triagebot.notify import outbox
 from triagebot.notify.plot import png_of, run_figure
 from triagebot.notify.terminal import TerminalNotifier
 from triagebot.parse.report import parse_message
-from triagebot.records import Source
+from triagebot.records.report import Source
 from triagebot.reproduce.host_lock import host_lock
 from triagebot.rules.loader import RulesError
 from triagebot.rules.routing import parse_routing

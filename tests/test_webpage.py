@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from tests.conftest import CORPUS, FIXTURES, require_corpus
 from triagebot.parse.report import parse_message
-from triagebot.records import Source
+from triagebot.records.report import Source
 
 PAGES = FIXTURES / "openwall"
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from triagebot.records import Report, Reproducer, Source
+from triagebot.records.report import Report, Reproducer, Source
 from triagebot.reproduce.outputs import OutputError, parse_output
 from triagebot.reproduce.plan import JobError, Refusal, flatten_job, plan_report, read_job
 from triagebot.reproduce.yaml_text import (

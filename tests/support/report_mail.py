@@ -4,7 +4,7 @@ from __future__ import annotations
 from tests.conftest import FIXTURES
 from triagebot.notify import render
 from triagebot.parse.report import parse_message
-from triagebot.records import Source, report_to_json
+from triagebot.records.report import Source, report_to_json
 from triagebot.store.protocol import IncomingMessage
 from triagebot.store.sqlite import SqliteStore
 

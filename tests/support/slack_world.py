@@ -9,7 +9,7 @@ from tests.support.fake_slack import FakeSlack, send_signed
 from triagebot.notify import outbox
 from triagebot.notify.slack import SlackNotifier
 from triagebot.parse.report import parse_message
-from triagebot.records import Source
+from triagebot.records.report import Source
 from triagebot.web.app import build_app
 from triagebot.web.server import WebServer
 from triagebot.web.slack_app import SLACK_PATH, SlackSettings

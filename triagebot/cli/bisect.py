@@ -15,15 +15,16 @@ import argparse
 import json
 import sys
 
-from triagebot.after_verdict import NO_BISECT_HOST, bisect_on_lab, can_bisect, plan_bisect
+from triagebot.bisect.lab import NO_BISECT_HOST, bisect_on_lab, plan_bisect
+from triagebot.bisect.search import FOUND, BisectBudget, bisect_log, bisect_summary
 from triagebot.cli.common import add_db_argument, add_json_argument, add_rules_argument, database_path, open_store
 from triagebot.errors import TriageError
-from triagebot.reproduce.bisect import FOUND, BisectBudget, bisect_log, bisect_summary
+from triagebot.lab.runner import can_bisect
+from triagebot.records.threads import normalize_message_id
 from triagebot.reproduce.hosts import choose_host, score_host
 from triagebot.reproduce.materials import with_materials_over_http
 from triagebot.rules.hosts import Host
 from triagebot.rules.settings import settings_for
-from triagebot.store.protocol import normalize_message_id
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,4 +1,4 @@
-"""`triage daemon`: its options, read and checked, then the loop (triagebot/daemon.py) run."""
+"""`triage daemon`: its options, read and checked, then the loop (triagebot/daemon/loop.py) run."""
 from __future__ import annotations
 
 import argparse
@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 from triagebot import logs
 from triagebot.cli.common import add_db_argument, add_rules_argument, database_location, database_path, open_store
-from triagebot.daemon import DEFAULT_HEALTH_PORT, DaemonOptions, serve
+from triagebot.daemon.loop import DEFAULT_HEALTH_PORT, DaemonOptions, serve
 from triagebot.errors import TriageError
 from triagebot.notify import outbox
 from triagebot.rules.settings import settings_for
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     location = database_location(args)
     make_dispatcher = None
     if location.url is not None:  # the job queue: `triage worker` runs the lab jobs
-        from triagebot.dispatch.jobqueue import JobQueueDispatcher
+        from triagebot.daemon.dispatch.jobqueue import JobQueueDispatcher
 
         url = location.url
         make_dispatcher = lambda: JobQueueDispatcher(url)  # noqa: E731

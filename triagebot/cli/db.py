@@ -36,8 +36,8 @@ def _migrate(args: argparse.Namespace) -> int:
 
     location = database_location(args)
     with location.open() as store:
-        if location.url is not None:  # the lab's job queue lives beside the store (dispatch/jobqueue.py)
-            from triagebot.dispatch.jobqueue import ensure_job_schema
+        if location.url is not None:  # the lab's job queue lives beside the store (daemon/dispatch/jobqueue.py)
+            from triagebot.daemon.dispatch.jobqueue import ensure_job_schema
 
             print(f"{location}: job queue (procrastinate) {'created' if ensure_job_schema(store) else 'present'}")
     print(f"{location}: schema version {LATEST_VERSION} ({location.backend})")

@@ -19,11 +19,11 @@ from triagebot.cli.common import (
     database_location,
     open_store,
 )
-from triagebot.records import Report
+from triagebot.records.report import Report
+from triagebot.records.threads import normalize_message_id
 from triagebot.reproduce.hosts import HostMatch, disk_from_parameters, host_to_json, score_host
 from triagebot.rules.hosts import Host
 from triagebot.rules.settings import settings_for
-from triagebot.store.protocol import normalize_message_id
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -15,9 +15,9 @@ import sqlite3
 import sys
 from datetime import UTC, datetime
 
-from triagebot.batch import default_jobs
 from triagebot.cli.common import add_db_argument, add_rules_argument, database_location, open_store
 from triagebot.errors import TriageError
+from triagebot.ingest.batch import default_jobs
 from triagebot.ingest.runner import IngestResult, describe_error, ingest_once
 from triagebot.ingest.sources import build_source
 from triagebot.rules.settings import settings_for

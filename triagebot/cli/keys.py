@@ -9,13 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 from triagebot.errors import TriageError
-from triagebot.store.protocol import (
-    SYNTHETIC_ID_DOMAIN,
-    AliasStore,
-    ListedRecord,
-    RecordStore,
-    normalize_message_id,
-)
+from triagebot.records.threads import normalize_message_id
+from triagebot.store.protocol import SYNTHETIC_ID_DOMAIN, AliasStore, ListedRecord, RecordStore
 
 if TYPE_CHECKING:
     from triagebot.store.location import StoreLocation

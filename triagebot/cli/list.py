@@ -9,13 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 
-from triagebot.certainty import uncertain_reasons
 from triagebot.cli.common import add_db_argument, add_json_argument, database_location, open_store
 from triagebot.cli.keys import record_key
-from triagebot.dates import SINCE_FORMS, parse_since
-from triagebot.records import KINDS, report_to_json
+from triagebot.present.dates import SINCE_FORMS, parse_since
+from triagebot.records.certainty import uncertain_reasons
+from triagebot.records.report import KINDS, report_to_json
+from triagebot.untrusted.visible import visible
 from triagebot.verdict.same_kernel import A_A_ONLY, run_outcome
-from triagebot.visible import visible
 
 UNSURE_KINDS = ("human-report", "human-perf-complaint", "reply")
 

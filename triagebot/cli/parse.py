@@ -5,12 +5,12 @@ import argparse
 import json
 import sys
 
-from triagebot.batch import Reader, default_jobs, likely_parallel, parse_messages
 from triagebot.cli.common import add_json_argument
 from triagebot.errors import InputError
-from triagebot.inputs import iter_inputs
-from triagebot.records import report_to_json
-from triagebot.summary import render_report
+from triagebot.ingest.batch import Reader, default_jobs, likely_parallel, parse_messages
+from triagebot.ingest.inputs import iter_inputs
+from triagebot.present.summary import render_report
+from triagebot.records.report import report_to_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -26,9 +26,10 @@ from triagebot.cli.common import (
 )
 from triagebot.cli.keys import resolve_key
 from triagebot.errors import TriageError
+from triagebot.records.threads import normalize_message_id
 from triagebot.reproduce.plan import HostShape, Plan, PlanResult, plan_command, plan_report
 from triagebot.rules.settings import settings_for
-from triagebot.store.protocol import UnreadableRecord, normalize_message_id
+from triagebot.store.protocol import UnreadableRecord
 
 _DEFAULT_HOST = HostShape()
 
@@ -108,7 +109,7 @@ def _daemon_host_shape(args: argparse.Namespace, settings, report) -> HostShape:
     """The shape of the host the daemon runs the report on (said on stderr, with why)."""
     from datetime import UTC, datetime, timedelta
 
-    from triagebot.lab_queue import daemon_host
+    from triagebot.lab.queue import daemon_host
     from triagebot.reproduce.limits import host_shape
 
     with open_store(args) as store:

@@ -25,7 +25,7 @@ from triagebot.ingest.runner import (
     store_parsed,
 )
 from triagebot.parse.report import parse_message
-from triagebot.records import Source
+from triagebot.records.report import Source
 from triagebot.store.protocol import Store
 
 

@@ -23,7 +23,8 @@ from triagebot.cli.keys import resolve_key
 from triagebot.cli.plotfile import check_plot_path, write_plot
 from triagebot.errors import TriageError
 from triagebot.notify.render import short_commit
-from triagebot.records import Report
+from triagebot.records.report import Report
+from triagebot.records.threads import normalize_message_id
 from triagebot.reproduce.executors.choose import executor_for
 from triagebot.reproduce.host_lock import host_lock
 from triagebot.reproduce.hosts import choose_host, score_host
@@ -33,7 +34,7 @@ from triagebot.reproduce.plan import Plan, plan_report
 from triagebot.reproduce.rounds import commits_of, rounds_within
 from triagebot.reproduce.runner import Sample, rerun
 from triagebot.rules.settings import Settings, settings_for
-from triagebot.store.protocol import Store, normalize_message_id
+from triagebot.store.protocol import Store
 from triagebot.verdict.same_kernel import A_A_ONLY
 from triagebot.verdict.sequential import LookSchedule
 

@@ -12,12 +12,12 @@ import sys
 
 from triagebot.cli.common import add_db_argument, add_json_argument, database_location, open_store
 from triagebot.cli.keys import KeyRefused, asked_key, resolve_key, short_key
-from triagebot.fix_view import render_fix_test
 from triagebot.lifecycle.show import after_verdict
 from triagebot.parse.thread import render_thread
-from triagebot.records import report_to_json
-from triagebot.report_view import gather_report
-from triagebot.summary import render_report, render_run, render_triage
+from triagebot.present.fix_view import render_fix_test
+from triagebot.present.report_view import gather_report
+from triagebot.present.summary import render_report, render_run, render_triage
+from triagebot.records.report import report_to_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     if view.latest_run is not None:
         print(render_run(view.latest_run))
     if view.bisects:  # the bisection's text module brings the verdict's (numpy) only when there is one
-        from triagebot.reproduce.bisect import bisect_log, bisect_summary
+        from triagebot.bisect.search import bisect_log, bisect_summary
     for bisection in view.bisects:
         print(f"  bisect {bisection['bisect_id']} on {bisection.get('host', '?')}: {bisect_summary(bisection)}")
         print("\n".join(f"    {line}" for line in bisect_log(bisection).splitlines()))

@@ -24,12 +24,12 @@ from triagebot.cli.common import (
     open_store,
 )
 from triagebot.ingest.runner import LAST_POLL_KEY
-from triagebot.lab_queue import lab_view
+from triagebot.lab.queue import lab_view
 from triagebot.lifecycle.watch import tree_state
 from triagebot.notify.render import STATE_MEANING
+from triagebot.records.states import OPEN_STATES, TriageState
 from triagebot.reproduce.schedule import describe_wait
 from triagebot.rules.settings import Settings, settings_for
-from triagebot.states import OPEN_STATES, TriageState
 from triagebot.store.protocol import Store, UnreadableRecord
 
 # where `triage status` read which hosts are busy (lab_queue.occupancy's source), in words

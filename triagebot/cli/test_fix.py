@@ -19,9 +19,9 @@ import sys
 
 from triagebot.cli.common import add_db_argument, add_json_argument, add_rules_argument, database_path, open_store
 from triagebot.errors import TriageError
-from triagebot.fix_testing import DEFAULT_TESTER, archive_of, run_fix_test
+from triagebot.fix_test.flow import DEFAULT_TESTER, archive_of, run_fix_test
+from triagebot.records.threads import normalize_message_id
 from triagebot.rules.settings import settings_for
-from triagebot.store.protocol import normalize_message_id
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -13,8 +13,8 @@ import sys
 from triagebot.cli.common import add_db_argument, add_json_argument, database_location, open_store
 from triagebot.cli.keys import resolve_key
 from triagebot.cli.plotfile import check_plot_path, write_plot
+from triagebot.records.threads import normalize_message_id
 from triagebot.rules.floors import load_floors
-from triagebot.store.protocol import normalize_message_id
 from triagebot.verdict.same_kernel import a_a_verdict, as_stored, is_same_kernel
 from triagebot.verdict.sequential import LookSchedule, decide_adaptively, rounds_within
 

@@ -1,4 +1,4 @@
-"""`triage worker`: run the daemon's lab jobs for some hosts, on a PostgreSQL store (dispatch/worker.py)."""
+"""`triage worker`: run the daemon's lab jobs for some hosts, on a PostgreSQL store (daemon/dispatch/worker.py)."""
 from __future__ import annotations
 
 import argparse
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         raise TriageError("--budget must be at least 1 and --stalled-after more than 0")
     settings = settings_for(args.rules)
     hosts = chosen_hosts(settings, args.hosts)
-    from triagebot.dispatch.worker import WorkerOptions, serve_worker  # procrastinate only for a worker
+    from triagebot.daemon.dispatch.worker import WorkerOptions, serve_worker  # procrastinate only for a worker
 
     options = WorkerOptions(budget=args.budget, stalled_after_s=args.stalled_after,
                             heartbeat_s=min(5.0, max(0.2, args.stalled_after / 5)))

@@ -23,8 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from triagebot.errors import InputError
+from triagebot.ingest.inputs import MAX_MESSAGE_BYTES, is_mbox, read_messages
 from triagebot.ingest.protocol import Batch, FetchedMessage
-from triagebot.inputs import MAX_MESSAGE_BYTES, is_mbox, read_messages
 
 MAILDIR_FOLDERS = ("cur", "new")  # where a maildir keeps delivered messages
 
@@ -42,7 +42,7 @@ _MAIL_STARTS = (b"from:", b"received:", b"return-path:", b"message-id:", b"date:
 class FileSource:
     """An mbox, mbox.gz, maildir (cur/ and new/), a directory of messages, or one message file."""
 
-    local = True  # what the user chose to import: the poll bounds (ingest/bounds.py) are for servers
+    local = True  # what the user chose to import: the poll bounds (http_client/bounds.py) are for servers
 
     def __init__(self, path: str | os.PathLike[str], *, list_name: str | None = None,
                  chunk_messages: int = CHUNK_MESSAGES, chunk_bytes: int = CHUNK_BYTES) -> None:

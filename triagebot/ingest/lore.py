@@ -87,7 +87,17 @@ from email.message import Message
 from email.parser import BytesHeaderParser
 from email.policy import compat32
 
-from triagebot.ingest.http import fetch
+from triagebot.http_client.client import fetch
+from triagebot.http_client.protocol import (
+    AnswerFailed,
+    BodyTooLarge,
+    HttpClient,
+    HttpPolicy,
+    HttpResponse,
+    ResponseRefused,
+    SourceError,
+)
+from triagebot.ingest.inputs import split_mbox
 from triagebot.ingest.lore_search import (
     DEFAULT_SINCE,
     HEAL_ID_CHARS,
@@ -102,21 +112,7 @@ from triagebot.ingest.lore_search import (
     search_url,
     since_epoch,
 )
-from triagebot.ingest.protocol import (
-    AnswerFailed,
-    Batch,
-    BodyTooLarge,
-    FetchedMessage,
-    HttpClient,
-    HttpPolicy,
-    HttpResponse,
-    ResponseRefused,
-    Sink,
-    SkippedEntry,
-    Sleeper,
-    SourceError,
-)
-from triagebot.inputs import split_mbox
+from triagebot.ingest.protocol import Batch, FetchedMessage, Sink, SkippedEntry, Sleeper
 
 __all__ = ["LoreSource", "CURSOR_VERSION"]
 

@@ -12,9 +12,10 @@ import re
 import time
 from urllib.parse import quote, unquote, urlsplit
 
+from triagebot.http_client.protocol import HttpClient, HttpPolicy
 from triagebot.ingest.lore import LoreSource
 from triagebot.ingest.lore_liblore import message_id_from_url
-from triagebot.ingest.protocol import Batch, HttpClient, HttpPolicy, Sleeper
+from triagebot.ingest.protocol import Batch, Sleeper
 
 DEFAULT_ARCHIVE = "https://lore.kernel.org/all/"
 _MESSAGE_ID = re.compile(r"^<?([^<>\s]+@[^<>\s]+)>?$")

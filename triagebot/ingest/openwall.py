@@ -45,16 +45,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
-from triagebot.ingest.http import fetch
-from triagebot.ingest.protocol import (
-    Batch,
-    FetchedMessage,
-    HttpClient,
-    HttpPolicy,
-    HttpResponse,
-    ResponseRefused,
-    Sleeper,
-)
+from triagebot.http_client.client import fetch
+from triagebot.http_client.protocol import HttpClient, HttpPolicy, HttpResponse, ResponseRefused
+from triagebot.ingest.protocol import Batch, FetchedMessage, Sleeper
 from triagebot.parse.identity import fallback_key, fallback_key_of_record
 from triagebot.parse.webpage import looks_like_html, split_header_block
 

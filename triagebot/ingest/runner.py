@@ -15,7 +15,7 @@ in the same transaction, and the others are stored. A source whose poll raises a
 that poll with one line (SourceError), the cursor where it was (after the last part stored, for
 a source that streams). A list entry the source skipped (its server would not give it) is kept
 in the quarantine with its reason (source `lore-entry`), its row updated at each retry, and
-leaves it when fetched. A poll is bounded (ingest/bounds.py): messages, bytes and seconds per
+leaves it when fetched. A poll is bounded (http_client/bounds.py): messages, bytes and seconds per
 poll, bytes per source per UTC day. A stop asked for while a batch
 is parsed abandons that batch (nothing of it is stored, so nothing is lost: the next poll reads
 it again).
@@ -29,24 +29,18 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from triagebot.batch import Outcome, default_jobs, parse_messages
 from triagebot.errors import TriageError
-from triagebot.ingest.bounds import PollBounds
-from triagebot.ingest.protocol import (
-    SKIPPED_ENTRY_SOURCE,
-    Batch,
-    FetchedMessage,
-    Sink,
-    SkippedEntry,
-    Source,
-    SourceError,
-)
+from triagebot.http_client.bounds import PollBounds
+from triagebot.http_client.protocol import SourceError
+from triagebot.ingest.batch import Outcome, default_jobs, parse_messages
+from triagebot.ingest.protocol import SKIPPED_ENTRY_SOURCE, Batch, FetchedMessage, Sink, SkippedEntry, Source
 from triagebot.parse import report as parse_report
 from triagebot.parse.identity import fallback_key_of_record
 from triagebot.parse.twins import same_text
-from triagebot.records import Source as RecordSource
-from triagebot.records import report_to_json
-from triagebot.store.protocol import IncomingMessage, Store, StoreError, normalize_message_id, synthetic_message_id
+from triagebot.records.report import Source as RecordSource
+from triagebot.records.report import report_to_json
+from triagebot.records.threads import normalize_message_id
+from triagebot.store.protocol import IncomingMessage, Store, StoreError, synthetic_message_id
 from triagebot.store.quarantine import one_line
 
 # + source URL, in the cursors table: the daemon's last poll of each source (`triage status`).

@@ -12,10 +12,11 @@ from datetime import datetime
 from urllib.parse import urlsplit
 
 from triagebot.errors import InputError
-from triagebot.ingest.bounds import PollBounds
+from triagebot.http_client.bounds import PollBounds
+from triagebot.http_client.protocol import HttpPolicy
 from triagebot.ingest.files import FileSource
 from triagebot.ingest.lore_thread import LoreThreadSource, message_base_url
-from triagebot.ingest.protocol import HttpPolicy, Source
+from triagebot.ingest.protocol import Source
 
 
 def _is_openwall(url: str) -> bool:
@@ -34,7 +35,7 @@ def build_source(reference: str, policy: HttpPolicy, *, list_name: str | None = 
     gives a lore list its entry attempts and heal size (sources.toml [bounds])."""
     if os.path.exists(reference):
         return FileSource(reference, list_name=list_name)
-    from triagebot.ingest.http import RequestsClient
+    from triagebot.http_client.client import RequestsClient
 
     if reference.startswith(("http://", "https://")) and _is_openwall(reference):
         from triagebot.ingest.openwall import OpenwallPageSource, OpenwallSource, parse_openwall_url

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from triagebot.lifecycle.states import LifecycleState
 from triagebot.parse.objections import read_trailers
-from triagebot.records import Report, Trailer
-from triagebot.reproduce.fix import PatchMail
+from triagebot.parse.patches import PatchMail
+from triagebot.records.report import Report, Trailer
 
 MIN_SHA = 7
 _REVERTS = re.compile(r"^[ \t]*This reverts commit ([0-9a-f]{7,40})\b", re.MULTILINE)

@@ -25,9 +25,9 @@ from triagebot.lifecycle.states import EMOJI, LifecycleState, current
 from triagebot.logs import event
 from triagebot.notify import render
 from triagebot.parse.message import decode_message
-from triagebot.records import Report
-from triagebot.reproduce.fix import patch_subject
-from triagebot.states import TriageState
+from triagebot.parse.patches import patch_subject
+from triagebot.records.report import Report
+from triagebot.records.states import TriageState
 from triagebot.store.lifecycle_protocol import LifecycleMove
 from triagebot.store.protocol import Store, TriageRow, UnreadableRecord, utc_text
 

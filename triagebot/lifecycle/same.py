@@ -1,7 +1,7 @@
 """Lifecycle stage: one regression, one report — whether a later report is the same regression as
 an earlier one. Pure: two records in, a relation out.
 
-The rule for "same" (README, "One regression, one report"):
+The rule for "same" (docs/lifecycle-and-reply.md, "One regression, one report"):
 
 1. both are reports (LKP regression or improvement, or a human report) naming a culprit commit;
 2. the culprits are the same commit: the same sha (7 hex digits or more, the shorter a prefix of
@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from triagebot.lifecycle.detect import same_commit
-from triagebot.records import Report
+from triagebot.records.report import Report
 
 REPORT_KINDS = ("lkp-regression", "lkp-improvement", "human-report")
 ALSO_SEEN = "also-seen"

@@ -1,6 +1,6 @@
 """Lifecycle stage: the states a report moves through after its verdict, and which moves are allowed.
 
-These sit beside the triage states (triagebot/states.py), not in them: the triage state says what
+These sit beside the triage states (triagebot/records/states.py), not in them: the triage state says what
 the lab found; the lifecycle says what upstream did about it since. A report with no move yet is
 `open`.
 

@@ -16,9 +16,9 @@ import math
 from typing import Any
 from urllib.parse import quote
 
-from triagebot.records import Report, report_to_json
-from triagebot.states import TriageState
-from triagebot.summary import metric_order, short_commit
+from triagebot.present.summary import metric_order, short_commit
+from triagebot.records.report import Report, report_to_json
+from triagebot.records.states import TriageState
 from triagebot.verdict.same_kernel import A_A_ONLY
 
 Payload = dict[str, Any]
@@ -38,7 +38,7 @@ TRUNCATED = "… (truncated)"
 MAX_METRIC_ROWS = 12  # rows of the report's comparison table in the parent (headline first)
 LORE_BASE = "https://lore.kernel.org/all/"  # lore resolves any Message-ID under /all/
 
-# How each triage state (triagebot/states.py) is shown: its emoji and a line saying what it means.
+# How each triage state (triagebot/records/states.py) is shown: its emoji and a line saying what it means.
 STATE_EMOJI = {
     TriageState.NEW: ":new:",
     TriageState.PLANNED: ":clipboard:",
@@ -425,14 +425,14 @@ def _a_a_reply(verdict: Json, run: Json) -> Payload:
     return fit({"text": text, "blocks": blocks})
 
 
-# the buttons on parent and verdict messages (triagebot/actions.py, web/slack_app.py; README "Acting from Slack")
+# the buttons on parent and verdict messages (actions/act.py, web/slack_app.py; docs/slack.md, "Acting from Slack")
 ACTION_BUTTONS = (("rerun", "Rerun with a bigger budget"), ("rerun-with", "Rerun with…"), ("test-fix", "Test fix"),
                   ("bisect", "Bisect"), ("mark-invalid", "Mark invalid"), ("duplicate", "Duplicate of…"),
                   ("send-upstream", "Send reply upstream"))
 
 
 def action_buttons(message_id: str) -> Json:
-    """The buttons a team member acts with (triagebot/actions.py); each carries the report's id."""
+    """The buttons a team member acts with (triagebot/actions/act.py); each carries the report's id."""
     return {"type": "actions", "block_id": "triage-actions", "elements": [
         {"type": "button", "action_id": action, "text": {"type": "plain_text", "text": label},
          "value": message_id} for action, label in ACTION_BUTTONS]}
@@ -444,7 +444,7 @@ def with_buttons(payload: Payload, message_id: str) -> Payload:
 
 
 def action_reply(text: str) -> Payload:
-    """The thread reply saying who did what to the report, from Slack (triagebot/actions.py)."""
+    """The thread reply saying who did what to the report, from Slack (triagebot/actions/act.py)."""
     return fit({"text": text, "blocks": [_section(text)]})
 
 

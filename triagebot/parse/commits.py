@@ -5,8 +5,8 @@ import bisect
 import re
 
 from triagebot.parse.limits import MAX_COMMITS
-from triagebot.records import Commit
-from triagebot.visible import without_format_characters
+from triagebot.records.report import Commit
+from triagebot.untrusted.visible import without_format_characters
 
 _URL = re.compile(r"\b(?:https?|git)://\S+")
 _URL_COMMIT = re.compile(r"(?:[?&;]id=|/commit/|/commits?/)([0-9a-f]{12,40})\b")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from triagebot.parse.numbers import combine_stance
 from triagebot.parse.objections import objections_of_sentences
 from triagebot.parse.stance import Stance, stance_of_sentences
-from triagebot.records import Objection, Report
+from triagebot.records.report import Objection, Report
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import math
 import re
 from typing import Any
 
-from triagebot.records import Report
+from triagebot.records.report import Report
 
 # Only text with a long run of digits (or an exponent) can hold such a number: others are not walked.
 _LONG_RUN = re.compile(r"[\d,.]{300}")

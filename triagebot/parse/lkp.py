@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from triagebot.parse.limits import MAX_COMMITS, MAX_MACHINE_CHARS
-from triagebot.records import PARAMETER_DEFECT, AlsoImpacted, Commit, Headline, TestMachine
-from triagebot.visible import has_hidden, visible, without_format_characters
+from triagebot.records.report import PARAMETER_DEFECT, AlsoImpacted, Commit, Headline, TestMachine
+from triagebot.untrusted.visible import has_hidden, visible, without_format_characters
 
 # 2023+: "kernel test robot noticed a -5.7% regression of fsmark.files_per_sec on:"
 # 2019-22: "FYI, we noticed a -6.3% regression of aim7.jobs-per-min due to commit:"

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from triagebot.records import TestMachine
+from triagebot.records.report import TestMachine
 
 # Cheap literal gate: most mail names none of these.
 _GATE = ("Tegra", "Rockchip", "RK3", "Octeon", "AM", "AST2", "Amlogic", "OMAP", "Exynos", "Snapdragon", "i.MX",

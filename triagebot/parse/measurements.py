@@ -24,7 +24,7 @@ import math
 import re
 from collections.abc import Iterator
 
-from triagebot.records import Measurement
+from triagebot.records.report import Measurement
 
 MAX_MEASUREMENTS = 200
 _MULTIPLIER = {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6}

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 import re
 
-from triagebot.records import FailureRow, MetricRow
+from triagebot.records.report import FailureRow, MetricRow
 
 _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _STDDEV = r"(?:\s*±\s*(\d+(?:\.\d+)?)%)?"

@@ -36,9 +36,10 @@ from dataclasses import dataclass
 
 from triagebot.parse import lkp as lkp_parser
 from triagebot.parse.measurements import is_feature_off, side_of
-from triagebot.parse.reported import UNITS, reported_headline
+from triagebot.parse.reported import reported_headline
 from triagebot.parse.stance import Stance
-from triagebot.records import Headline, Measurement, NumbersStance
+from triagebot.records.report import Headline, Measurement, NumbersStance
+from triagebot.reference.units import UNITS
 from triagebot.rules.floors import DEFAULT_FLOOR_PERCENT
 from triagebot.verdict.outcome import Outcome, signed_percent
 from triagebot.verdict.summary import Side, SummaryVerdict, decide_summaries, describe

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from triagebot.parse.language import Gate, Reading, rough_sentences, sentence_labels
-from triagebot.records import Objection, Trailer
+from triagebot.records.report import Objection, Trailer
 
 OBJECTION_PATTERN = re.compile(
     r"CONFIG_|kasan|kcsan|lockdep|ubsan|kmemleak|sanitizer|debug (?:kernel|config|option|build|check)|plausib|"

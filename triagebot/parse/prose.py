@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from triagebot.records import ProseNumber, TestMachine
+from triagebot.records.report import ProseNumber, TestMachine
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 

@@ -25,17 +25,8 @@ from triagebot.parse.reported import performance_worse_percent, reported_headlin
 from triagebot.parse.reproducers import benchmark_hints, command_hints, find_commands, inline_commands
 from triagebot.parse.stance import STANCE_GATE, Stance, reads_stance
 from triagebot.parse.webpage import PageMessage, looks_like_html, parse_page, parse_paste
-from triagebot.records import (
-    Attachment,
-    Commit,
-    Links,
-    Report,
-    Reproducer,
-    Source,
-    Syzbot,
-    TestMachine,
-)
-from triagebot.visible import without_format_characters
+from triagebot.records.report import Attachment, Commit, Links, Report, Reproducer, Source, Syzbot, TestMachine
+from triagebot.untrusted.visible import without_format_characters
 
 _URL = re.compile(r"https?://[^\s<>\"'()\[\]]+")
 # The value runs from its first to its last non-space character: a lazy `(.+?)\s*$` there was

@@ -17,23 +17,9 @@ from __future__ import annotations
 import re
 
 from triagebot.parse.prose import sentences
-from triagebot.records import Headline
+from triagebot.records.report import Headline
+from triagebot.reference.units import UNITS
 
-# Unit as written (lower case) -> (unit as named in the headline, better direction).
-# Rerun templates name these units (their metrics' `units`) to say what a headline stands for.
-UNITS = {
-    "events/s": ("events/s", "higher"), "events/sec": ("events/s", "higher"),
-    "ops/s": ("ops/s", "higher"), "ops/sec": ("ops/s", "higher"),
-    "files/s": ("files/s", "higher"), "files/sec": ("files/s", "higher"),
-    "iops": ("IOPS", "higher"), "kiops": ("IOPS", "higher"),
-    "mb/s": ("MB/s", "higher"), "mib/s": ("MiB/s", "higher"), "gb/s": ("GB/s", "higher"),
-    "gib/s": ("GiB/s", "higher"), "kb/s": ("KB/s", "higher"), "kib/s": ("KiB/s", "higher"),
-    "ms": ("ms", "lower"), "msec": ("ms", "lower"), "usec": ("us", "lower"), "us": ("us", "lower"),
-    "µs": ("us", "lower"), "seconds": ("s", "lower"), "secs": ("s", "lower"), "sec": ("s", "lower"),
-    "mb/sec": ("MB/s", "higher"), "gb/sec": ("GB/s", "higher"), "kb/sec": ("KB/s", "higher"),
-    "mib/sec": ("MiB/s", "higher"), "gib/sec": ("GiB/s", "higher"), "kib/sec": ("KiB/s", "higher"),
-    "minutes": ("min", "lower"), "mins": ("min", "lower"), "min": ("min", "lower"),
-}
 # Bytes per unit of a rate, to compare "2.9 gb/sec" with "949 mb/sec".
 _RATE_BYTES = {"KB/s": 1e3, "MB/s": 1e6, "GB/s": 1e9, "KiB/s": 1024.0, "MiB/s": 1024.0 ** 2, "GiB/s": 1024.0 ** 3}
 _UNIT = (r"(events/sec|events/s|ops/sec|ops/s|files/sec|files/s|kIOPS|IOPS|iops|MiB/s|MB/s|GiB/s|GB/s|KiB/s|"

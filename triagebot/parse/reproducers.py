@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from triagebot.records import Reproducer
+from triagebot.records.report import Reproducer
 from triagebot.rules.commands import CommandRules, load_commands
 
 _MAX_COMMAND = 20_000

@@ -1,7 +1,7 @@
 """Parse stage: threads from records, and what each thread says of its report.
 
 Pure: records in, threads out. A message's parent is the nearest present message along the
-edges its headers give (triagebot/threads.py, the rule the store keeps threads by: In-Reply-To,
+edges its headers give (triagebot/records/threads.py, the rule the store keeps threads by: In-Reply-To,
 else the last References entry, then up the References chain), else (archive pages) the
 thread-prev page it links to. Missing parents make the nearest present ancestor a root;
 duplicates count once; a loop in the headers is cut where it closes. Messages without a
@@ -19,8 +19,8 @@ from datetime import UTC, datetime
 from urllib.parse import urljoin, urlsplit
 
 from triagebot.parse.identity import fallback_key
-from triagebot.records import Report
-from triagebot.threads import parent_edges
+from triagebot.records.report import Report
+from triagebot.records.threads import parent_edges
 
 REPORT_KINDS = ("lkp-regression", "lkp-improvement", "lkp-functional", "human-report", "human-perf-complaint",
                 "human-bug", "syzbot")

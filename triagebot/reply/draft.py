@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import quote
 
 from triagebot.errors import TriageError
-from triagebot.records import Report
+from triagebot.records.report import Report
 
 REPLY_STATES = ("confirmed", "not-reproduced")
 MAX_REFERENCES = 20  # the newest ids kept in References (RFC 5322 asks for the chain, MUAs cut it too)

@@ -28,11 +28,12 @@ from email.utils import getaddresses
 from typing import Protocol
 
 from triagebot.errors import TriageError
-from triagebot.records import Report, Source
+from triagebot.records.report import Report, Source
+from triagebot.records.threads import normalize_message_id
 from triagebot.reply.draft import MAIL_POLICY
 from triagebot.rules.mail import MailRules
 from triagebot.store.lifecycle_protocol import MailRow
-from triagebot.store.protocol import Store, normalize_message_id
+from triagebot.store.protocol import Store
 
 SMTP_TIMEOUT_SECONDS = 60.0
 SENT_PARSER_VERSION = "reply-sent"  # the record of a reply we sent; `triage reparse` reads it again

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from triagebot.records import TestMachine
-from triagebot.reproduce.cpus import Microarch, cpu_vendor, microarch_of
+from triagebot.records.report import TestMachine
+from triagebot.reference.cpus import Microarch, cpu_vendor, microarch_of
 from triagebot.reproduce.filesystem import Placement, place, storage_wanted
 from triagebot.rules.hosts import Host
 

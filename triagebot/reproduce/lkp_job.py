@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from triagebot.records import Report
+from triagebot.records.report import Report
 from triagebot.reproduce.yaml_text import YamlRefused, load_documents
 from triagebot.rules.templates import SCRATCH, ValueOutOfRange, parse_duration, parse_size
 

@@ -30,17 +30,17 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from urllib.parse import quote, unquote, urlsplit
 
-from triagebot.ingest.http import NameUnresolved, error_causes, fetch, is_name_lookup_failure
-from triagebot.ingest.protocol import (
+from triagebot.backoff import Sleeper
+from triagebot.http_client.client import NameUnresolved, error_causes, fetch, is_name_lookup_failure
+from triagebot.http_client.protocol import (
     BodyTooLarge,
     HttpClient,
     HttpPolicy,
     HttpResponse,
     ResponseRefused,
-    Sleeper,
     SourceError,
 )
-from triagebot.records import Report, Reproducer
+from triagebot.records.report import Report, Reproducer
 
 JOB_FILE = "job.yaml"
 REPRODUCE_FILE = "reproduce"
@@ -537,7 +537,7 @@ def with_materials_over_http(report: Report, store, policy: HttpPolicy, *,
     """
     if not needs_materials(report):
         return report, []
-    from triagebot.ingest.http import RequestsClient
+    from triagebot.http_client.client import RequestsClient
 
     client = RequestsClient(policy)
     try:

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from triagebot.records import PARAMETER_DEFECT, Report
+from triagebot.records.report import PARAMETER_DEFECT, Report
 from triagebot.reproduce.commandline import CommandRefused, parse_command
 from triagebot.reproduce.filesystem import place, storage_wanted
 from triagebot.reproduce.lkp_job import (

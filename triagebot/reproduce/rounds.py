@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from triagebot.errors import TriageError
-from triagebot.records import Report
+from triagebot.records.report import Report
 from triagebot.verdict import sequential
 from triagebot.verdict.sequential import LookSchedule
 

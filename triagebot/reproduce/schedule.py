@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from triagebot.records import TestMachine
+from triagebot.records.report import TestMachine
 from triagebot.reproduce.hosts import HostMatch, score_host
 from triagebot.rules.hosts import Host
 

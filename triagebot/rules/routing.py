@@ -9,7 +9,7 @@ The same file says which reports `triage web --public` may show people outside t
 `public_default` (true unless set) for every report, a route's `public` for the reports it
 matches. Host names, channels and internal notes are never public, whatever it says.
 
-Its `[slack]` table says who may act on a report from Slack (triagebot/actions.py): `run` (rerun
+Its `[slack]` table says who may act on a report from Slack (triagebot/actions/act.py): `run` (rerun
 a report, with a bigger budget or on another host; test a fix; bisect), `mark` (mark a report
 invalid or a duplicate of another) and `send` (send the drafted reply upstream), each a list of
 Slack user IDs (U…, W…) and user-group IDs (S…). Absent: nobody may act.
@@ -22,7 +22,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from urllib.parse import urlparse
 
-from triagebot.records import Report
+from triagebot.records.report import Report
 from triagebot.rules.loader import PACKAGED_RULES, RulesFile, Section, parse_text, read_file
 
 ROUTING_FILE = "routing.toml"

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from triagebot.reproduce.cpus import microarch_from_cpuinfo, microarch_of
+from triagebot.reference.cpus import microarch_from_cpuinfo, microarch_of
 
 GIB_KB = 1 << 20  # /proc/meminfo counts kB
 SECTOR = 512

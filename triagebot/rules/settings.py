@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from triagebot.errors import RulesError
-from triagebot.ingest.bounds import PollBounds
-from triagebot.ingest.protocol import HttpPolicy
+from triagebot.http_client.bounds import PollBounds
+from triagebot.http_client.protocol import HttpPolicy
 from triagebot.rules.floors import FLOORS_FILE, MetricFloors, floors_from
 from triagebot.rules.hosts import DEFAULT_MAX_WAIT_MINUTES, HOSTS_FILE, Host, hosts_from, max_wait_from, missing_hosts
 from triagebot.rules.loader import PACKAGED_RULES, read_file, rules_dir

@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from triagebot.ingest.bounds import MIB, PollBounds
-from triagebot.ingest.protocol import HttpPolicy
+from triagebot.http_client.bounds import MIB, PollBounds
+from triagebot.http_client.protocol import HttpPolicy
 from triagebot.rules.loader import RulesFile
 
 SOURCES_FILE = "sources.toml"

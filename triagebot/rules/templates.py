@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from triagebot.errors import RulesError
-from triagebot.parse.reported import UNITS as REPORTED_UNITS
+from triagebot.reference.units import UNITS as REPORTED_UNITS
 from triagebot.rules.loader import RulesFile, Section, read_file
 
 TEMPLATES_DIR = "reproducers"

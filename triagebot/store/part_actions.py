@@ -1,14 +1,15 @@
 """Store stage: the part for actions taken from Slack — who did what to which report, and when.
 
 An action is written in the caller's transaction together with the state change and the
-thread reply it makes (see triagebot/actions.py), so a crash keeps all three or none. The
+thread reply it makes (see triagebot/actions/act.py), so a crash keeps all three or none. The
 request's digest is unique: the same signed request delivered twice finds its row and the
 second delivery changes nothing.
 """
 from __future__ import annotations
 
+from triagebot.records.threads import normalize_message_id
 from triagebot.store.database import Database
-from triagebot.store.protocol import ActionRow, normalize_message_id
+from triagebot.store.protocol import ActionRow
 
 _COLUMNS = "action_id, request_key, message_id, action, user_id, detail, budget, created_at"
 

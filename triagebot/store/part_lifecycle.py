@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from triagebot.records.threads import normalize_message_id
 from triagebot.store.database import Database
 from triagebot.store.lifecycle_protocol import LifecycleMove, MailRow, ReportLink
-from triagebot.store.protocol import normalize_message_id
 
 _MOVE_COLUMNS = "move_id, message_id, state, cause_id, note, moved_at"
 _LINK_COLUMNS = "joined_id, message_id, relation, rule, linked_at"

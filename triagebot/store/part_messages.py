@@ -9,16 +9,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from triagebot.records import Report, report_from_json, report_to_json
+from triagebot.records.report import Report, report_from_json, report_to_json
+from triagebot.records.threads import normalize_message_id
 from triagebot.store.database import Database, chunks, given, marks
-from triagebot.store.protocol import (
-    ListedRecord,
-    StoredMessage,
-    StoreError,
-    UnreadableRecord,
-    normalize_message_id,
-    utc_text,
-)
+from triagebot.store.protocol import ListedRecord, StoredMessage, StoreError, UnreadableRecord, utc_text
 
 # Rows per page when iterating raw messages: bounded memory, no cursor held across writes.
 _PAGE_ROWS = 256

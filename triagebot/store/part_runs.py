@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from triagebot.records.threads import normalize_message_id
 from triagebot.store.database import Database
-from triagebot.store.protocol import FIX_TEST_STATUSES, FixTestRow, StoreError, normalize_message_id
+from triagebot.store.protocol import FIX_TEST_STATUSES, FixTestRow, StoreError
 
 
 def _dumps(value: Any) -> str:

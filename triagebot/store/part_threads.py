@@ -1,6 +1,6 @@
 """Store stage: the part for threads — ids unioned into thread_ids, edges kept for the root.
 
-The rules (which edges the headers give, which id is the root) are triagebot/threads.py's; this part only
+The rules (which edges the headers give, which id is the root) are triagebot/records/threads.py's; this part only
 keeps them: `thread_nodes` maps every id seen, placeholders included, to its thread, and
 `thread_edges` keeps the (child, parent) pairs the root is chosen from.
 """
@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from triagebot.records.threads import choose_root, normalize_message_id, parent_edges
 from triagebot.store.database import Database, chunks, marks
-from triagebot.store.protocol import normalize_message_id
-from triagebot.threads import choose_root, parent_edges
 
 
 class Threads:

@@ -2,7 +2,7 @@
 
 A state change and the notifications announcing it are written in one transaction (the
 caller wraps both in `store.transaction()`), so a crash leaves either both or neither.
-A move the triage states do not allow (triagebot/states.py) is refused before anything is
+A move the triage states do not allow (triagebot/records/states.py) is refused before anything is
 written. Outbox rows are sent in `outbox_id` order; `kind` is unique per report, so enqueueing
 the same notification twice (a restarted run reaching "started" again) is a no-op.
 """
@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from triagebot.states import TriageState
+from triagebot.records.states import TriageState
+from triagebot.records.threads import normalize_message_id
 from triagebot.store.database import Database, given, marks
-from triagebot.store.protocol import OutboxRow, TriageRow, normalize_message_id
+from triagebot.store.protocol import OutboxRow, TriageRow
 
 _TRIAGE_COLUMNS = "message_id, state, channel, host, plan_json, note, created_at, updated_at"
 _OUTBOX_COLUMNS = ("outbox_id, message_id, kind, channel, status, attempts, next_attempt_at,"

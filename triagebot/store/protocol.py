@@ -23,8 +23,9 @@ from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
 from triagebot.errors import TriageError
-from triagebot.records import Report
-from triagebot.states import TriageState
+from triagebot.records.report import Report
+from triagebot.records.states import TriageState
+from triagebot.records.threads import normalize_message_id
 from triagebot.store.lifecycle_protocol import LifecycleStore, MailOutboxStore
 
 SYNTHETIC_ID_DOMAIN = "triagebot.invalid"
@@ -47,16 +48,6 @@ class SchemaTooNewError(StoreError):
 
 class StoreBusyError(StoreError):
     """Another writer held the database longer than the busy timeout."""
-
-
-def normalize_message_id(message_id: str) -> str:
-    """`<id@host>` or ` id@host ` -> `id@host`; raises ValueError on an empty id."""
-    value = message_id.strip()
-    if value.startswith("<") and value.endswith(">"):
-        value = value[1:-1].strip()
-    if not value:
-        raise ValueError(f"empty Message-ID {message_id!r}")
-    return value
 
 
 def synthetic_message_id(raw: bytes) -> str:
@@ -355,7 +346,7 @@ class TriageStore(Protocol):
                    host: str | None = None, note: str | None = None, asked: bool = False) -> None:
         """Move a report to `state`; `plan`, `host` and `note` replace the stored ones when given.
 
-        A move the states do not allow (see triagebot/states.py) raises ValueError."""
+        A move the states do not allow (see triagebot/records/states.py) raises ValueError."""
         ...
 
     def get_triage(self, message_id: str) -> TriageRow | None: ...
@@ -378,7 +369,7 @@ class TriageStore(Protocol):
 
 @dataclass(frozen=True)
 class ActionRow:
-    """One action a team member took from Slack (triagebot/actions.py)."""
+    """One action a team member took from Slack (triagebot/actions/act.py)."""
 
     action_id: int
     request_key: str

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
+from triagebot.records.threads import normalize_message_id
 from triagebot.store.database import Database
 from triagebot.store.part_actions import Actions
 from triagebot.store.part_lifecycle import Lifecycle, MailOutbox
@@ -29,7 +30,7 @@ from triagebot.store.part_runs import Runs
 from triagebot.store.part_sources import Cursors, Materials
 from triagebot.store.part_threads import Threads
 from triagebot.store.part_triage import Outbox, Triage
-from triagebot.store.protocol import IncomingMessage, normalize_message_id
+from triagebot.store.protocol import IncomingMessage
 
 Part = TypeVar("Part")
 Arguments = ParamSpec("Arguments")

@@ -2,7 +2,7 @@
 
 Routes:
 - `/healthz` and `/metrics`, when the daemon hands in their content (computed in
-  triagebot/health.py; this module only serves it);
+  triagebot/daemon/health.py; this module only serves it);
 - `/` the reports by triage state, newest first, with `triage list`'s filters as query
   parameters (`kind`, `list`, `since`, `testcase`, plus `state` and `limit`);
 - `/r/<message-id>` one report as `triage show` shows it, with its plan, verdict, thread and

@@ -8,7 +8,7 @@ or stale request is refused with 401 and a logged reason, and nothing is read fr
 own request verification stays on with the same secret.
 
 `/triage show <message-id>`, `status` and `queue` answer the user alone (an ephemeral reply);
-`/triage rerun <message-id>` and the buttons act through triagebot/actions.py (checks, one
+`/triage rerun <message-id>` and the buttons act through triagebot/actions/act.py (checks, one
 transaction with the thread reply). "Rerun with…" and "Duplicate of…" open a modal
 (views.open) whose submission is the action. A refused action answers the clicking user with
 the reason in an ephemeral message (chat.postEphemeral), besides the logged reason. The
@@ -40,12 +40,12 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from triagebot import actions
+from triagebot.actions import act as actions
 from triagebot.errors import TriageError
 from triagebot.logs import event
 from triagebot.notify.render import escape
+from triagebot.records.states import RUN_STATES
 from triagebot.rules.routing import PERMISSIONS, Permissions
-from triagebot.states import RUN_STATES
 from triagebot.store.protocol import Store
 
 log = logging.getLogger("triagebot.slack")

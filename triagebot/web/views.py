@@ -1,7 +1,7 @@
 """Web stage: what each page shows, read through the `Store` protocol and the rules; no HTML here.
 
 Every function here reads and none writes. A page's view is plain data (dataclasses, dicts of
-text) that a template lays out; the report's own lines come from triagebot/summary.py, the same
+text) that a template lays out; the report's own lines come from triagebot/present/summary.py, the same
 lines `triage show` prints. In public mode (`triage web --public`) the views leave out what
 may not leave the team: reports rules/routing.toml keeps inside (`public = false`), the lab's
 host names (each replaced by "a lab host" wherever a plan, run or verdict names it), the
@@ -21,19 +21,20 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from triagebot.dates import parse_since
 from triagebot.errors import TriageError
-from triagebot.lab_queue import BUSY_ELSEWHERE, lab_view
+from triagebot.lab.queue import BUSY_ELSEWHERE, lab_view
 from triagebot.lifecycle.detect import cause_text
 from triagebot.notify.render import STATE_MEANING, commit_url, lore_url, percent, short_commit
-from triagebot.records import KINDS, Report
-from triagebot.report_view import ReportView, gather_report
+from triagebot.present.dates import parse_since
+from triagebot.present.report_view import ReportView, gather_report
+from triagebot.present.summary import stance_evidence, summary_lines
+from triagebot.records.report import KINDS, Report
+from triagebot.records.states import TriageState
+from triagebot.records.threads import normalize_message_id
 from triagebot.reproduce.schedule import describe_wait
 from triagebot.rules.hosts import DEFAULT_MAX_WAIT_MINUTES
 from triagebot.rules.settings import Settings
-from triagebot.states import TriageState
-from triagebot.store.protocol import Store, TriageRow, UnreadableRecord, normalize_message_id
-from triagebot.summary import stance_evidence, summary_lines
+from triagebot.store.protocol import Store, TriageRow, UnreadableRecord
 
 REPORT_KINDS = ("lkp-regression", "lkp-improvement", "lkp-functional", "human-report", "human-bug", "syzbot")
 NOT_TAKEN_ON = "not-taken-on"  # the index's section of stored reports the daemon has not taken on

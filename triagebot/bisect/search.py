@@ -1,0 +1,201 @@
+"""Bisection: bisect a regression between a good and a bad commit, deciding each step with
+the verdict's statistics.
+
+The commits after good up to bad come from the host (its `list_commits` hook), oldest first; they
+are bisected as a line. Step 1 checks the ends: good against bad must be *confirmed* (there is a
+regression here to bisect), and its measured change is the size every later step is judged
+against. Each later step runs the current good end (base) against the middle commit (suspect)
+with the adaptive verdict: confirmed -> the middle is bad; not-reproduced (the interval rules out
+half of the regression) -> it is good; inconclusive -> the step is taken again with twice the
+runs, up to `attempts` times, and never guessed: a step still inconclusive ends the bisection as
+inconclusive with the range left. Alpha and the no-repro error of a step are split across its
+attempts (Bonferroni), so retrying does not raise a step's error rates.
+
+A budget of runs (samples, both sides, all steps) and of wall time bounds the whole: an attempt
+starts only when the runs it may take still fit, and only while the time is not spent (the time
+is checked before each attempt, so the last attempt may run past it). Running out ends the
+bisection as inconclusive with the range left. Nothing here touches a host: `measure` runs one
+base/suspect comparison (triagebot.reproduce.runner.rerun) and returns its run JSON.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from triagebot.verdict.outcome import DEFAULT_ALPHA, signed_percent
+from triagebot.verdict.sequential import LookSchedule
+
+Json = dict[str, Any]
+# base commit, suspect commit, the attempt's looks, the change to judge against -> run JSON
+Measure = Callable[[str, str, LookSchedule, float | None], Json]
+
+FOUND, INCONCLUSIVE, NOT_REPRODUCED, ERROR, RUNNING = "found", "inconclusive", "not-reproduced", "error", "running"
+
+
+@dataclass(frozen=True)
+class BisectBudget:
+    """What one bisection may spend; each default is what `triage bisect` uses."""
+
+    max_runs: int = 1000  # samples in all, both sides of every attempt of every step
+    max_seconds: float = 24 * 3600.0  # wall time, checked before each attempt
+    rounds: tuple[int, ...] = (6, 4, 5, 5)  # a step's first attempt: the rerun's looks (20 a side at most)
+    attempts: int = 3  # an inconclusive step is taken again with twice the runs, this many times in all
+    no_repro_error: float = 0.05  # as a rerun's, split across a step's attempts
+
+    def __post_init__(self) -> None:
+        if self.max_runs < 1 or self.max_seconds <= 0 or self.attempts < 1:
+            raise ValueError("a bisection budget needs runs, time and at least one attempt a step")
+
+    def schedule(self, attempt: int) -> LookSchedule:
+        """The looks of a step's `attempt` (from 1): twice the runs of the attempt before."""
+        scale = 2 ** (attempt - 1)
+        return LookSchedule(rounds=tuple(size * scale for size in self.rounds),
+                            alpha=DEFAULT_ALPHA / self.attempts, no_repro_error=self.no_repro_error / self.attempts)
+
+
+def _samples(run: Json) -> list[Json]:
+    """A run's samples as kept with a bisection: no stdout (a step's evidence is its numbers)."""
+    return [{"role": sample["role"], "commit": sample["commit"], "value": sample["value"],
+             "running_kernel": sample.get("running_kernel")} for sample in run.get("samples", [])]
+
+
+def _attempt_json(number: int, schedule: LookSchedule, run: Json) -> Json:
+    return {"attempt": number, "rounds": list(schedule.rounds), "alpha": schedule.alpha,
+            "status": run.get("status"), "error": run.get("error"), "verdict": run.get("verdict"),
+            "samples": _samples(run), "started_at": run.get("started_at"), "finished_at": run.get("finished_at")}
+
+
+def bisect(commits: list[str], good: str, measure: Measure, budget: BisectBudget = BisectBudget(), *,
+           reported_change_percent: float | None = None, clock: Callable[[], float] = time.monotonic,
+           on_progress: Callable[[Json], None] | None = None) -> Json:
+    """Bisect `commits` (after `good`, oldest first, the last one bad); the result JSON.
+
+    `on_progress` gets the result as it stands after every attempt (to store it)."""
+    if not commits:
+        raise ValueError(f"no commits after {good} to bisect")
+    started = clock()
+    result: Json = {"kind": "bisect", "status": RUNNING, "good": good, "bad": commits[-1],
+                    "commits": len(commits), "first_bad": None, "range": [good, commits[-1]],
+                    "left": len(commits), "steps": [], "runs_used": 0, "reason": "",
+                    "regression_percent": None,
+                    "budget": {"max_runs": budget.max_runs, "max_seconds": budget.max_seconds,
+                               "rounds": list(budget.rounds), "attempts": budget.attempts}}
+
+    def end(status: str, reason: str) -> Json:
+        result["status"], result["reason"] = status, reason
+        if on_progress is not None:
+            on_progress(result)
+        return result
+
+    def step(kind: str, base: str, suspect: str, reported: float | None) -> Json | str:
+        """One step's final verdict (a dict), or why the bisection ends (a str, status set)."""
+        record: Json = {"step": len(result["steps"]) + 1, "kind": kind, "base": base, "suspect": suspect,
+                        "attempts": [], "call": None}
+        result["steps"].append(record)
+        verdict: Json = {}
+        for attempt in range(1, budget.attempts + 1):
+            schedule = budget.schedule(attempt)
+            most = 2 * schedule.budget
+            if result["runs_used"] + most > budget.max_runs:
+                end(INCONCLUSIVE, f"budget: step {record['step']} attempt {attempt} may take {most} runs; "
+                                  f"{budget.max_runs - result['runs_used']} of {budget.max_runs} are left")
+                return INCONCLUSIVE
+            if clock() - started >= budget.max_seconds:
+                end(INCONCLUSIVE, f"budget: {budget.max_seconds:g} s of wall time spent before step "
+                                  f"{record['step']} attempt {attempt}")
+                return INCONCLUSIVE
+            run = measure(base, suspect, schedule, reported)
+            record["attempts"].append(_attempt_json(attempt, schedule, run))
+            result["runs_used"] += len(run.get("samples", []))
+            verdict = run.get("verdict") or {}
+            if run.get("status") != "done" or not verdict or verdict.get("outcome") == ERROR:
+                end(ERROR, f"step {record['step']} ({suspect}) failed: "
+                           f"{run.get('error') or verdict.get('reason') or 'no verdict'}")
+                return ERROR
+            if verdict["outcome"] != INCONCLUSIVE:
+                record["call"] = "bad" if verdict["outcome"] == "confirmed" else "good"
+                if on_progress is not None:
+                    on_progress(result)
+                return verdict
+            if on_progress is not None:
+                on_progress(result)
+        end(INCONCLUSIVE, f"step {record['step']} ({suspect}) stayed inconclusive after {budget.attempts} "
+                          f"attempts: {verdict.get('reason')}")
+        return INCONCLUSIVE
+
+    checked = step("check", good, commits[-1], reported_change_percent)
+    if isinstance(checked, str):
+        return result
+    if checked["outcome"] != "confirmed":
+        return end(NOT_REPRODUCED, f"the bad end is not slower than the good end here: {checked['reason']}")
+    regression = checked["measured_change_percent"]
+    result["regression_percent"] = regression
+    low, high = -1, len(commits) - 1  # commits[high] is bad; commits[low] (or good at -1) is good
+    while high - low > 1:
+        middle = (low + high) // 2
+        base = good if low < 0 else commits[low]
+        verdict = step("bisect", base, commits[middle], regression)
+        if isinstance(verdict, str):
+            return result
+        if verdict["outcome"] == "confirmed":
+            high = middle
+        else:
+            low = middle
+        result["range"] = [good if low < 0 else commits[low], commits[high]]
+        result["left"] = high - low
+    result["first_bad"] = commits[high]
+    return end(FOUND, f"{commits[high]} is the first bad commit: {signed_percent(regression)} from good to bad, "
+                      f"{len(result['steps'])} steps, {result['runs_used']} runs")
+
+
+def _verdict_numbers(verdict: Json) -> str:
+    def number(value: float | None) -> str:
+        return "unbounded" if value is None else signed_percent(value)
+
+    p_value = verdict.get("p_value")
+    p_text = "p=?" if p_value is None else ("p<0.001" if p_value < 0.001 else f"p={p_value:.2g}")
+    return (f"{verdict['outcome']} {number(verdict.get('measured_change_percent'))} "
+            f"({verdict.get('confidence', 0.95) * 100:.3g}% CI {number(verdict.get('ci_low'))} to "
+            f"{number(verdict.get('ci_high'))}), {p_text}, "
+            f"{verdict.get('runs_base')}+{verdict.get('runs_suspect')} runs")
+
+
+def short(commit: str) -> str:
+    """A sha cut to 12 digits; a ref or a sha with a suffix (`abc123^`, `v6.8`) as it is."""
+    return commit[:12] if len(commit) > 12 and all(char in "0123456789abcdef" for char in commit) else commit
+
+
+def bisect_log(result: Json) -> str:
+    """The bisection like `git bisect log`, each step's verdict and every attempt as numbers."""
+    lines = [f"git bisect start {result['bad']} {result['good']}"]
+    for step in result["steps"]:
+        for attempt in step["attempts"]:
+            verdict = attempt.get("verdict")
+            evidence = _verdict_numbers(verdict) if verdict else f"error: {attempt.get('error')}"
+            lines.append(f"# step {step['step']} attempt {attempt['attempt']}: {short(step['base'])} vs "
+                         f"{short(step['suspect'])}: {evidence}")
+        if step["kind"] == "check":
+            if step["call"] == "bad":
+                lines.append(f"# checked: {short(step['suspect'])} is slower than {short(step['base'])}")
+        elif step["call"] is not None:
+            lines.append(f"git bisect {step['call']} {step['suspect']}")
+    if result["status"] == FOUND:
+        lines.append(f"# first bad commit: {result['first_bad']}")
+    else:
+        lines.append(f"# {result['status']}: {result['reason']}")
+        if result["status"] == INCONCLUSIVE:
+            lines.append(f"# range left: {result['range'][0]}..{result['range'][1]} ({result['left']} commits)")
+    return "\n".join(lines)
+
+
+def bisect_summary(result: Json) -> str:
+    """One line: what the bisection found."""
+    if result["status"] == FOUND:
+        return (f"first bad commit {result['first_bad']} ({signed_percent(result['regression_percent'])} "
+                f"good to bad; {len(result['steps'])} steps, {result['runs_used']} runs)")
+    if result["status"] == INCONCLUSIVE:
+        low, high = result["range"]
+        return f"inconclusive: {result['reason']}; range left {short(low)}..{short(high)} ({result['left']} commits)"
+    return f"{result['status']}: {result['reason']}"

@@ -1,0 +1,265 @@
+"""The daemon's /healthz and Prometheus /metrics (prometheus-client): what they say, computed here.
+
+/healthz answers 200 with a JSON body while the loop is alive (it beat within
+`stale_seconds`: each tick and each sample beats), 503 `stuck` when it is not, and 503
+`degraded`, with the reasons, when any source's last `FAILING_POLLS` polls in a row failed or
+skipped entries the server would not give (`degraded_sources` names each, with its last
+reason, while the other sources work), or the outbox holds rows for an operator: what it says
+is computed by `health_answer` from these objects, whatever serves it. /metrics is the registry
+in Prometheus' text format, with each source's poll lag (seconds since its last successful
+poll) computed when read, and the lab as the daemon last saw it (`set_lab`): each host busy or
+idle with the report it runs, each host's queue and how long each waiting report has waited,
+computed when read.
+Both read only these objects, never the database. They are served by the web app
+(triagebot/web/app.py, uvicorn on a thread of its own), beside the read-only pages when the
+daemon hands it a store.
+"""
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from triagebot.web.app import Health, build_app
+from triagebot.web.server import WebServer
+from triagebot.web.views import Site
+
+# consecutive failed polls of every source after which /healthz says `degraded`: one failure is
+# a blip (a retry already happened inside the poll), three in a row is an outage
+FAILING_POLLS = 3
+# what a lore poll's events say when the feed did not reach back and the list's search is read
+GAP_HEAL_EVENT = "the feed does not reach back"
+
+
+class _PollLag:
+    """triage_poll_lag_seconds{source}: now minus the source's last successful poll (or, never
+    successful, minus the daemon's start), computed at each scrape."""
+
+    def __init__(self, metrics: DaemonMetrics) -> None:
+        self.metrics = metrics
+
+    def collect(self):
+        family = GaugeMetricFamily("triage_poll_lag_seconds",
+                                   "Seconds since each source's last successful poll (since start if none)",
+                                   labels=["source"])
+        now = time.time()
+        for source in sorted(self.metrics.failures):
+            family.add_metric([source], round(now - self.metrics.last_ok.get(source, self.metrics.started_at), 3))
+        yield family
+        newest = GaugeMetricFamily("triage_newest_message_age_seconds",
+                                   "Seconds since the Date of the newest message a source has given this daemon "
+                                   "(a list that should be busy and grows old here is not being read)",
+                                   labels=["source"])
+        for source, timestamp in sorted(self.metrics.newest.items()):
+            newest.add_metric([source], round(now - timestamp, 3))
+        yield newest
+
+
+class _Lab:
+    """The lab's gauges from the last snapshot the daemon set (`DaemonMetrics.set_lab`)."""
+
+    def __init__(self, metrics: DaemonMetrics) -> None:
+        self.metrics = metrics
+
+    def collect(self):
+        lab = self.metrics.lab
+        now = time.time()
+        busy = GaugeMetricFamily("triage_host_busy", "1 while a lab host runs a report, else 0", labels=["host"])
+        running = GaugeMetricFamily("triage_host_running", "The report each busy lab host runs (value 1)",
+                                    labels=["host", "message_id"])
+        length = GaugeMetricFamily("triage_host_queue_length", "Reports waiting for each lab host", labels=["host"])
+        longest = GaugeMetricFamily("triage_host_queue_longest_wait_seconds",
+                                    "Seconds the longest-waiting report in each host's queue has waited "
+                                    "since it was taken on (0: none waits)", labels=["host"])
+        awaiting = GaugeMetricFamily("triage_host_awaiting_worker",
+                                     "1 while a lab host's job waits for a `triage worker` to take it (PostgreSQL; "
+                                     "a host busy this way for long means no worker serves it), else 0",
+                                     labels=["host"])
+        waiting = GaugeMetricFamily("triage_report_waiting_seconds",
+                                    "Seconds each waiting report has waited since it was taken on, by the host "
+                                    "it is queued for and its place (1: next)",
+                                    labels=["host", "message_id", "place"])
+        for host, report in sorted(lab.get("hosts", {}).items()):
+            busy.add_metric([host], 0 if report is None else 1)
+            if report:
+                running.add_metric([host, report], 1)
+            awaiting.add_metric([host], 1 if host in lab.get("awaiting_worker", ()) else 0)
+        for host, queue in sorted(lab.get("queues", {}).items()):
+            length.add_metric([host], len(queue))
+            waits = [round(now - since, 3) for _message_id, since in queue]
+            longest.add_metric([host], max(waits, default=0))
+            for place, ((message_id, _since), wait) in enumerate(zip(queue, waits, strict=True), start=1):
+                waiting.add_metric([host, message_id, str(place)], wait)
+        yield from (busy, running, awaiting, length, longest, waiting)
+
+
+class DaemonMetrics:
+    """The counters and gauges the daemon keeps, in a registry of their own."""
+
+    def __init__(self, sources: tuple[str, ...] | list[str] = ()) -> None:
+        """`sources`: the URLs the daemon polls, each exported (poll lag, counts at 0) from the start."""
+        self.registry = CollectorRegistry()
+        self.polls = Counter("triage_polls", "Source polls, by source and outcome", ["source", "outcome"],
+                             registry=self.registry)
+        self.messages = Counter("triage_messages_stored", "New messages stored, by source", ["source"],
+                                registry=self.registry)
+        self.last_poll = Gauge("triage_last_poll_timestamp_seconds", "When each source was last polled",
+                               ["source"], registry=self.registry)
+        self.reports = Gauge("triage_reports", "Reports taken on, by triage state", ["state"],
+                             registry=self.registry)
+        self.outbox = Gauge("triage_outbox", "Outbox rows, by status", ["status"], registry=self.registry)
+        self.notify_failures = Counter("triage_notify_failures", "Slack calls that failed, by code", ["code"],
+                                       registry=self.registry)
+        self.notifications = Counter("triage_notifications_sent", "Notifications delivered",
+                                     registry=self.registry)
+        self.quarantined = Counter("triage_messages_quarantined", "Messages the parser could not read, by source",
+                                   ["source"], registry=self.registry)
+        self.step_failures = Counter("triage_step_failures", "Steps of a pass that raised, by step", ["step"],
+                                     registry=self.registry)
+        self.runs = Counter("triage_runs", "Reruns finished, by outcome", ["outcome"], registry=self.registry)
+        self.gap_heals = Counter("triage_gap_heals", "Polls that read the list's search because the feed did not "
+                                 "reach back to what was seen, by source", ["source"], registry=self.registry)
+        self.heartbeat_at = time.monotonic()
+        self.started_at = time.time()
+        self.held = 0
+        self.failures: dict[str, int] = {}  # source -> failed polls in a row (0: the last one was ok)
+        self.troubles: dict[str, int] = {}  # source -> polls in a row that failed or skipped entries
+        self.trouble_reason: dict[str, str] = {}  # source -> what the last such poll said
+        self.last_ok: dict[str, float] = {}  # source -> time.time() of its last successful poll
+        self.newest: dict[str, float] = {}  # source -> Unix time of the newest message Date it gave
+        # {"hosts": {host: report it runs, "" when another process holds it, None when idle},
+        #  "queues": {host: [(message_id, Unix time taken on), …] in the order they will run]}
+        self.lab: dict = {}
+        self.registry.register(_PollLag(self))
+        self.registry.register(_Lab(self))
+        self._export_zeros(tuple(sources))
+
+    def _export_zeros(self, sources: tuple[str, ...]) -> None:
+        """Every series a dashboard or an alert reads exists from the first scrape, at 0, rather
+        than appearing only once something happens: reports by each state, outbox rows by each
+        status, and per source its poll lag (from the start), polls, messages and failures."""
+        from triagebot.records.states import TriageState
+        from triagebot.store.protocol import OUTBOX_STATUSES
+
+        self.set_counts({}, {}, tuple(TriageState), OUTBOX_STATUSES)
+        for source in sources:
+            self.failures.setdefault(source, 0)
+            for outcome in ("ok", "error"):
+                self.polls.labels(source, outcome)
+            self.messages.labels(source)
+            self.quarantined.labels(source)
+            self.gap_heals.labels(source)
+
+    def poll_ok(self, source: str, events: tuple[str, ...] | list[str] = ()) -> None:
+        self.failures[source] = 0
+        self.troubles[source] = 0
+        self.last_ok[source] = time.time()
+        if any(GAP_HEAL_EVENT in line for line in events):
+            self.gap_heals.labels(source).inc()
+
+    def saw_dates(self, source: str, dates: list[str | None]) -> None:
+        """Keep the newest of the ISO 8601 Dates of a poll's new messages (unreadable ones skipped)."""
+        stamps = [] if source not in self.newest else [self.newest[source]]
+        for text in dates:
+            if not text:
+                continue
+            try:
+                stamps.append(datetime.fromisoformat(text).timestamp())
+            except ValueError:
+                continue
+        if stamps:
+            self.newest[source] = max(stamps)
+
+    def set_lab(self, lab: dict) -> None:
+        """The lab as the daemon sees it now (see `lab` above)."""
+        self.lab = lab
+
+    def poll_failed(self, source: str) -> None:
+        self.failures[source] = self.failures.get(source, 0) + 1
+
+    def poll_troubled(self, source: str, reason: str) -> None:
+        """A poll that failed, or stored what it could but skipped entries: `reason` says which."""
+        self.troubles[source] = self.troubles.get(source, 0) + 1
+        self.trouble_reason[source] = reason
+
+    def degraded_sources(self, failing_polls: int = FAILING_POLLS) -> dict[str, str]:
+        """Sources whose last `failing_polls` polls in a row failed or skipped entries, with why."""
+        return {source: f"its last {count} polls failed or skipped entries; the last: "
+                        f"{self.trouble_reason.get(source, '?')}"
+                for source, count in sorted(self.troubles.items()) if count >= failing_polls}
+
+    def problems(self, failing_polls: int = FAILING_POLLS) -> list[str]:
+        """Why the daemon is degraded, in words; empty when it is not."""
+        reasons = []
+        if self.failures and all(count >= failing_polls for count in self.failures.values()):
+            reasons.append(f"every source ({len(self.failures)}) failed its last {failing_polls} polls in a row "
+                           "(see the daemon's log or triage status)")
+        for source, why in self.degraded_sources(failing_polls).items():
+            reasons.append(f"source {source} degraded: {why}")
+        if self.held:
+            reasons.append(f"{self.held} outbox row(s) held: Slack refused them (triage status; fix the token or "
+                           "channel, then restart)")
+        return reasons
+
+    def beat(self) -> None:
+        self.heartbeat_at = time.monotonic()
+
+    def set_counts(self, triage_counts: dict[str, int], outbox_counts: dict[str, int],
+                   states: tuple[str, ...], statuses: tuple[str, ...]) -> None:
+        for state in states:
+            self.reports.labels(state).set(triage_counts.get(state, 0))
+        for status in statuses:
+            self.outbox.labels(status).set(outbox_counts.get(status, 0))
+        self.held = outbox_counts.get("held", 0)
+
+
+def health_answer(metrics: DaemonMetrics, stale_seconds: float = 900.0, failing_polls: int = FAILING_POLLS,
+                  now: float | None = None) -> tuple[int, dict]:
+    """/healthz's HTTP status and JSON body, from the metrics alone (`now`: time.monotonic())."""
+    age = (time.monotonic() if now is None else now) - metrics.heartbeat_at
+    alive = age <= stale_seconds
+    problems = metrics.problems(failing_polls)
+    status = "stuck" if not alive else "degraded" if problems else "ok"
+    body: dict = {"status": status, "seconds_since_heartbeat": round(age, 1),
+                  "stale_after_seconds": stale_seconds, "outbox_held": int(metrics.held),
+                  "failed_polls_in_a_row": dict(sorted(metrics.failures.items())),
+                  "degraded_sources": metrics.degraded_sources(failing_polls),
+                  "uptime_seconds": round(time.time() - metrics.started_at, 1)}
+    if not alive:
+        problems = [f"the loop has not beaten for {age:.0f} s (over {stale_seconds:g} s)", *problems]
+    if problems:
+        body["reasons"] = problems
+    return (200 if status == "ok" else 503), body
+
+
+class HealthServer:
+    """/healthz and /metrics on `host:port` (port 0: any free port; see `.port`), and the pages
+    of `site` beside them when given (the daemon's store)."""
+
+    def __init__(self, metrics: DaemonMetrics, host: str = "127.0.0.1", port: int = 0,
+                 stale_seconds: float = 900.0, failing_polls: int = FAILING_POLLS, site: Site | None = None,
+                 slack: Any = None) -> None:
+        self.metrics = metrics
+        self.stale_seconds = stale_seconds
+        self.failing_polls = failing_polls
+        self.server = WebServer(build_app(site, Health(healthz=self.health, metrics=self.scrape), slack), host, port)
+        self.port = self.server.port
+
+    def scrape(self) -> tuple[int, bytes, str]:
+        return 200, generate_latest(self.metrics.registry), CONTENT_TYPE_LATEST
+
+    def health(self) -> tuple[int, bytes, str]:
+        status, body = health_answer(self.metrics, self.stale_seconds, self.failing_polls)
+        return status, (json.dumps(body) + "\n").encode(), "application/json"
+
+    def start(self) -> HealthServer:
+        self.server.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.stop()

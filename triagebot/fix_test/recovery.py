@@ -1,0 +1,98 @@
+"""Fix testing: does a proposed fix recover a confirmed regression? Suspect against
+suspect+fix on the lab, with the rerun's plan and statistics, and the share recovered.
+
+The host's `build_patched` hook applies the am-ready mbox (triagebot.reproduce.fix) on the
+suspect and builds it, naming the patched kernel; then the suspect (base) runs against it
+(suspect), interleaved and adaptive as a rerun, judged against the improvement that would undo
+the regression entirely. With the regression measured by the report's verdict as the ratio
+r = suspect/base and the fix's as f = fixed/suspect, the share recovered is (f - 1) / (1/r - 1):
+100% when the fix brings the metric back to base, 0% when it changes nothing; its interval is
+the fix's interval through the same formula (the regression taken as measured).
+
+"recovers" needs the fix's verdict confirmed (a significant change the right way, over the floor);
+"does not recover" needs it ruled out (not-reproduced: the interval excludes half the
+recovery); anything else is inconclusive and says so.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from triagebot.errors import TriageError
+from triagebot.reproduce.executors.protocol import Executor
+from triagebot.reproduce.runner import HOOK_TIMEOUT_SECONDS
+from triagebot.rules.hosts import Host
+from triagebot.verdict.outcome import signed_percent
+
+Json = dict[str, Any]
+BUILD_TIMEOUT_SECONDS = 4 * HOOK_TIMEOUT_SECONDS  # a kernel build with the patches applied
+
+
+def build_patched(host: Host, executor: Executor, suspect: str, mbox: bytes) -> str:
+    """Put the am-ready mbox on the host, run its build_patched hook; the patched kernel's ref."""
+    scratch = executor.make_scratch()
+    path = f"{scratch}/fix.mbx"
+    executor.put_file(path, mbox)
+    try:
+        argv = host.build_patched_argv(suspect, path)
+    except ValueError as error:
+        raise TriageError(str(error)) from None
+    completed = executor.run(argv, timeout=BUILD_TIMEOUT_SECONDS)
+    if not completed.ok:
+        detail = " ".join(completed.stderr.decode("utf-8", "replace").split())[-300:]  # one line
+        raise TriageError(f"host {host.name}: build_patched hook failed (exit {completed.returncode}): {detail}")
+    lines = completed.stdout.decode("utf-8", "replace").split()
+    if not lines:
+        raise TriageError(f"host {host.name}: build_patched printed no kernel to switch to")
+    return lines[-1]
+
+
+def full_recovery_percent(regression_percent: float) -> float:
+    """The change from suspect back to base: +66.7% undoes a -40% regression."""
+    return (1.0 / (1.0 + regression_percent / 100.0) - 1.0) * 100.0
+
+
+def recovered_share(fix_percent: float | None, regression_percent: float) -> float | None:
+    """The share of the regression a fix's change recovers, in percent (None when unbounded)."""
+    if fix_percent is None or not math.isfinite(fix_percent):
+        return None
+    return fix_percent / full_recovery_percent(regression_percent) * 100.0
+
+
+def fix_result(regression_percent: float, verdict: Json) -> Json:
+    """The fix's verdict (suspect vs suspect+fix) as recovery: the share, its interval, the call."""
+    share = recovered_share(verdict.get("measured_change_percent"), regression_percent)
+    low = recovered_share(verdict.get("ci_low"), regression_percent)
+    high = recovered_share(verdict.get("ci_high"), regression_percent)
+    if low is not None and high is not None and low > high:
+        low, high = high, low
+    outcome = str(verdict["outcome"])
+    call = {"confirmed": "recovers", "not-reproduced": "does not recover"}.get(outcome, "inconclusive")
+    level = f"{float(verdict.get('confidence') or 0.95) * 100:.3g}%"
+    interval = "unbounded" if low is None or high is None else f"{low:.0f}–{high:.0f}%"
+    share_text = "?" if share is None else f"{share:.0f}%"
+    if call == "recovers":
+        sentence = f"the fix recovers {share_text} of the regression ({level} CI {interval})"
+    elif call == "does not recover":
+        sentence = f"the fix does not recover the regression (it recovers {share_text}, {level} CI {interval})"
+    else:
+        sentence = (f"inconclusive: the fix recovers {share_text} of the regression ({level} CI {interval}); "
+                    f"more runs needed")
+    return {"call": call, "recovered_percent": share, "ci_low_percent": low, "ci_high_percent": high,
+            "regression_percent": regression_percent, "sentence": sentence}
+
+
+def tested_by_draft(result: Json, *, subject: str, in_reply_to: str, tester: str, host: str, metric: str) -> str:
+    """A reply to the series with the numbers and, when the fix recovers, a Tested-by: (a draft)."""
+    verdict = result["verdict"]
+    change = verdict.get("measured_change_percent")
+    lines = [f"Subject: Re: {subject}", f"In-Reply-To: <{in_reply_to}>", f"References: <{in_reply_to}>", "",
+             f"On our lab (host {host}), {metric} of {result['suspect'][:12]} against {result['suspect'][:12]} "
+             f"with v{result['version']} of this series applied:",
+             f"  {signed_percent(change) if change is not None else '?'} over "
+             f"{verdict.get('runs_base')}+{verdict.get('runs_suspect')} runs; the regression was "
+             f"{signed_percent(result['recovery']['regression_percent'])}.",
+             f"  So {result['recovery']['sentence']}.", ""]
+    if result["recovery"]["call"] == "recovers":
+        lines.append(f"Tested-by: {tester}")
+    return "\n".join(lines) + "\n"

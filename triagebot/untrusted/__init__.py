@@ -1,0 +1,1 @@
+"""What comes from mail, made safe for where it goes: one terminal line (visible.py)."""
