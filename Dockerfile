@@ -3,7 +3,7 @@
 #   docker run -d --name triagebot -v triage-data:/data -v $PWD/rules:/rules:ro triagebot
 #   docker run -d --name triagebot -v triage-data:/data -v $PWD/rules:/rules:ro \
 #       -e SLACK_BOT_TOKEN -p 127.0.0.1:9464:9464 triagebot
-# On PostgreSQL the daemon defers lab runs as jobs and workers run them (README, "Running on
+# On PostgreSQL the daemon defers lab runs as jobs and workers run them (docs/postgresql.md, "Running on
 # PostgreSQL"); the same image runs both, each given the database URL:
 #   docker run -d --name triagebot -e TRIAGE_DB=postgresql://… -v $PWD/rules:/rules:ro triagebot
 #   docker run -d --name triage-worker --no-healthcheck -e TRIAGE_DB=postgresql://… -v $PWD/rules:/rules:ro \
