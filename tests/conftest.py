@@ -5,6 +5,9 @@ from pathlib import Path
 
 import pytest
 
+# the real servers as fixtures (smtp, fake_slack, sshd, lab_world, public_inbox): tests/support/fixtures.py
+pytest_plugins = ("tests.support.fixtures",)
+
 PROJECT = Path(__file__).resolve().parent.parent
 SHARED = PROJECT.parent / "shared"
 CORPUS = SHARED / "corpus" / "messages"

@@ -22,23 +22,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, PROJECT
+from tests.conftest import PROJECT
 from tests.support.daemon_run import (
     CHANNEL_ID,
-    SLACK_TOKEN,
-    daemon_env,
     final_state,
     kind_of,
     log_events,
-    start_daemon,
     stop_daemon,
     wait_for,
 )
-from tests.support.fake_slack import FakeSlack
-from tests.support.lab import HOOK, lab_path, write_lab_rules
-from tests.support.public_inbox import require_public_inbox, start_public_inbox
+from tests.support.lab import HOOK
+from tests.support.public_inbox import require_public_inbox
+from tests.support.world import lab_world
 from tests.test_after_verdict_hosts import _confirmed
-from tests.test_bisect_daemon import MERGE_SUBJECT, REPORT_ID, merge_repo
+from tests.test_bisect_daemon import REPORT_ID, merge_lab
 from tests.test_dispatch import planned, three_host_lab
 from tests.test_lab_occupancy import fetch_as_a_worker, finish_as_a_worker, triage
 
@@ -156,31 +153,17 @@ def test_a_worker_bisects_a_merge_confirmed_on_postgresql_and_it_is_posted_once(
                                                                                postgres_server) -> None:
     require_public_inbox()
     url = postgres_server.url(postgres_server.new_schema())
-    merge, branch = merge_repo(tmp_path / "linux", 6, 3)  # slow from the branch's 4th commit
-    rules, state = write_lab_rules(tmp_path, PROJECT, repo=tmp_path / "linux")
-    hosts = (rules / "hosts.toml").read_text()
-    (rules / "hosts.toml").write_text(hosts.replace('"--first-parent", ', ""))  # list the merged commits
-    raw = (FIXTURES / "lab" / "sysbench-cpu-regression.eml").read_bytes().replace(b" Apr 2024 ", b" Apr 2099 ")
-    raw = raw.replace(b'c0ffee1234ab ("sched: retune the wakeup granularity for small machines")',
-                      f'{merge[:12]} ("{MERGE_SUBJECT}")'.encode())
+    merge, branch, lab, raw = merge_lab(tmp_path, 6, 3)  # slow from the branch's 4th commit
     daemon_log, worker_log = tmp_path / "daemon.log", tmp_path / "worker.log"
-    with start_public_inbox(tmp_path / "lore", "linux-kernel", [raw]) as server, \
-            FakeSlack(token=SLACK_TOKEN, channels={CHANNEL_ID: "perf-triage"}) as slack:
-        (rules / "sources.toml").write_text(f'[http]\nuser_agent = "triagebot-test (bisect on postgresql)"\n'
-                                            f'timeout_seconds = 5\n\n[[lore]]\nurl = "{server.list_url}"\n'
-                                            f'poll_minutes = 1\n')
-        (rules / "routing.toml").write_text('default_channel = "#perf-triage"\n')
-        # the daemon's PATH has no lab on it: every rerun and the bisection must be the worker's
-        env = daemon_env(tmp_path, slack.base_url)
-        worker_env = env | {"PATH": lab_path(tmp_path, env["PATH"])}
-        def start_worker() -> subprocess.Popen:
-            with open(worker_log, "ab") as output:
-                return subprocess.Popen([sys.executable, "-m", "triagebot.cli", "worker", "--db", url, "--rules",
-                                         str(rules), "--budget", "10", "--log-format", "json"], cwd=PROJECT,
-                                        env=worker_env, stdin=subprocess.DEVNULL, stdout=output,
-                                        stderr=subprocess.STDOUT, start_new_session=True)
+    # the daemon's PATH has no lab on it: every rerun and the bisection must be the worker's
+    with lab_world(tmp_path, [raw], lab=lab, user_agent="triagebot-test (bisect on postgresql)",
+                   lab_on_daemon_path=False) as world:
+        slack, state, env = world.slack, world.state, world.env
 
-        daemon = start_daemon(url, rules, env, daemon_log, "--health-port", "off", "--budget", "10")
+        def start_worker() -> subprocess.Popen:
+            return world.start_worker(url, worker_log)
+
+        daemon = world.start_daemon(url, daemon_log)
         worker = start_worker()
         try:
             wait_for(lambda: final_state(slack.messages(CHANNEL_ID)) == "confirmed", 600, "the verdict", daemon,
@@ -260,23 +243,17 @@ def test_an_after_verdict_job_whose_worker_stopped_beating_is_retried(postgres_s
 @pytest.mark.skipif(not (shutil.which("sysbench") and shutil.which("git") and shutil.which("b4")),
                     reason="the lab needs sysbench, git and b4 (apt-get install sysbench git; pip install b4)")
 def test_a_worker_tests_a_fix_posted_in_a_thread_confirmed_on_postgresql(tmp_path: Path, postgres_server) -> None:
-    from tests.test_fix_daemon import fix_replies, the_lab, with_source
+    from tests.test_fix_daemon import fix_replies, the_lab
 
     require_public_inbox()
     url = postgres_server.url(postgres_server.new_schema())
     _repo, _shas, report, series, rules, state = the_lab(tmp_path, "1.0")
     daemon_log, worker_log = tmp_path / "daemon.log", tmp_path / "worker.log"
-    with start_public_inbox(tmp_path / "lore", "linux-kernel", [report]) as server, \
-            FakeSlack(token=SLACK_TOKEN, channels={CHANNEL_ID: "perf-triage"}) as slack:
-        with_source(rules, server.list_url)
-        env = daemon_env(tmp_path, slack.base_url)  # no lab on the daemon's PATH
-        daemon = start_daemon(url, rules, env, daemon_log, "--health-port", "off", "--budget", "10")
-        with open(worker_log, "ab") as output:
-            worker = subprocess.Popen([sys.executable, "-m", "triagebot.cli", "worker", "--db", url, "--rules",
-                                       str(rules), "--budget", "10", "--log-format", "json"], cwd=PROJECT,
-                                      env=env | {"PATH": lab_path(tmp_path, env["PATH"])},
-                                      stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
-                                      start_new_session=True)
+    with lab_world(tmp_path, [report], lab=(rules, state), user_agent="triagebot-test (fix tests on postgresql)",
+                   lab_on_daemon_path=False) as world:  # no lab on the daemon's PATH
+        server, slack = world.server, world.slack
+        daemon = world.start_daemon(url, daemon_log)
+        worker = world.start_worker(url, worker_log)
         try:
             wait_for(lambda: final_state(slack.messages(CHANNEL_ID)) == "confirmed", 600, "the verdict", daemon,
                      daemon_log)

@@ -24,17 +24,13 @@ import pytest
 from tests.conftest import FIXTURES, PROJECT
 from tests.support.daemon_run import (
     CHANNEL_ID,
-    SLACK_TOKEN,
-    daemon_env,
     final_state,
     kind_of,
-    start_daemon,
     stop_daemon,
     wait_for,
 )
-from tests.support.fake_slack import FakeSlack
-from tests.support.lab import FACTOR_FILE, HOOK, SLOW_FACTOR, git, lab_path, write_lab_rules
-from tests.support.public_inbox import require_public_inbox, start_public_inbox
+from tests.support.lab import FACTOR_FILE, HOOK, SLOW_FACTOR, git, write_lab_rules
+from tests.support.world import lab_world
 from triagebot.bisect.flow import bisect_reason
 from triagebot.records.report import Commit, Report, Source
 
@@ -91,26 +87,27 @@ def merge_repo(repo: Path, side: int, first_slow: int) -> tuple[str, list[str]]:
     return git(repo, "rev-parse", "HEAD").strip(), branch
 
 
-def test_the_daemon_bisects_a_confirmed_merge_and_posts_the_first_bad_commit_once(tmp_path: Path) -> None:
-    require_public_inbox()
-    merge, branch = merge_repo(tmp_path / "linux", 16, 9)
-    rules, state = write_lab_rules(tmp_path, PROJECT, repo=tmp_path / "linux")
+def merge_lab(root: Path, commits: int = 16, slow: int = 9) -> tuple[str, list[str], tuple[Path, Path], bytes]:
+    """A lab whose repository merges a branch of `commits` commits, slow from its `slow`-th on
+    (counted from 0), listing the merged commits; and the lab's report naming the merge as its
+    culprit, dated in 2099."""
+    merge, branch = merge_repo(root / "linux", commits, slow)
+    rules, state = write_lab_rules(root, PROJECT, repo=root / "linux")
     hosts = (rules / "hosts.toml").read_text()
     (rules / "hosts.toml").write_text(hosts.replace('"--first-parent", ', ""))  # list the merged commits
     raw = (FIXTURES / "lab" / "sysbench-cpu-regression.eml").read_bytes().replace(b" Apr 2024 ", b" Apr 2099 ")
     raw = raw.replace(b'c0ffee1234ab ("sched: retune the wakeup granularity for small machines")',
                       f'{merge[:12]} ("{MERGE_SUBJECT}")'.encode())
     assert merge[:12].encode() in raw
+    return merge, branch, (rules, state), raw
+
+
+def test_the_daemon_bisects_a_confirmed_merge_and_posts_the_first_bad_commit_once(tmp_path: Path) -> None:
+    merge, branch, lab, raw = merge_lab(tmp_path, 16, 9)
     database, log = tmp_path / "daemon.db", tmp_path / "daemon.log"
-    with start_public_inbox(tmp_path / "lore", "linux-kernel", [raw]) as server, \
-            FakeSlack(token=SLACK_TOKEN, channels={CHANNEL_ID: "perf-triage"}) as slack:
-        (rules / "sources.toml").write_text(f'[http]\nuser_agent = "triagebot-test (bisect daemon)"\n'
-                                            f'timeout_seconds = 5\n\n[[lore]]\nurl = "{server.list_url}"\n'
-                                            f'poll_minutes = 1\n')
-        (rules / "routing.toml").write_text('default_channel = "#perf-triage"\n')
-        env = daemon_env(tmp_path, slack.base_url)
-        env["PATH"] = lab_path(tmp_path, env["PATH"])
-        daemon = start_daemon(database, rules, env, log, "--health-port", "off", "--budget", "10")
+    with lab_world(tmp_path, [raw], lab=lab, user_agent="triagebot-test (bisect daemon)") as world:
+        slack, env = world.slack, world.env
+        daemon = world.start_daemon(database, log)
         try:
             wait_for(lambda: final_state(slack.messages(CHANNEL_ID)) == "confirmed", 600, "the verdict", daemon, log)
             wait_for(lambda: [message for message in slack.messages(CHANNEL_ID)
@@ -119,7 +116,7 @@ def test_the_daemon_bisects_a_confirmed_merge_and_posts_the_first_bad_commit_onc
         finally:
             if daemon.poll() is None:
                 stop_daemon(daemon, signal.SIGKILL)
-            subprocess.run([*HOOK, "stop", str(state)], check=False)
+            subprocess.run([*HOOK, "stop", str(world.state)], check=False)
         messages = slack.messages(CHANNEL_ID)
     parent = next(message for message in messages if kind_of(message) == "parent")
     replies = [message for message in messages if kind_of(message).startswith("bisect-")]

@@ -327,12 +327,6 @@ def test_executor_for_the_packaged_host_is_local(tmp_path: Path) -> None:
 
 # --- ssh --------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestSshd]:
-    with TestSshd(tmp_path_factory.mktemp("sshd")) as server:
-        yield server
-
-
 @pytest.fixture
 def remote(sshd: TestSshd, tmp_path: Path) -> Iterator[SshExecutor]:
     if sshd.process is None:

@@ -17,7 +17,6 @@ import pytest
 from tests.conftest import FIXTURES
 from tests.support.fix_thread import REVIEWER, TESTER, fix_thread, reply, run_git_am
 from tests.support.lab import FACTOR_FILE, git, make_bisect_repo
-from tests.support.public_inbox import public_inbox  # noqa: F401 - the factory fixture
 from triagebot.fix_test.series import FixRefused, prepare_fix
 from triagebot.http_client.client import RequestsClient
 from triagebot.http_client.protocol import HttpPolicy

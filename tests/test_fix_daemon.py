@@ -25,19 +25,17 @@ import pytest
 from tests.conftest import FIXTURES, PROJECT
 from tests.support.daemon_run import (
     CHANNEL_ID,
-    SLACK_TOKEN,
-    daemon_env,
     final_state,
     kind_of,
     log_events,
-    start_daemon,
     stop_daemon,
     wait_for,
 )
 from tests.support.fake_slack import FakeSlack
 from tests.support.fix_thread import REVIEWER, TESTER, fix_thread
-from tests.support.lab import FACTOR_FILE, HOOK, git, lab_path, make_bisect_repo, write_lab_rules
-from tests.support.public_inbox import require_public_inbox, start_public_inbox
+from tests.support.lab import FACTOR_FILE, HOOK, git, make_bisect_repo, write_lab_rules
+from tests.support.public_inbox import require_public_inbox
+from tests.support.world import lab_world
 
 pytestmark = pytest.mark.skipif(not (shutil.which("sysbench") and shutil.which("git") and shutil.which("b4")),
                                 reason="the lab needs sysbench, git and b4 (apt-get install sysbench git; "
@@ -60,21 +58,6 @@ def the_lab(root: Path, v2_factor: str):
     v1, v2 = fix_thread(repo, shas[SLOW], REPORT_ID, v2_factor=v2_factor)
     rules, state = write_lab_rules(root, PROJECT, repo=repo)
     return repo, shas, report, [in_2099(raw) for raw in (*v1, *v2)], rules, state
-
-
-def with_source(rules: Path, list_url: str) -> None:
-    (rules / "sources.toml").write_text(f'''
-[http]
-user_agent = "triagebot-test (fix daemon tests)"
-timeout_seconds = 5
-attempts = 2
-backoff_seconds = 0.1
-
-[[lore]]
-url = "{list_url}"
-poll_minutes = 0.1
-''')
-    (rules / "routing.toml").write_text('default_channel = "#perf-triage"\n')
 
 
 def rows(database: Path, sql: str) -> list[tuple]:
@@ -100,12 +83,9 @@ def test_the_daemon_tests_v2_of_a_fix_series_posted_in_a_confirmed_thread(tmp_pa
     require_public_inbox()
     repo, shas, report, series, rules, state = the_lab(tmp_path, v2_factor)
     database, log = tmp_path / "daemon.db", tmp_path / "daemon.log"
-    env = daemon_env(tmp_path, None)
-    with start_public_inbox(tmp_path / "lore", "linux-kernel", [report]) as server, \
-            FakeSlack(token=SLACK_TOKEN, channels={CHANNEL_ID: "perf-triage"}) as slack:
-        with_source(rules, server.list_url)
-        env = daemon_env(tmp_path, slack.base_url) | {"PATH": lab_path(tmp_path, env["PATH"])}
-        daemon = start_daemon(database, rules, env, log, "--health-port", "off", "--budget", "10")
+    with lab_world(tmp_path, [report], lab=(rules, state), user_agent="triagebot-test (fix daemon tests)") as world:
+        server, slack, env = world.server, world.slack, world.env
+        daemon = world.start_daemon(database, log)
         try:
             wait_for(lambda: final_state(slack.messages(CHANNEL_ID)) == "confirmed", 600, "the verdict", daemon, log)
             server.bulk_add(series)  # v1 and v2 with their trailers, in the thread at once
@@ -118,7 +98,7 @@ def test_the_daemon_tests_v2_of_a_fix_series_posted_in_a_confirmed_thread(tmp_pa
                          "the patched kernel to run", daemon, log)
                 stop_daemon(daemon, signal.SIGKILL)
                 assert not fix_replies(slack)  # killed before the result
-                daemon = start_daemon(database, rules, env, log, "--health-port", "off", "--budget", "10")
+                daemon = world.start_daemon(database, log)
             wait_for(lambda: fix_replies(slack), 900, "the fix test's reply", daemon, log)
             wait_for(lambda: "*fix-tested*" in json.dumps(next(message.get("blocks") for message
                                                                in slack.messages(CHANNEL_ID)

@@ -20,7 +20,6 @@ from tests.conftest import FIXTURES, PROJECT
 from tests.support.fake_slack import FakeSlack
 from tests.support.fix_thread import REVIEWER, fix_thread
 from tests.support.lab import FACTOR_FILE, HOOK, git, lab_path, make_bisect_repo, write_lab_rules
-from tests.support.public_inbox import public_inbox  # noqa: F401 - the factory fixture
 from triagebot.notify import outbox
 from triagebot.notify.slack import SlackNotifier
 from triagebot.store.sqlite import SqliteStore

@@ -8,7 +8,6 @@ import shutil
 import ssl
 import subprocess
 import sys
-from collections.abc import Iterator
 from email import message_from_bytes, policy
 from pathlib import Path
 
@@ -54,12 +53,6 @@ def rerun(store: SqliteStore, message_id: str = REPORT) -> None:
            "started_at": "2025-01-07T02:00:00+00:00", "finished_at": "2025-01-07T04:10:00+00:00",
            "samples": samples, "status": "done", "error": None, "verdict": verdict, "events": []}
     store.save_run(message_id, plan, run)
-
-
-@pytest.fixture
-def smtp() -> Iterator[SmtpServer]:
-    with SmtpServer() as server:
-        yield server
 
 
 @pytest.fixture
@@ -242,12 +235,12 @@ def test_no_reply_before_a_verdict(tmp_path: Path, rules: Path) -> None:
 
 def test_the_daemon_never_sends(database: Path) -> None:
     # nothing but a person's action calls send_reply: `triage reply --send`, or the Slack button
-    # "Send reply upstream" a permitted person clicked (asked.py carries out that click's action row
+    # "Send reply upstream" a permitted person clicked (actions/carry_out.py carries out that click's action row
     # and nothing else: tests/test_slack_modals.py) — no other stage, not the daemon's own steps
     callers = sorted(path.relative_to(PROJECT).as_posix() for path in (PROJECT / "triagebot").rglob("*.py")
                      if "send_reply(" in path.read_text() and path.name != "send.py")
     assert callers == ["triagebot/actions/carry_out.py", "triagebot/cli/reply.py"]
-    asked = (PROJECT / "triagebot" / "asked.py").read_text()
+    asked = (PROJECT / "triagebot" / "actions" / "carry_out.py").read_text()
     assert asked.count("send_reply(") == 1 and "def send_upstream(" in asked
 
 

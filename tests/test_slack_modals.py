@@ -46,12 +46,6 @@ def mail_toml(port: int) -> str:
 
 
 @pytest.fixture
-def smtp():
-    with SmtpServer() as server:
-        yield server
-
-
-@pytest.fixture
 def world(stores, tmp_path: Path, smtp: SmtpServer):
     rules, _state = write_lab_rules(tmp_path, PROJECT)
     hosts = (rules / "hosts.toml").read_text()
