@@ -81,7 +81,7 @@ def baseline_child(path: Path) -> tuple[float, float]:
 # costs. Only this benchmark does that; the tool has no such switch.
 WITHOUT_READERS = """
 import sys
-import triagebot.batch as batch
+import triagebot.ingest.batch as batch
 import triagebot.parse.report as report
 report.rough_sentences = lambda text, gate: ()  # no sentence passes a gate: nothing for spaCy to read
 batch.Reader.start = lambda self: None

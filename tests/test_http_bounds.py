@@ -104,8 +104,8 @@ def test_a_content_encoding_not_asked_for_is_refused(server):
 # would hide the growth.
 BOMB_IN_A_FRESH_INTERPRETER = """
 import json, re, sys
-from triagebot.ingest.http import RequestsClient, fetch
-from triagebot.ingest.protocol import HttpPolicy, SourceError
+from triagebot.http_client.client import RequestsClient, fetch
+from triagebot.http_client.protocol import HttpPolicy, SourceError
 policy = HttpPolicy(timeout_seconds=10, deadline_seconds=60, attempts=1)
 client = RequestsClient(policy, trust_environment=False)
 def peak_kib():

@@ -25,7 +25,7 @@ TRACED = """
 import dataclasses, json, sys
 from pathlib import Path
 from triagebot.parse.report import parse_message
-from triagebot.records import Headline, MetricRow, Source
+from triagebot.records.report import Headline, MetricRow, Source
 from triagebot.reproduce.executors.local import LocalExecutor
 from triagebot.reproduce.limits import host_shape
 from triagebot.reproduce.plan import plan_report

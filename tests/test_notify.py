@@ -355,7 +355,7 @@ def test_show_and_the_plot_give_one_median_for_an_even_sample_count() -> None:
 
 def test_matplotlib_is_imported_only_to_draw_a_plot() -> None:
     # `triage parse` / `status` start without it; the daemon loads it at its first plot
-    code = ("import sys, triagebot.cli.main, triagebot.cli.parse, triagebot.daemon, triagebot.flow, "
+    code = ("import sys, triagebot.cli.main, triagebot.cli.parse, triagebot.daemon.loop, triagebot.daemon.flow, "
             "triagebot.cli.status;"
             " assert 'matplotlib' not in sys.modules, 'matplotlib imported at start'")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PROJECT)

@@ -163,7 +163,8 @@ def test_the_thread_counts_a_numbers_stance_as_a_voice() -> None:
 def test_judging_a_reply_s_numbers_imports_neither_numpy_nor_scipy() -> None:
     # The whole parse may load numpy through spaCy (the stance reader); the numbers' statistics
     # themselves must not need numpy or scipy, so a parse without spaCy stays light.
-    probe = ("import sys\nfrom triagebot.parse.report import parse_message\nfrom triagebot.records import Source\n"
+    probe = ("import sys\nfrom triagebot.parse.report import parse_message\n"
+             "from triagebot.records.report import Source\n"
              f"record = parse_message(open({str(NUMBERS / 'reply-reproduced-mean-sigma.eml')!r}, 'rb').read(), "
              "Source('eml'))\nassert record.stance_numbers is not None\n"
              "print('scipy' in sys.modules, 'numpy' in sys.modules and 'spacy' not in sys.modules)\n")

@@ -27,7 +27,7 @@ PRELUDE = f"""
     resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_SPACE}, {ADDRESS_SPACE}))
     from triagebot.errors import MessageError
     from triagebot.parse.report import parse_message
-    from triagebot.records import Source
+    from triagebot.records.report import Source
     HEAD = (b"From: M <m@example.com>\\nSubject: fio randwrite -20% regression\\n"
             b"Date: Mon, 1 Jan 2024 00:00:00 +0000\\nMessage-ID: <big@example.com>\\n")
     def refused(raw):
@@ -56,7 +56,7 @@ CASES = {
     """,
     "the same, a file not named .eml (read first as a pasted thread page)": """
         import os, tempfile
-        from triagebot.inputs import read_messages
+        from triagebot.ingest.inputs import read_messages
         with tempfile.TemporaryDirectory() as scratch:
             path = os.path.join(scratch, "message")
             with open(path, "wb") as handle:

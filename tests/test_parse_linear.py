@@ -35,7 +35,7 @@ CASES = {
     """,
     "whole parse: a reply with the Link line": """
         from triagebot.parse.report import parse_message
-        from triagebot.records import Source
+        from triagebot.records.report import Source
         raw = (b"From: a@b\\nSubject: Re: fio regression\\nMessage-ID: <m@b>\\n\\nI can reproduce it.\\n"
                + b"Link: x" + b" " * 100_000 + b"y\\n")
         assert parse_message(raw, Source("eml")).message_id == "m@b"
@@ -147,7 +147,7 @@ CASES = {
     """,
     "a mail nested under 900 boundaries with 200k lines": """
         from triagebot.parse.report import parse_message
-        from triagebot.records import Source
+        from triagebot.records.report import Source
         inner = b"Content-Type: text/plain\\n\\n" + b"line\\n" * 200_000
         for level in range(900):
             inner = (b"Content-Type: multipart/mixed; boundary=b%d\\n\\n--b%d\\n" % (level, level) + inner
@@ -157,7 +157,7 @@ CASES = {
     """,
     "a Subject of 200k encoded words": """
         from triagebot.parse.report import parse_message
-        from triagebot.records import Source
+        from triagebot.records.report import Source
         subject = b" ".join([b"=?utf-8?q?a?="] * 200_000)
         raw = b"From: a@b\\nSubject: " + subject + b"\\nMessage-ID: <m@b>\\n\\nbody\\n"
         assert parse_message(raw, Source("eml")).subject.startswith("aaaa")

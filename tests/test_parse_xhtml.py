@@ -22,7 +22,7 @@ def test_an_xhtml_page_and_an_xhtml_mail_part_print_no_warning() -> None:
     child = _run(
         "import sys\n"
         "from triagebot.parse.report import parse_message\n"
-        "from triagebot.records import Source\n"
+        "from triagebot.records.report import Source\n"
         f"page = parse_message({XHTML.encode()!r}, Source('text'))\n"
         f"mail = parse_message({MAIL.encode()!r}, Source('eml'))\n"
         "print(page.message_id, page.subject, '|', mail.subject, mail.defects)\n")

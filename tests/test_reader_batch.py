@@ -69,7 +69,7 @@ def test_the_parallel_parse_runs_in_a_fresh_process_without_spacy_in_the_workers
     script = (
         "import json, sys\n"
         "from tests.test_reader_batch import _messages, _render\n"
-        "from triagebot import batch\n"
+        "from triagebot.ingest import batch\n"
         "chunk = batch._parse_chunk\n"
         "def spy(bounds):\n"
         "    outcomes = chunk(bounds)\n"
@@ -122,7 +122,7 @@ def test_a_draft_completed_by_a_reader_in_another_process_is_the_parsed_record()
 def test_spacy_imported_for_reading_is_the_whole_of_spacy_afterwards() -> None:
     script = (
         "import sys\n"
-        "from triagebot import batch\n"
+        "from triagebot.ingest import batch\n"
         "from triagebot.parse import stance\n"
         "batch.import_spacy_for_reading()\n"
         "assert 'spacy' in sys.modules and 'spacy.cli' not in sys.modules\n"
@@ -220,7 +220,7 @@ def test_a_reader_started_for_a_big_file_of_few_messages_is_stopped_unused(tmp_p
 def test_a_reader_that_cannot_load_spacy_fails_the_parse_instead_of_hanging() -> None:
     script = (
         "from tests.test_reader_batch import _messages, _render\n"
-        "from triagebot import batch\n"
+        "from triagebot.ingest import batch\n"
         "def broken():\n"
         "    raise ImportError('spaCy is broken here')\n"
         "batch.import_spacy_for_reading = broken\n"
