@@ -48,7 +48,10 @@ def _ruby_ready() -> str | None:
     return None
 
 
-pytestmark = pytest.mark.skipif(_ruby_ready() is not None, reason=str(_ruby_ready()))
+# lkp-tests writes every run's results under the one /lkp/result of this machine: the tests that
+# run it share one xdist worker (`--dist loadgroup` in .ci/run), never two at once.
+pytestmark = [pytest.mark.skipif(_ruby_ready() is not None, reason=str(_ruby_ready())),
+              pytest.mark.xdist_group("lkp-result")]
 
 
 def triage(*args: str) -> subprocess.CompletedProcess:

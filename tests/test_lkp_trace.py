@@ -17,9 +17,10 @@ import pytest
 from tests.conftest import PROJECT
 from tests.test_lkp_run import _ruby_ready, install_lkp_tests
 
-pytestmark = pytest.mark.skipif(_ruby_ready() is not None or not shutil.which("strace")
+pytestmark = [pytest.mark.skipif(_ruby_ready() is not None or not shutil.which("strace")
                                 or not shutil.which("stress-ng"),
-                                reason=str(_ruby_ready() or "needs strace and stress-ng"))
+                                reason=str(_ruby_ready() or "needs strace and stress-ng")),
+              pytest.mark.xdist_group("lkp-result")]  # one /lkp/result: see test_lkp_run.py
 
 TRACED = """
 import dataclasses, json, sys
@@ -54,6 +55,10 @@ _EXECVE = re.compile(r'^(\d+)\s+execve\("(?:[^"\\]|\\.)*", \[(.*?)\], .*?(?:\) =
 _RESUMED = re.compile(r"^(\d+)\s+<\.\.\. execve resumed>.*\) = (-?\d+)")
 _FORK = re.compile(r"^(\d+)\s+(?:<\.\.\. )?(?:clone3?|v?fork)\b.*= (\d+)$")
 
+
+# lkp-tests writes every run's results under the one /lkp/result of this machine: the tests that
+# run it share one xdist worker (`--dist loadgroup` in .ci/run), never two at once.
+pytestmark = pytest.mark.xdist_group("lkp-result")
 
 def process_tree(trace: Path) -> tuple[dict[int, int], dict[int, list[list[str]]]]:
     """(parent of each traced process, the argv of each program each process executed)."""
