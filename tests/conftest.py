@@ -51,3 +51,18 @@ def stores(request: pytest.FixtureRequest, tmp_path: Path):
 
     server = request.getfixturevalue("postgres_server") if request.param == "postgresql" else None
     return Stores(request.param, tmp_path, server)
+
+
+# -- the order tests start in ----------------------------------------------------------------
+
+# The files whose tests take minutes (a daemon bisecting, twenty worker kills, real lkp-tests and
+# kernel runs): started first, so that under `pytest -n 4` (.ci/run) they run beside the many
+# short tests instead of after them, and the suite ends when its longest test does.
+LONG_FIRST = ("test_worker_kills.py", "test_lkp_run.py", "test_bisect_daemon.py",
+              "test_after_verdict_postgres.py", "test_bisect_lab.py", "test_daemon.py", "test_lab_parallel.py",
+              "test_fix_daemon.py", "test_fix_lab.py", "test_rerun_ssh.py", "test_slack_lab.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: index for index, name in enumerate(LONG_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
