@@ -154,7 +154,8 @@ def send_upstream(store: Store, settings: Settings, message_id: str, requested_b
         try:
             message = draft_reply(raw, report, str(triage.state) if triage else "", store.latest_run(message_id),
                                   from_=rules.from_, base_url=rules.base_url,
-                                  reply_message_id=make_msgid("triage", domain=domain), date=datetime.now(UTC))
+                                  reply_message_id=make_msgid("triage", domain=domain), date=datetime.now(UTC),
+                                  rules=rules)
         except NoReply as refused:
             return False, str(refused)
     try:
