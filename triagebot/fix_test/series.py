@@ -11,7 +11,8 @@ Refused with a reason, before b4 runs or before anything is applied:
 - a series whose newest version lacks a part (`[PATCH v2 2/3]` never posted);
 - a link to a patch on another host than the archive the thread came from;
 - a patch that touches a path outside the tree (absolute, or with a `..` component).
-Nothing read from a message is run: b4 and git get file names and Message-IDs as argv words.
+Nothing read from a message is run: b4 and git get file names and Message-IDs as argv words,
+after `--` (triagebot/untrusted/argv.py), so a Message-ID `<-o/dir>` is an id, never an option.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from urllib.parse import urlsplit
 
 from triagebot.errors import TriageError
 from triagebot.parse.patches import PatchMail, message_headers, patch_mail, series_key
+from triagebot.untrusted.argv import after_options
 
 MAX_MESSAGE_BYTES = 20 * 1024 * 1024  # a patch mail; kernel series parts are kilobytes
 B4_TIMEOUT_SECONDS = 120.0
@@ -140,8 +142,8 @@ def prepare_fix(thread: list[bytes], workdir: Path, archive_url: str, patch_mess
     workdir.mkdir(parents=True, exist_ok=True)
     local = write_mbox(thread, workdir / "thread.mbox")
     out = workdir / "am"
-    argv = [b4, "--offline-mode", "am", "--use-local-mbox", str(local), "--outdir", str(out), "--mbox-name",
-            "fix.mbx", "--no-cover", chosen]
+    argv = after_options([b4, "--offline-mode", "am", "--use-local-mbox", str(local), "--outdir", str(out),
+                          "--mbox-name", "fix.mbx", "--no-cover"], [chosen])
     try:
         completed = subprocess.run(argv, cwd=workdir, env=isolated_environment(workdir / "home"),
                                    capture_output=True, timeout=B4_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from triagebot.errors import RulesError
 from triagebot.rules.loader import RulesFile, Section, parse_text, read_file
+from triagebot.untrusted.argv import substituted
 
 if TYPE_CHECKING:
     from triagebot.rules.self_describe import MachineFacts
@@ -135,26 +136,29 @@ class Host:
         """The switch hook with `{commit}` substituted; ValueError for a commit that is no ref."""
         if not self.switch_kernel:
             raise ValueError(f"host {self.name} cannot switch kernels (switch_kernel is empty)")
-        if not _COMMIT.fullmatch(commit) or ".." in commit:
-            raise ValueError(f"{commit!r} is not a commit id or ref name")
-        return tuple(part.replace(COMMIT_PLACEHOLDER, commit) for part in self.switch_kernel)
+        _check_commit(commit)
+        return substituted(self.switch_kernel, {COMMIT_PLACEHOLDER: commit}, "the commit")
 
     def list_commits_argv(self, good: str, bad: str) -> tuple[str, ...]:
         """The list_commits hook with `{good}` and `{bad}` substituted; ValueError as above."""
         if not self.list_commits:
             raise ValueError(f"host {self.name} cannot bisect (it has no list_commits hook)")
         for commit in (good, bad):
-            if not _COMMIT.fullmatch(commit) or ".." in commit:
-                raise ValueError(f"{commit!r} is not a commit id or ref name")
-        return tuple(part.replace("{good}", good).replace("{bad}", bad) for part in self.list_commits)
+            _check_commit(commit)
+        return substituted(self.list_commits, {"{good}": good, "{bad}": bad}, "the commit")
 
     def build_patched_argv(self, commit: str, mbox: str) -> tuple[str, ...]:
         """The build_patched hook with `{commit}` and `{mbox}` (a path the runner chose) substituted."""
         if not self.build_patched:
             raise ValueError(f"host {self.name} cannot test fixes (it has no build_patched hook)")
-        if not _COMMIT.fullmatch(commit) or ".." in commit:
-            raise ValueError(f"{commit!r} is not a commit id or ref name")
-        return tuple(part.replace(COMMIT_PLACEHOLDER, commit).replace("{mbox}", mbox) for part in self.build_patched)
+        _check_commit(commit)
+        return substituted(self.build_patched, {COMMIT_PLACEHOLDER: commit, "{mbox}": mbox}, "the value")
+
+
+def _check_commit(commit: str) -> None:
+    """ValueError for a commit that is no ref name (mail names commits: a hook gets only refs)."""
+    if not _COMMIT.fullmatch(commit) or ".." in commit:
+        raise ValueError(f"{commit!r} is not a commit id or ref name")
 
 
 # --- loading -----------------------------------------------------------------------------------
