@@ -10,7 +10,8 @@ Refused with a reason, before b4 runs or before anything is applied:
 - a message over MAX_MESSAGE_BYTES (an attachment of hundreds of MB is no patch);
 - a series whose newest version lacks a part (`[PATCH v2 2/3]` never posted);
 - a link to a patch on another host than the archive the thread came from;
-- a patch that touches a path outside the tree (absolute, or with a `..` component).
+- a patch that touches what no patch from mail may (fix_test/paths.py: read by git's own parser
+  in a scratch tree: paths outside the tree, .git, .gitattributes, .gitmodules, links).
 Nothing read from a message is run: b4 and git get file names and Message-IDs as argv words,
 after `--` (triagebot/untrusted/argv.py), so a Message-ID `<-o/dir>` is an id, never an option.
 """
@@ -26,13 +27,12 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from triagebot.errors import TriageError
+from triagebot.fix_test.paths import PatchRefused, check_series_paths
 from triagebot.parse.patches import PatchMail, message_headers, patch_mail, series_key
 from triagebot.untrusted.argv import after_options
 
 MAX_MESSAGE_BYTES = 20 * 1024 * 1024  # a patch mail; kernel series parts are kilobytes
 B4_TIMEOUT_SECONDS = 120.0
-_DIFF_PATHS = re.compile(r"^(?:diff --git a/(\S+) b/(\S+)|--- (?:a/)?(\S+)|\+\+\+ (?:b/)?(\S+)|"
-                         r"(?:rename|copy) (?:from|to) (\S+))$", re.MULTILINE)
 _URL = re.compile(r"https?://[^\s<>\"']+")
 TRAILER = re.compile(r"^(Reviewed-by|Acked-by|Tested-by|Signed-off-by|Reported-by|Suggested-by|Fixes|Link|"
                      r"Closes|Co-developed-by|Cc):\s*(.+)$", re.MULTILINE)
@@ -72,7 +72,6 @@ def check_thread(thread: list[bytes], archive_url: str) -> list[PatchMail]:
                                  f"{url[:120]} is not fetched")
         found = patch_mail(raw)
         if found is not None:
-            check_paths(raw.decode("utf-8", "replace"))  # b4's output is checked again (encoded parts)
             patches.append(found)
     if not patches:
         raise FixRefused("no [PATCH] mail in the thread")
@@ -85,16 +84,6 @@ def check_thread(thread: list[bytes], archive_url: str) -> list[PatchMail]:
         raise FixRefused(f"v{newest} of the series has {total} parts, but part "
                          f"{', '.join(map(str, missing))} of {total} is not in the thread: not applied")
     return patches
-
-
-def check_paths(mbox_text: str) -> None:
-    """FixRefused when a patch touches a path outside the tree (absolute, or a `..` component)."""
-    for match in _DIFF_PATHS.finditer(mbox_text):
-        for path in filter(None, match.groups()):
-            if path == "/dev/null":
-                continue
-            if path.startswith("/") or ".." in path.split("/") or path.startswith("~"):
-                raise FixRefused(f"a patch touches {path!r}, outside the tree: not applied")
 
 
 def isolated_environment(home: Path) -> dict[str, str]:
@@ -154,7 +143,10 @@ def prepare_fix(thread: list[bytes], workdir: Path, archive_url: str, patch_mess
     if completed.returncode != 0 or not made.exists():
         raise FixRefused(f"b4 am wrote no am-ready mbox (exit {completed.returncode}): {output.strip()[-300:]}")
     text = made.read_text(encoding="utf-8", errors="replace")
-    check_paths(text)
+    try:  # what git am would apply, read by git's own parser: the one check of paths
+        check_series_paths(made, workdir / "paths")
+    except PatchRefused as refused:
+        raise FixRefused(str(refused)) from None
     box = mailbox.mbox(str(made), create=False)
     try:
         subjects = tuple(" ".join(str(message.get("Subject", "")).split()) for message in box)
