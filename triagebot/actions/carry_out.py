@@ -95,17 +95,19 @@ def carry_out(store: Store, settings: Settings, database: Path, budget: int,
 def _carry_out_one(store: Store, settings: Settings, database: Path, budget: int, bisect_budget: BisectBudget,
                    asked: ActionRow) -> tuple[bool, str]:
     if asked.action == "test-fix":
-        return test_fix(store, settings, database, asked.message_id, budget)
+        return test_fix(store, settings, database, asked.message_id, budget, f"slack:{asked.user_id}")
     if asked.action == "bisect":
         return bisect_report(store, settings, database, asked.message_id, bisect_budget)
     return send_upstream(store, settings, asked.message_id, f"slack:{asked.user_id}")
 
 
-def test_fix(store: Store, settings: Settings, database: Path, message_id: str, budget: int) -> tuple[bool, str]:
+def test_fix(store: Store, settings: Settings, database: Path, message_id: str, budget: int,
+             asked_by: str) -> tuple[bool, str]:
     """As `triage test-fix MESSAGE-ID`, through the same flow (fix_testing.run_fix_test): the newest
-    fix series of the thread, on the confirmed rerun's host; the result is stored with its own reply
-    in the thread and the lifecycle move `fix-tested`. HostBusy propagates: the click waits."""
-    outcome = run_fix_test(store, settings, database, message_id, budget=budget, tester=TESTER)
+    fix series of the thread, on the confirmed rerun's host, built because `asked_by` (the person
+    who clicked) asked; the result is stored with its own reply in the thread, who asked and the
+    lifecycle move `fix-tested`. HostBusy propagates: the click waits."""
+    outcome = run_fix_test(store, settings, database, message_id, budget=budget, tester=TESTER, asked_by=asked_by)
     if outcome.status != "done":
         return False, f"no fix tested: {outcome.result.get('reason', outcome.status)}"
     result = outcome.result

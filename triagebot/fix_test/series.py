@@ -10,6 +10,8 @@ Refused with a reason, before b4 runs or before anything is applied:
 - a message over MAX_MESSAGE_BYTES (an attachment of hundreds of MB is no patch);
 - a series whose newest version lacks a part (`[PATCH v2 2/3]` never posted);
 - a link to a patch on another host than the archive the thread came from;
+- a mail in b4's am-ready mbox that is not one of the series' mails the caller named (b4 picks
+  the version itself: what is applied is the series whose senders were looked at, nothing else);
 - a patch that touches what no patch from mail may (fix_test/paths.py: read by git's own parser
   in a scratch tree: paths outside the tree, .git, .gitattributes, .gitmodules, links).
 Nothing read from a message is run: b4 and git get file names and Message-IDs as argv words,
@@ -29,6 +31,7 @@ from urllib.parse import urlsplit
 from triagebot.errors import TriageError
 from triagebot.fix_test.paths import PatchRefused, check_series_paths
 from triagebot.parse.patches import PatchMail, message_headers, patch_mail, series_key
+from triagebot.untrusted.addresses import mailboxes
 from triagebot.untrusted.argv import after_options
 
 MAX_MESSAGE_BYTES = 20 * 1024 * 1024  # a patch mail; kernel series parts are kilobytes
@@ -86,6 +89,26 @@ def check_thread(thread: list[bytes], archive_url: str) -> list[PatchMail]:
     return patches
 
 
+def applied_version(patches: list[PatchMail], patch_message_id: str | None = None) -> int:
+    """The version b4 makes am-ready: the named message's, else the newest in the thread."""
+    named = next((item for item in patches if item.message_id == patch_message_id), None)
+    return named.version if named is not None else max(item.version for item in patches)
+
+
+def series_senders(thread: list[bytes], patches: list[PatchMail], version: int) -> dict[str, str]:
+    """Message-ID -> the From address (lower case; "" when it has none) of every patch mail of
+    `version` in the thread, its cover letter too: whose code that version is."""
+    wanted = {item.message_id for item in patches if item.version == version}
+    senders: dict[str, str] = {}
+    for raw in thread:
+        headers = message_headers(raw[:65536])
+        message_id = str(headers.get("Message-ID", "")).strip().strip("<>")
+        if message_id in wanted:
+            found = mailboxes(str(headers.get("From", "")))
+            senders[message_id] = found[0].addr_spec.lower() if found else ""
+    return senders
+
+
 def isolated_environment(home: Path) -> dict[str, str]:
     """b4's and git's environment: nothing of the user's configuration, no system configuration,
     attestation off (it would look keys up over the network)."""
@@ -117,8 +140,9 @@ def b4_program() -> str:
 
 
 def prepare_fix(thread: list[bytes], workdir: Path, archive_url: str, patch_message_id: str | None = None, *,
-                b4: str | None = None) -> PreparedFix:
-    """The newest version of the thread's fix series, am-ready, by b4 (see the module text)."""
+                b4: str | None = None, series_ids: frozenset[str] | None = None) -> PreparedFix:
+    """The newest version of the thread's fix series, am-ready, by b4 (see the module text).
+    `series_ids`: the only mails b4's output may hold (those whose senders the caller looked at)."""
     b4 = b4 or b4_program()
     patches = check_thread(thread, archive_url)
     newest = max(item.version for item in patches)
@@ -143,15 +167,21 @@ def prepare_fix(thread: list[bytes], workdir: Path, archive_url: str, patch_mess
     if completed.returncode != 0 or not made.exists():
         raise FixRefused(f"b4 am wrote no am-ready mbox (exit {completed.returncode}): {output.strip()[-300:]}")
     text = made.read_text(encoding="utf-8", errors="replace")
+    box = mailbox.mbox(str(made), create=False)
+    try:
+        subjects = tuple(" ".join(str(message.get("Subject", "")).split()) for message in box)
+        applied_ids = [str(message.get("Message-Id", "")).strip().strip("<>") for message in box]
+    finally:
+        box.close()
+    if series_ids is not None:
+        stray = [item or "(no Message-Id)" for item in applied_ids if item not in series_ids]
+        if stray:
+            raise FixRefused(f"b4 picked <{stray[0]}>, not one of the series' mails whose senders were "
+                             f"looked at: not applied")
     try:  # what git am would apply, read by git's own parser: the one check of paths
         check_series_paths(made, workdir / "paths")
     except PatchRefused as refused:
         raise FixRefused(str(refused)) from None
-    box = mailbox.mbox(str(made), create=False)
-    try:
-        subjects = tuple(" ".join(str(message.get("Subject", "")).split()) for message in box)
-    finally:
-        box.close()
     trailers = tuple(f"{name}: {value.strip()}" for name, value in TRAILER.findall(text))
     version = named.version if named is not None else newest
     return PreparedFix(made, version, subjects, trailers, output, chosen, subject, key)

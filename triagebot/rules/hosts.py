@@ -17,6 +17,9 @@ write (its scratch directory and any scratch devices), labels, and the operator'
 - `build_patched` (for `triage test-fix`): an argv list, `{commit}` and `{mbox}` substituted, that
   applies the am-ready mbox (a file the runner put on the host) on that commit and builds it;
   the last line of its stdout names the patched kernel for `switch_kernel` (a commit or ref).
+- `untrusted_code` (default false): the host is disposable or isolated, so the daemon may build
+  and boot a patch series from any sender there by itself (rules/trust.py decides; elsewhere only
+  a trusted sender's series, or one a person asked for).
 
 Hooks are argv lists, never shell strings: nothing here is handed to a shell. Choosing a host
 for a report is the reproduce stage's (triagebot.reproduce.hosts).
@@ -110,6 +113,7 @@ class Host:
     describe: str | None = None  # "auto": the facts below were read from the machine
     described: tuple[str, ...] = ()  # the facts the machine gave (not written in hosts.toml)
     disks: tuple[str, ...] = ()  # the machine's block devices, described (describe = "auto")
+    untrusted_code: bool = False  # disposable/isolated: the daemon may build any sender's patches here
 
     def tool(self, name: str) -> str | None:
         """Where the host keeps the tool `name`, or None when it does not have it."""
@@ -166,7 +170,7 @@ def _check_commit(commit: str) -> None:
 _HOST_KEYS = ("name", "reach", "ssh", "describe", "cpu_model", "microarch", "threads", "sockets", "memory_gb",
               "disk", "scratch_dir", "scratch_devices", "labels", "switch_kernel",
               "running_kernel", "list_commits", "build_patched", "reboot_timeout_s", "max_processes", "scratch_gb",
-              "tools")
+              "tools", "untrusted_code")
 _SSH_KEYS = ("host", "port", "user", "identity_file", "known_hosts_file", "connect_timeout_s",
              "control_master")
 
@@ -321,6 +325,7 @@ def _host(entry: Section, probe: Probe) -> Host:
         describe=describe,
         described=tuple(filled),
         disks=facts.disks if facts is not None and describe else (),
+        untrusted_code=entry.boolean("untrusted_code", False),
     )
 
 
