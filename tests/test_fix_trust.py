@@ -142,6 +142,7 @@ def test_a_strangers_series_waits_for_a_person_and_is_built_when_one_asks(confir
     who = f"cli:{getpass.getuser()}"
     assert (result["fix_test_id"], result["asked_by"], result["version"]) == (queued, who, 3)
     assert git(repo, "show", f"{result['patched']}:Makefile").startswith("all:")  # the stranger's code, built
+    assert "\nTo: Mallory <m@evil.example>\n" in result["draft"]  # the drafted reply goes to the series' sender
     with SqliteStore(database) as store:
         [row] = store.fix_tests(REPORT_ID)
         assert (row.status, row.result["asked_by"]) == ("done", who)

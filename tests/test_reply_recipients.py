@@ -1,8 +1,9 @@
-"""Who the reply upstream is written to is the team's rule, not the report's sender's
-(../shared/hostile/round3/reply-recipients.md): the reporter, the culprit's author and the allowed
-lists the report was sent to, at most `[reply] max_recipients`; a display name is one quoted name
-(or dropped), never an address. Each case is drafted, sent through a real SMTP server on
-127.0.0.1 (aiosmtpd) and checked at RCPT TO and in the headers a strict reader parses."""
+"""Who the reply upstream is written to (and the drafted Tested-by reply to a fix series) is the
+team's rule, not the report's sender's (../shared/hostile/round3/reply-recipients.md): the
+reporter, the culprit's author and the allowed lists the report was sent to, at most `[reply]
+max_recipients`; a display name is one quoted name (or dropped), never an address. Each case is
+drafted, sent through a real SMTP server on 127.0.0.1 (aiosmtpd) and checked at RCPT TO and in
+the headers a strict reader parses."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ import pytest
 
 from tests.conftest import FIXTURES
 from tests.support.smtp_server import SmtpServer
+from triagebot.fix_test.flow import series_addressees
 from triagebot.parse.report import parse_message
 from triagebot.records.report import Source
 from triagebot.reply.draft import draft_reply
@@ -128,3 +130,18 @@ def test_an_lkp_reports_to_is_the_culprits_author(tmp_path: Path, smtp: SmtpServ
     # peterz (copied by the robot) are not written to
     assert rcpt == ["oliver.sang@intel.com", "mara.quist@example.org", "oe-lkp@lists.linux.dev", LKML]
     assert received["To"] == "kernel test robot <oliver.sang@intel.com>"
+
+
+def test_the_drafted_tested_by_reply_to_a_series_is_addressed_by_the_same_rule(smtp: SmtpServer) -> None:
+    # issue 36 (4): drafts have To/Cc; the fix series' sender, the culprit's author, the allowed lists
+    series_raw = (b'From: "Carl, the <Author>" <carl@example.org>\nTo: linux-kernel@vger.kernel.org\n'
+                  b"Cc: " + ", ".join(f"v{number}@victims.example" for number in range(50)).encode()
+                  + b", linux-fsdevel@vger.kernel.org\nSubject: [PATCH v2 0/2] sched: fix\n"
+                  b"Message-ID: <cover.1@example.org>\n\nthe fix\n")
+    report_raw = variant({}, "\ncommit c0ffee1234ab\nAuthor: Ann Author <ann.author@example.org>\n")
+    report = parse_message(report_raw, Source("eml"))
+    rules = rules_for(smtp.port, [LKML])
+    to, cc = series_addressees([report_raw, series_raw], "cover.1@example.org", report_raw, report, rules)
+    assert to == '"Carl, the <Author>" <carl@example.org>'
+    assert cc == f"Ann Author <ann.author@example.org>, {LKML}"
+    assert series_addressees([report_raw], "cover.1@example.org", report_raw, report, rules) == ("", "")

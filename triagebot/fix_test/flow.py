@@ -51,6 +51,8 @@ from triagebot.lifecycle.states import LifecycleState, current
 from triagebot.logs import event
 from triagebot.notify import render
 from triagebot.parse.patches import PatchMail, patch_subject, series_key
+from triagebot.parse.reply_to import culprit_author, read_original, recipients, report_text
+from triagebot.records.report import Report
 from triagebot.records.states import TriageState
 from triagebot.reproduce.executors.choose import executor_for
 from triagebot.reproduce.host_lock import host_busy, host_lock
@@ -58,6 +60,7 @@ from triagebot.reproduce.plan import Plan
 from triagebot.reproduce.rounds import rounds_within
 from triagebot.reproduce.runner import Sample
 from triagebot.rules.hosts import Host
+from triagebot.rules.mail import MailRules, load_mail_rules
 from triagebot.rules.settings import Settings
 from triagebot.rules.trust import may_run_mail_code
 from triagebot.store.protocol import FixTestRow, Store, UnreadableRecord
@@ -147,6 +150,8 @@ def run_fix_test(store: Store, settings: Settings, database: Path, message_id: s
                 _store_failure(store, message_id, fix_test_id, "refused", reason, asked=asked)
             return FixTestOutcome("refused", fix_test_id, {"reason": reason})
         mbox = fix.mbox.read_bytes()
+    to, cc = series_addressees(thread, fix.message_id, store.get_raw(message_id) or b"", report,
+                               load_mail_rules(settings.rules_dir))
     announce(f"test-fix of {message_id} on {confirmed.host.name}: v{fix.version}, {len(fix.subjects)} patches on "
              f"{confirmed.suspect} ({decision.reason})")
     for subject in fix.subjects:
@@ -171,9 +176,23 @@ def run_fix_test(store: Store, settings: Settings, database: Path, message_id: s
             _store_failure(store, message_id, fix_test_id, "error", reason, fix, asked=trusted)
             return FixTestOutcome("error", fix_test_id, {"reason": reason}, fix=fix)
     result |= trusted
-    draft = fix_draft(result, tester)
+    draft = fix_draft(result, tester, to, cc)
     store_fix_result(store, message_id, fix_test_id, result | {"draft": draft})
     return FixTestOutcome("done", fix_test_id, result, draft, fix)
+
+
+def series_addressees(thread: list[bytes], series_id: str, report_raw: bytes, report: Report,
+                      rules: MailRules) -> tuple[str, str]:
+    """(To, Cc) of the drafted reply to the series, by the rule the reply upstream follows
+    (parse/reply_to.py): the series' sender, the culprit's author as the report names them, the
+    allowed lists the series was sent to. ("", "") when the series' mail is not in the thread."""
+    series_raw = next((raw for raw in thread if read_original(raw).message_id.strip("<>") == series_id), None)
+    if series_raw is None:
+        return "", ""
+    reported = read_original(report_raw)
+    author = culprit_author(reported, report_text(report_raw), report, rules.is_list)
+    to, cc = recipients(read_original(series_raw), author, rules.from_address, rules)
+    return ", ".join(str(item) for item in to), ", ".join(str(item) for item in cc)
 
 
 def _waiting_row(store: Store, message_id: str, fix_test_id: int | None, patches: list[PatchMail],
