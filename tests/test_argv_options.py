@@ -65,12 +65,17 @@ def test_b4_reads_a_hostile_message_id_as_an_id(tmp_path: Path, shape: int) -> N
 
 @pytest.mark.skipif(not shutil.which("git"), reason="needs git")
 @pytest.mark.parametrize("shape", [0, 1, 2])
-def test_git_fetch_reads_a_hostile_url_as_a_repository(tmp_path: Path, shape: int) -> None:
+@pytest.mark.parametrize("where", ["url", "branch"])
+def test_git_fetch_reads_a_hostile_url_or_branch_as_data(tmp_path: Path, shape: int, where: str) -> None:
     target = tmp_path / "pwned"
-    tree = GitTree(WatchedTree("hostile", hostile(target)[shape], "master"), tmp_path / "state")
+    served = tmp_path / "served.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(served)], check=True)
+    value = hostile(target)[shape]
+    url, branch = (value, "master") if where == "url" else (f"file://{served}", value)
+    tree = GitTree(WatchedTree("hostile", url, branch), tmp_path / "state")
     with pytest.raises(TreeError, match="git fetch"):
         tree.fetch(datetime(2024, 1, 1, tzinfo=UTC))
-    assert not target.exists()
+    assert not target.exists() and not Path(f"{target}.txt").exists()
 
 
 @pytest.mark.skipif(not shutil.which("ssh"), reason="needs the OpenSSH client")
