@@ -18,7 +18,7 @@ from tests.support.smtp_server import SmtpServer
 from triagebot.fix_test.flow import series_addressees
 from triagebot.parse.report import parse_message
 from triagebot.records.report import Source
-from triagebot.reply.draft import draft_reply
+from triagebot.reply.draft import NoReply, draft_reply
 from triagebot.reply.send import SmtpTransport, send_reply
 from triagebot.rules.mail import MailRules, parse_mail_rules
 from triagebot.store.sqlite import SqliteStore
@@ -145,3 +145,22 @@ def test_the_drafted_tested_by_reply_to_a_series_is_addressed_by_the_same_rule(s
     assert to == '"Carl, the <Author>" <carl@example.org>'
     assert cc == f"Ann Author <ann.author@example.org>, {LKML}"
     assert series_addressees([report_raw], "cover.1@example.org", report_raw, report, rules) == ("", "")
+
+
+def test_a_sender_that_is_no_address_is_replied_to_through_the_allowed_lists_alone(tmp_path: Path,
+                                                                                  smtp: SmtpServer) -> None:
+    rcpt, received = send(tmp_path, smtp, variant({"From": "undisclosed:;"}), rules_for(smtp.port, [LKML]))
+    assert rcpt == [LKML] and received["To"] == LKML and received["Cc"] is None
+
+
+@pytest.mark.parametrize(("headers", "reason"), [
+    ({"From": "undisclosed:;", "To": "nobody:;"}, "names no address a reply can be written to"),
+    ({"Message-ID": '<x y"z@example.org>'}, "the report has no Message-ID to reply to"),
+])
+def test_no_reply_is_drafted_when_nobody_or_nothing_can_be_replied_to(smtp: SmtpServer, headers: dict[str, str],
+                                                                      reason: str) -> None:
+    raw = variant(headers)
+    with pytest.raises(NoReply, match=reason):
+        draft_reply(raw, parse_message(raw, Source("eml")), "confirmed", RUN, from_=None,
+                    base_url="https://triage.example.org", reply_message_id="<r@t.example.org>",
+                    date=datetime(2099, 1, 1, tzinfo=UTC), rules=rules_for(smtp.port, [LKML]))
