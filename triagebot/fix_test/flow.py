@@ -35,14 +35,7 @@ from urllib.parse import urlsplit
 from triagebot.errors import TriageError
 from triagebot.fix_test.choice import FixAction, fix_to_test
 from triagebot.fix_test.lab import fix_draft, measure_fix
-from triagebot.fix_test.series import (
-    FixRefused,
-    PreparedFix,
-    applied_version,
-    check_thread,
-    prepare_fix,
-    series_senders,
-)
+from triagebot.fix_test.series import FixRefused, PreparedFix, check_thread, prepare_fix
 from triagebot.ingest.lore_thread import DEFAULT_ARCHIVE
 from triagebot.lab.context import DaemonContext, StopRequested, patiently
 from triagebot.lab.runner import confirmed_host_and_plan, rerun_host
@@ -50,7 +43,7 @@ from triagebot.lifecycle.follow import parent_payload
 from triagebot.lifecycle.states import LifecycleState, current
 from triagebot.logs import event
 from triagebot.notify import render
-from triagebot.parse.patches import PatchMail, patch_subject, series_key
+from triagebot.parse.patches import PatchMail, applied_version, patch_subject, series_key, series_senders
 from triagebot.parse.reply_to import culprit_author, read_original, recipients, report_text
 from triagebot.records.report import Report
 from triagebot.records.states import TriageState

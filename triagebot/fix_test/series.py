@@ -31,7 +31,6 @@ from urllib.parse import urlsplit
 from triagebot.errors import TriageError
 from triagebot.fix_test.paths import PatchRefused, check_series_paths
 from triagebot.parse.patches import PatchMail, message_headers, patch_mail, series_key
-from triagebot.untrusted.addresses import mailboxes
 from triagebot.untrusted.argv import after_options
 
 MAX_MESSAGE_BYTES = 20 * 1024 * 1024  # a patch mail; kernel series parts are kilobytes
@@ -87,26 +86,6 @@ def check_thread(thread: list[bytes], archive_url: str) -> list[PatchMail]:
         raise FixRefused(f"v{newest} of the series has {total} parts, but part "
                          f"{', '.join(map(str, missing))} of {total} is not in the thread: not applied")
     return patches
-
-
-def applied_version(patches: list[PatchMail], patch_message_id: str | None = None) -> int:
-    """The version b4 makes am-ready: the named message's, else the newest in the thread."""
-    named = next((item for item in patches if item.message_id == patch_message_id), None)
-    return named.version if named is not None else max(item.version for item in patches)
-
-
-def series_senders(thread: list[bytes], patches: list[PatchMail], version: int) -> dict[str, str]:
-    """Message-ID -> the From address (lower case; "" when it has none) of every patch mail of
-    `version` in the thread, its cover letter too: whose code that version is."""
-    wanted = {item.message_id for item in patches if item.version == version}
-    senders: dict[str, str] = {}
-    for raw in thread:
-        headers = message_headers(raw[:65536])
-        message_id = str(headers.get("Message-ID", "")).strip().strip("<>")
-        if message_id in wanted:
-            found = mailboxes(str(headers.get("From", "")))
-            senders[message_id] = found[0].addr_spec.lower() if found else ""
-    return senders
 
 
 def isolated_environment(home: Path) -> dict[str, str]:
