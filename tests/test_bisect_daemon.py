@@ -131,6 +131,8 @@ def test_the_daemon_bisects_a_confirmed_merge_and_posts_the_first_bad_commit_onc
         (stored,) = connection.execute("SELECT bisect_json FROM bisects").fetchone()
     result = json.loads(stored)
     assert result["status"] == "found" and result["queued_by"] == "daemon"
+    # it built the host's own commits, no code from mail: the decision fix tests ask (rules/trust.py)
+    assert result["code"] == "no code from mail: the lab's own tree"
     assert result["commits"] == 17  # the branch's 16 and the merge
     assert all(step["attempts"] and step["attempts"][-1]["verdict"] for step in result["steps"])
     assert len(result["steps"]) <= 6  # the ends checked, then at most ceil(log2(17)) steps

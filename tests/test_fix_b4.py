@@ -5,7 +5,7 @@ lore client; the series is made with real git format-patch on the lab's reposito
 v1 and then v2 with trailers given in replies. b4 (the pip package) must pick v2 with its
 trailers, offline and with its configuration isolated, and real git am must apply what it wrote.
 Hostile threads are refused with a reason before anything is applied (or, for most, before b4
-even runs).
+even runs); the paths of what b4 wrote are read by git's own parser (fix_test/paths.py).
 """
 from __future__ import annotations
 
@@ -75,10 +75,6 @@ def evil_patch(path: str) -> bytes:
 
 
 @pytest.mark.parametrize("hostile, reason", [
-    # a patch that writes outside the tree
-    (lambda thread: [thread[0], evil_patch("../../etc/cron.d/x")], "touches '../../etc/cron.d/x', outside the tree"),
-    # an absolute path
-    (lambda thread: [thread[0], evil_patch("/etc/passwd")], "touches '/etc/passwd', outside the tree"),
     # a 200 MB attachment
     (lambda thread: [*thread, thread[-1] + b"\n" + b"A" * (200 * 1024 * 1024)], "is 209.7 MB, over the 20 MB"),
     # v2 posted without its part 2/2
@@ -94,6 +90,61 @@ def test_hostile_fixes_are_refused_before_anything_is_applied(lab, hostile, reas
     with pytest.raises(FixRefused, match=reason.replace("(", r"\(").replace(".", r"\.")):
         prepare_fix(hostile(thread), root / "work", ARCHIVE)
     assert not (root / "work" / "am").exists()  # b4 never ran: nothing was written to apply
+
+
+def series_mail(diff: str, number: int = 1) -> bytes:
+    """A one-patch `[PATCH v9]` series from a stranger, replying to the report, its diff as given."""
+    return (f"From: M <m@evil.example>\nSubject: [PATCH v9] sched: fix {number}\n"
+            f"Date: Tue, 16 Apr 2099 08:00:0{number} +0000\nMessage-Id: <evil{number}@evil.example>\n"
+            f"In-Reply-To: <{REPORT_ID}>\nReferences: <{REPORT_ID}>\n\nsched: fix\n\n"
+            f"Signed-off-by: M <m@evil.example>\n---\n{diff}\n-- \n2.39\n").encode()
+
+
+def new_file(path: str, content: str = "x\n", *, mode: str = "100644", quoted: bool = False) -> str:
+    """A git diff creating `path` (written C-quoted, as git quotes odd names, when `quoted`)."""
+    old, new = (f'"a/{path}"', f'"b/{path}"') if quoted else (f"a/{path}", f"b/{path}")
+    lines = content.splitlines()
+    return (f"diff --git {old} {new}\nnew file mode {mode}\nindex 0000000..1111111\n--- /dev/null\n+++ {new}\n"
+            f"@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{line}\n" for line in lines))
+
+
+@pytest.mark.parametrize("diff, reason", [
+    (new_file("../../etc/cron.d/x"), "touches '../../etc/cron.d/x': it has a '..' component, outside the tree"),
+    # `a//etc/passwd` is /etc/passwd to git (`a/etc/passwd` or `/etc/passwd` in a diff is etc/passwd in the tree)
+    (new_file("/etc/passwd"), "touches '/etc/passwd': it is an absolute path, outside the tree"),
+    # C-quoted octal escapes: `..` to git, not to a pattern (the hand-written check let it through)
+    (new_file("\\056\\056/\\056\\056/tmp/escaped", quoted=True),
+     "touches '../../tmp/escaped': it has a '..' component"),
+    # a rename out of the tree
+    ("diff --git a/lab-factor b/x\nsimilarity index 100%\nrename from lab-factor\nrename to ../../escaped\n",
+     "touches '../../escaped': it has a '..' component"),
+    (new_file(".git/hooks/post-applypatch", "#!/bin/sh\ntouch /tmp/x\n"), "touches '.git/hooks/post-applypatch': "
+     "it is inside .git"),
+    (new_file(".gitattributes", "* filter=evil\n"), "touches '.gitattributes': it changes git attributes"),
+    (new_file("drivers/.gitattributes", "* filter=evil\n"), "touches 'drivers/.gitattributes'"),
+    (new_file(".gitmodules", "[submodule \"x\"]\n"), "touches '.gitmodules': it changes submodules"),
+    (new_file("evil-link", "/etc", mode="120000"), "touches 'evil-link': it is a symbolic link (mode 120000)"),
+    # an edit of a link that is there already names the link only in its index line
+    ("diff --git a/vmlinux.lds b/vmlinux.lds\nindex 1111111..2222222 120000\n--- a/vmlinux.lds\n"
+     "+++ b/vmlinux.lds\n@@ -1 +1 @@\n-a\n+/etc/shadow\n", "touches 'vmlinux.lds': it is a symbolic link"),
+    ("diff --git a/lab-factor b/lab-factor\nold mode 100644\nnew mode 120000\n",
+     "touches 'lab-factor': it is a symbolic link (mode 120000)"),
+    (new_file("x\\ty", quoted=True), "touches 'x\\ty': it holds a control character"),
+])
+def test_paths_are_read_by_gits_own_parser_and_refused_before_anything_is_applied(lab, diff: str,
+                                                                                   reason: str) -> None:
+    root, _, thread = lab
+    with pytest.raises(FixRefused) as refused:
+        prepare_fix([thread[0], series_mail(diff)], root / "work", ARCHIVE)
+    assert reason in str(refused.value) and str(refused.value).endswith("not applied")
+    assert str(refused.value).startswith("patch 1 of the series touches")
+
+
+def test_a_makefile_is_a_path_like_any_other(lab) -> None:
+    # what code may run is the trust rule's (rules/trust.toml, untrusted_code), not the path check's
+    root, _, thread = lab
+    fix = prepare_fix([thread[0], series_mail(new_file("scripts/pwn.sh", "touch /tmp/x\n"))], root / "work", ARCHIVE)
+    assert fix.subjects == ("[PATCH v9] sched: fix 1",)
 
 
 def test_an_encoded_path_outside_the_tree_is_caught_in_b4s_output(lab) -> None:

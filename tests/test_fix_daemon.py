@@ -1,5 +1,6 @@
-"""The daemon tests a fix by itself: `triage daemon` as a real process, a real public-inbox server,
-the test lab over a real git repository, and the local Slack server.
+"""The daemon tests a fix by itself on a host marked `untrusted_code = true` (and on no other: the
+last case): `triage daemon` as a real process, a real public-inbox server, the test lab over a
+real git repository, and the local Slack server.
 
 A report whose culprit is the lab repository's slow commit is posted; the daemon confirms it.
 Then a fix series arrives in its thread, v1 and v2 at once (real git format-patch, trailers given
@@ -50,13 +51,15 @@ def in_2099(raw: bytes) -> bytes:
     return raw.replace(b" Apr 2024 ", b" Apr 2099 ")
 
 
-def the_lab(root: Path, v2_factor: str):
+def the_lab(root: Path, v2_factor: str, untrusted_code: bool = True):
+    """The lab over a real repository, the report and the series; its host marked untrusted_code
+    (a disposable machine: the daemon builds any sender's series there by itself) unless not."""
     repo = root / "linux"
     shas = make_bisect_repo(repo, 40, SLOW)
     report = in_2099((FIXTURES / "lab" / "sysbench-cpu-regression.eml").read_bytes()).replace(
         b"c0ffee1234ab", shas[SLOW][:12].encode())  # the culprit is the repository's slow commit
     v1, v2 = fix_thread(repo, shas[SLOW], REPORT_ID, v2_factor=v2_factor)
-    rules, state = write_lab_rules(root, PROJECT, repo=repo)
+    rules, state = write_lab_rules(root, PROJECT, "untrusted_code = true" if untrusted_code else "", repo=repo)
     return repo, shas, report, [in_2099(raw) for raw in (*v1, *v2)], rules, state
 
 
@@ -141,6 +144,43 @@ def test_the_daemon_tests_v2_of_a_fix_series_posted_in_a_confirmed_thread(tmp_pa
                           capture_output=True, text=True, cwd=PROJECT, env=env)
     assert show.returncode == 0, show.stderr
     assert "fix test 1 (v2, done, " in show.stdout and result["recovery"]["sentence"] in show.stdout
-    assert "fix-tested    v2 on lab-local: " in show.stdout and f"<{cause_id}>" in show.stdout
+    assert ("fix-tested    v2 on lab-local, by the daemon: host lab-local is marked untrusted_code = true: "
+            in show.stdout) and f"<{cause_id}>" in show.stdout
+    assert "    built by the daemon: host lab-local is marked untrusted_code = true\n" in show.stdout
     if kill:
         assert any(item.get("event") == "fix.resumed" for item in log_events(log))
+
+
+def test_the_daemon_builds_no_series_on_a_host_not_marked_untrusted_code(tmp_path: Path) -> None:
+    # the series' sender (lab@example.org, as git format-patch wrote it) is on no trust list and the
+    # host is no disposable one: the daemon applies nothing, says once that it waits for a person
+    require_public_inbox()
+    repo, shas, report, series, rules, state = the_lab(tmp_path, "1.0", untrusted_code=False)
+    database, log = tmp_path / "daemon.db", tmp_path / "daemon.log"
+    env = daemon_env(tmp_path, None)
+    with start_public_inbox(tmp_path / "lore", "linux-kernel", [report]) as server, \
+            FakeSlack(token=SLACK_TOKEN, channels={CHANNEL_ID: "perf-triage"}) as slack:
+        with_source(rules, server.list_url)
+        env = daemon_env(tmp_path, slack.base_url) | {"PATH": lab_path(tmp_path, env["PATH"])}
+        daemon = start_daemon(database, rules, env, log, "--health-port", "off", "--budget", "10")
+        try:
+            wait_for(lambda: final_state(slack.messages(CHANNEL_ID)) == "confirmed", 600, "the verdict", daemon, log)
+            server.bulk_add(series)
+            wait_for(lambda: rows(database, "SELECT status FROM fix_tests") == [("waiting",)], 300,
+                     "the series to wait for a person", daemon, log)
+            wait_for(lambda: any(kind_of(message).startswith("test-fix-waiting-")
+                                 for message in slack.messages(CHANNEL_ID)), 120, "the note in the thread", daemon, log)
+            assert stop_daemon(daemon) == 0
+        finally:
+            if daemon.poll() is None:
+                stop_daemon(daemon, signal.SIGKILL)
+            subprocess.run([*HOOK, "stop", str(state)], check=False)
+        notes = [message["text"] for message in slack.messages(CHANNEL_ID)
+                 if kind_of(message).startswith("test-fix-")]
+    assert notes == [f"Fix series v2 not built: waiting for a person: lab@example.org is not on the trust list "
+                     f"(rules/trust.toml) and host lab-local is not marked untrusted_code = true. A person may test "
+                     f"it: the Test fix button, or `triage test-fix {REPORT_ID}`."]
+    # the last kernel the lab ran is one of the repository's own: no patched kernel was built or booted
+    running = (state / "running").read_text().strip()
+    assert running and any(sha.startswith(running) for sha in shas)
+    assert ("fix-tested",) not in rows(database, "SELECT state FROM lifecycle")  # proposed, never tested

@@ -16,6 +16,7 @@ from tests.conftest import FIXTURES, PROJECT
 from tests.support.lab import git, make_bisect_repo, write_lab_rules
 from triagebot.fix_test import flow as fix_testing
 from triagebot.lab.context import DaemonContext
+from triagebot.notify import render
 from triagebot.rules.settings import settings_for
 from triagebot.store.sqlite import SqliteStore
 
@@ -38,7 +39,9 @@ def confirmed(tmp_path: Path):
     a thread holding a v1 and a v2 whose part 2 writes outside the tree."""
     repo = tmp_path / "linux"
     shas = make_bisect_repo(repo, 3, 2)
-    rules, state = write_lab_rules(tmp_path, PROJECT, repo=repo)
+    # a disposable host: the daemon builds any sender's series there (rules/trust.py), so the
+    # hostile one reaches b4 and the path check
+    rules, state = write_lab_rules(tmp_path, PROJECT, "untrusted_code = true", repo=repo)
     database = tmp_path / "lab.db"
     mails = tmp_path / "mails"
     mails.mkdir()
@@ -77,10 +80,13 @@ def test_the_newest_complete_series_is_queued_once_and_a_hostile_one_refused_wit
         assert fix_testing.run_queued_fix_tests(store, lab) == [queued]
         [row] = store.fix_tests(REPORT_ID)
         assert row.status == "refused"
-        assert row.result["reason"] == "refused: a patch touches '../../etc/cron.d/x', outside the tree: not applied"
+        # b4 itself drops the part that writes outside the tree and falls back to v1: what it would
+        # apply is not the series queued (whose senders were looked at), so nothing is
+        assert row.result["reason"] == ("refused: b4 picked <v1@example.org>, not one of the series' mails whose "
+                                        "senders were looked at: not applied")
         replies = [item for item in store.outbox(message_id=REPORT_ID) if item.kind.startswith("test-fix-")]
         assert [(item.kind, item.payload["text"]) for item in replies] == [
-            (f"test-fix-{queued}", f"Fix test refused: {row.result['reason']}")]
+            (f"test-fix-{queued}", render.escape(f"Fix test refused: {row.result['reason']}"))]  # Slack's mrkdwn
         assert [move.state for move in store.moves_of(REPORT_ID)] == []  # nothing was tested
         assert fix_testing.run_queued_fix_tests(store, lab) == []  # refused stays refused: posted once
     assert not (state / "running").exists()  # no kernel was switched to, no sample taken

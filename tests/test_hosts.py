@@ -140,6 +140,8 @@ def _edit(text: str, old: str, new: str) -> str:
     (_edit(LOCAL, "threads = 2", 'threads = 2\ntools = { lkp-tests = "lkp" }'), 
      "tools.lkp-tests must be an absolute path"),
     (_edit(LOCAL, "threads = 2", 'threads = 2\ntools = { "a b" = "/opt/x" }'), "is not a tool name"),
+    # untrusted_code: a boolean, never a string that reads like one
+    (_edit(LOCAL, "threads = 2", 'threads = 2\nuntrusted_code = "yes"'), "untrusted_code must be true or false"),
     ("[[hosts]]\nname = 'x'\n", "rules/hosts.toml:1: unknown key(s) hosts (expected host, max_wait_minutes)"),
     ("[[host]\n", "not valid TOML"),
 ])
@@ -270,6 +272,15 @@ def test_hosts_command_lists_and_matches(tmp_path: Path, capsys: pytest.CaptureF
     listing = capsys.readouterr().out
     assert "this-machine  [this machine]" in listing and "clx-2s-96t  [ssh triage@clx.lab.example:22]" in listing
     assert "switch kernel: sudo /usr/local/sbin/boot-kernel '{commit}'" in listing
+    assert "untrusted code" not in listing  # no host is marked: the default
+    (rules / "hosts.toml").write_text(_edit(LOCAL, "threads = 2", "threads = 2\nuntrusted_code = true") + CASCADE)
+    assert _run("--rules", str(rules)) == 0
+    marked = capsys.readouterr().out
+    assert marked.count("  untrusted code: the daemon builds any sender's patch series here by itself") == 1
+    assert marked.index("untrusted code") < marked.index("clx-2s-96t")  # this-machine's, listed first
+    assert _run("--rules", str(rules), "--json") == 0
+    assert [host["untrusted_code"] for host in json.loads(capsys.readouterr().out)["hosts"]] == [True, False]
+    (rules / "hosts.toml").write_text(LOCAL + CASCADE)
 
     assert _run("--rules", str(rules), "--match", "<clx@example.org>", "--db", str(db)) == 0
     text = capsys.readouterr().out

@@ -89,6 +89,11 @@ def test_test_fix_and_bisect_clicked_in_slack_run_on_the_lab_and_answer_in_the_t
         results = {action.action: action.detail for action in store.actions_of(MESSAGE_ID)[2:]}
         assert set(results) == {"test-fix:done", "bisect:done"}, results
         assert results["test-fix:done"].startswith("v2 on lab-local: the fix recovers ")
+        # the lab host is not marked untrusted_code and no sender is trusted: built because a person asked
+        [fix_test] = store.fix_tests(MESSAGE_ID)
+        assert (fix_test.status, fix_test.result["asked_by"]) == ("done", "slack:U0RUNNER")
+        [move] = store.moves_of(MESSAGE_ID)
+        assert move.note.startswith("v2 on lab-local, asked by slack:U0RUNNER: the fix recovers ")
         assert shas[SLOW] in results["bisect:done"]
         [bisection] = store.bisects(MESSAGE_ID)
         assert bisection["status"] == "found" and bisection["first_bad"] == shas[SLOW]
@@ -99,6 +104,8 @@ def test_test_fix_and_bisect_clicked_in_slack_run_on_the_lab_and_answer_in_the_t
                         "daemon's next pass")
     assert texts[2] == "<@U0RUNNER> asked for a bisection: the lab runs it on the daemon's next pass"
     fix_reply = next(text for text in texts if text.startswith("Fix test (v2): the fix recovers "))
+    shown = next(message for message in slack.messages(CHANNEL) if message["text"] == fix_reply)
+    assert "Built asked by slack:U0RUNNER." in json.dumps(shown["blocks"])
     assert f"<@U0RUNNER> test-fix: {results['test-fix:done']}" in texts
     assert texts.index(fix_reply) < texts.index(f"<@U0RUNNER> test-fix: {results['test-fix:done']}")
     assert f"<@U0RUNNER> bisect: {results['bisect:done']}" in texts

@@ -5,6 +5,7 @@ carried out on the daemon's next pass (triagebot/actions/carry_out.py), once. Ea
 clicking user why (chat.postEphemeral) and changes nothing."""
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import time
@@ -18,6 +19,7 @@ from tests.support.lab import write_lab_rules
 from tests.support.slack_world import CHANNEL, REPORT, REPORT_ID, ROUTING, TOKEN, World, decided_report, refusals
 from tests.support.smtp_server import SmtpServer
 from triagebot.actions import carry_out as asked
+from triagebot.actions import upstream
 from triagebot.daemon import flow
 from triagebot.parse.report import parse_message
 from triagebot.records.report import Source
@@ -60,7 +62,9 @@ def world(stores, tmp_path: Path, smtp: SmtpServer):
         slack.user_groups["S0LEADS"] = ["U0LEAD"]
         made = World(stores, slack, settings, hosts=("lab-local", "lab-other"),
                      plan_for_host=lambda store, message_id, host: flow.plan_for_host(store, settings, message_id,
-                                                                                      host))
+                                                                                      host),
+                     preview_reply=lambda store, message_id, **shown: upstream.preview_reply(store, settings,
+                                                                                             message_id, **shown))
         try:
             decided_report(made.store)
             made.store.put_message(OTHER_ID, REPORT, "test", None, "2026-12-02T00:00:00+00:00")
@@ -71,10 +75,11 @@ def world(stores, tmp_path: Path, smtp: SmtpServer):
             made.close()
 
 
-def store_confirmed_run(store) -> None:
-    """The report's finished rerun with its verdict, as the daemon stores one (figures made up)."""
-    base_samples, suspect_samples = [1020.0, 1015.5, 1022.1, 1018.7, 1019.9, 1021.3], [905.2, 910.8, 902.6, 907.4,
-                                                                                     909.1, 904.0]
+def store_confirmed_run(store, shift: float = 0.0) -> None:
+    """The report's finished rerun with its verdict, as the daemon stores one (figures made up;
+    `shift` moves the suspect's: another run)."""
+    base_samples = [1020.0, 1015.5, 1022.1, 1018.7, 1019.9, 1021.3]
+    suspect_samples = [value + shift for value in (905.2, 910.8, 902.6, 907.4, 909.1, 904.0)]
     verdict = decide(base_samples, suspect_samples, "higher", -11.0, 2.0).to_json()
     base, suspect = commits_of(parse_message(REPORT, Source("eml")))
     plan = {"schema": 1, "kind": "plan", "template": "sysbench-cpu", "argv": ["sysbench", "cpu", "run"],
@@ -96,7 +101,8 @@ def open_modal(world: World, user_id: str, button: str) -> dict:
     [call] = world.slack.calls_to("views.open")
     assert call.params["trigger_id"].endswith(".trigger")  # the click's own trigger, as Slack requires
     [(view_id, view)] = world.slack.views.items()
-    assert json.loads(view["private_metadata"]) == {"message_id": REPORT_ID, "channel": CHANNEL}
+    metadata = json.loads(view["private_metadata"])
+    assert (metadata["message_id"], metadata["channel"]) == (REPORT_ID, CHANNEL)
     return view | {"id": view_id}
 
 
@@ -168,44 +174,80 @@ def test_duplicate_of_links_the_report_and_closes_it(world: World, caplog: pytes
     assert world.snapshot() == after
 
 
-def test_send_upstream_is_sent_once_on_the_daemons_pass_never_by_the_click_alone(
+def test_send_upstream_shows_the_reply_and_its_recipients_and_the_daemon_sends_what_was_shown_once(
         world: World, smtp: SmtpServer, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
     store_confirmed_run(world.store)
-    # who may not send is refused, and nothing is asked
+    # who may not send is refused, and nothing is shown or asked
     before = world.snapshot()
     assert world.send(world.click("U0RUNNER", "send-upstream", REPORT_ID))[0] == 200
     assert told(world, "U0RUNNER") == ["Not done: user U0RUNNER may not send-upstream "
                                        "(rules/routing.toml [slack] send)."]
-    assert world.snapshot() == before
-    click = world.click("U0SENDER", "send-upstream", REPORT_ID)
+    assert world.snapshot() == before and world.slack.views == {}
+    # the click opens the reply and who it goes to; nothing is asked, kept or sent yet
+    view = open_modal(world, "U0SENDER", "send-upstream")
+    shown = json.dumps(view["blocks"], ensure_ascii=False)
+    assert "goes to these 2 addresses when you press Send" in shown
+    assert "• tomas.berg@example.org" in shown and "• linux-kernel@vger.kernel.org" in shown
+    assert "To: Tomas Berg &lt;tomas.berg@example.org&gt;" in shown and "Cc: linux-kernel@vger.kernel.org" in shown
+    assert "We reran this report in our lab and see the regression too." in shown
+    assert world.snapshot() == before and world.store.mail_of(REPORT_ID) is None and smtp.received == []
+    shown_id = json.loads(view["private_metadata"])["reply"]
+    assert f"Message-ID: &lt;{shown_id}&gt;" in shown
+    # Send: the ask, with the message shown kept in the mail outbox; still nothing sent
     stamp = time.time()
-    assert world.send(click, timestamp=int(stamp))[0] == 200
+    submission = world.slack.submit_view(view["id"], "U0SENDER", {})
+    assert world.send(submission, timestamp=int(stamp)) == (200, "")
     [ask] = world.store.actions_of(REPORT_ID)
     assert ask.action == "send-upstream" and smtp.received == []  # asked, not sent: the daemon sends
-    assert world.store.waiting_actions("send-upstream") == [ask]
+    kept = world.store.mail_of(REPORT_ID)
+    assert (kept.status, kept.reply_message_id, kept.requested_by) == ("pending", shown_id, "slack:U0SENDER")
+    assert hashlib.sha256(kept.raw).hexdigest() == json.loads(view["private_metadata"])["digest"]
     assert world.send(world.click("U0SENDER", "send-upstream", REPORT_ID))[0] == 200  # a double click
     assert told(world, "U0SENDER")[-1] == "Not done: a send-upstream is asked already and not done yet."
     assert asked.carry_out(world.store, world.settings, tmp_path / "locks.db", 5) == [ask.action_id]
     [envelope] = smtp.received
+    assert envelope.rcpt_tos == ["tomas.berg@example.org", "linux-kernel@vger.kernel.org"]
+    assert envelope.content.replace(b"\r\n", b"\n") == kept.raw.replace(b"\r\n", b"\n")  # the bytes shown
     sent = world.store.mail_of(REPORT_ID)
-    assert sent.status == "sent" and sent.requested_by == "slack:U0SENDER"
-    assert f"Message-ID: <{sent.reply_message_id}>".encode() in envelope.content
+    assert sent.status == "sent" and sent.reply_message_id == shown_id
     result = world.store.actions_of(REPORT_ID)[-1]
     assert (result.action, result.request_key) == ("send-upstream:done", f"result:{ask.action_id}")
     world.deliver()
     texts = world.thread_texts()
-    assert texts[-2] == ("<@U0SENDER> asked to send the drafted reply upstream: the daemon sends it once, "
-                         "on its next pass")
-    assert texts[-1] == f"<@U0SENDER> send-upstream: reply &lt;{sent.reply_message_id}&gt; sent"
-    # the next pass, a replayed click and a new click send nothing more
+    assert texts[-2] == ("<@U0SENDER> asked to send the reply upstream they were shown (to 2 recipients): the "
+                         "daemon sends it once, on its next pass")
+    assert texts[-1] == f"<@U0SENDER> send-upstream: reply &lt;{shown_id}&gt; sent"
+    # the next pass, a replayed submission and a new click send nothing more
     assert asked.carry_out(world.store, world.settings, tmp_path / "locks.db", 5) == []
     after = world.snapshot()
-    assert world.send(click, timestamp=int(stamp))[0] == 200
+    assert world.send(submission, timestamp=int(stamp))[0] == 200
     assert world.send(world.click("U0SENDER", "send-upstream", REPORT_ID))[0] == 200
     assert told(world, "U0SENDER")[-2:] == ["Not done: this request was acted on already (a replayed request).",
                                             "Not done: the reply upstream was sent already: it is sent once."]
     assert world.snapshot() == after and len(smtp.received) == 1
+
+
+def test_a_reply_that_changed_after_it_was_shown_is_not_asked(world: World, smtp: SmtpServer) -> None:
+    store_confirmed_run(world.store)
+    view = open_modal(world, "U0SENDER", "send-upstream")
+    before = world.snapshot()
+    store_confirmed_run(world.store, shift=1.0)  # a new rerun lands while the modal is open
+    assert world.send(world.slack.submit_view(view["id"], "U0SENDER", {})) == (200, "")
+    assert told(world, "U0SENDER") == ["Not done: the reply is no longer the one you were shown (the report moved "
+                                       "on since): press Send reply upstream again to see it."]
+    assert world.snapshot() == before and world.store.mail_of(REPORT_ID) is None and smtp.received == []
+
+
+def test_a_send_is_asked_only_with_the_reply_shown(world: World) -> None:
+    # a request for send-upstream without the modal's reply (a forged block action) asks nothing
+    from triagebot.actions.act import Context, Request, act
+
+    store_confirmed_run(world.store)
+    outcome = act(world.store, Request("forged-1", "send-upstream", REPORT_ID, "U0SENDER"),
+                  Context(world.settings.routing.permissions, lambda user: (), 5))
+    assert not outcome.done and "open Send reply upstream to see the draft" in outcome.text
+    assert world.store.actions_of(REPORT_ID) == [] and world.store.mail_of(REPORT_ID) is None
 
 
 @pytest.mark.parametrize("action", ["test-fix", "bisect"])

@@ -23,7 +23,9 @@ what; a crash keeps all three or none, and the outbox delivers the reply exactly
 - Test fix, bisect and send reply upstream are ASKED here and carried out by the daemon on its
   next pass (triagebot/actions/carry_out.py) through the same functions as `triage test-fix`,
   `triage bisect` and `triage reply --send`; their result is kept as a second action row
-  (`<action>:done` or `<action>:failed`, request key `result:<id>`) with its thread reply.
+  (`<action>:done` or `<action>:failed`, request key `result:<id>`) with its thread reply. A
+  send is asked only with the reply the person was shown (the modal, actions/upstream.py): that
+  message is kept in the mail outbox with the ask, and it is what the daemon sends.
 
 A double click is two requests: the first acts, the second finds the report moved on (or the
 action asked already) and is refused.
@@ -39,6 +41,7 @@ from triagebot.logs import event
 from triagebot.notify import render
 from triagebot.records.states import TriageState
 from triagebot.records.threads import normalize_message_id
+from triagebot.reply.send import envelope, read_mail
 from triagebot.rules.routing import Permissions
 from triagebot.store.protocol import ActionRow, Store, TriageRow
 
@@ -53,6 +56,7 @@ REPLIED = (TriageState.CONFIRMED, TriageState.NOT_REPRODUCED)  # the verdicts a 
 BUDGET_FACTOR = 2  # a rerun asked from Slack gets this many times the last run's budget
 MAX_BUDGET = 200  # runs a side at most, however often a rerun is asked
 DUPLICATE_RELATION = "duplicate"  # report_links.relation of a report marked a duplicate from Slack
+CHECK_ONLY = "precheck"  # the request key of a check before a modal opens (nothing is done with it)
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,7 @@ class Request:
     budget: int | None = None  # a rerun's runs a side, from the modal (None: the last one doubled)
     host: str | None = None  # a rerun's host, from the modal (None: the schedule's choice)
     other_id: str | None = None  # duplicate of: the other report's Message-ID
+    reply: tuple[str, bytes] | None = None  # send upstream: (its Message-ID, its bytes) as the modal showed it
 
 
 @dataclass(frozen=True)
@@ -120,6 +125,8 @@ def refusal(request: Request, row: TriageRow | None, actions: list[ActionRow],
             return f"the report is {row.state}: a reply upstream is drafted for a confirmed or not-reproduced verdict"
         if any(item.action == "send-upstream:done" for item in actions):
             return "the reply upstream was sent already: it is sent once"
+        if request.reply is None and request.request_key != CHECK_ONLY:
+            return "a reply is sent only as it was shown: open Send reply upstream to see the draft and who it goes to"
     elif action == "duplicate":
         other = normalize_message_id(request.other_id or "")
         if not other:
@@ -171,7 +178,7 @@ def precheck(store: Store, request: Request, context: Context) -> str | None:
                 f"{ACTIONS[request.action]})")
     row = store.get_triage(request.message_id)
     actions = store.actions_of(request.message_id) if row is not None else []
-    checked = Request(request.request_key, "rerun" if request.action == "rerun-on-host" else request.action,
+    checked = Request(CHECK_ONLY, "rerun" if request.action == "rerun-on-host" else request.action,
                       request.message_id, request.user_id, other_id=request.other_id or "<unknown@check>")
     return refusal(checked, row, actions)
 
@@ -228,7 +235,9 @@ def _detail(request: Request, row: TriageRow, budget: int | None) -> str:
         return "asked for a test of the fix posted in the thread: the lab runs it on the daemon's next pass"
     if request.action == "bisect":
         return "asked for a bisection: the lab runs it on the daemon's next pass"
-    return "asked to send the drafted reply upstream: the daemon sends it once, on its next pass"
+    count = len(envelope(read_mail(request.reply[1]))[1]) if request.reply else 0
+    return (f"asked to send the reply upstream they were shown (to {count} recipient{'s' if count != 1 else ''}): "
+            f"the daemon sends it once, on its next pass")
 
 
 def _do(store: Store, request: Request, row: TriageRow, actions: list[ActionRow],
@@ -250,6 +259,9 @@ def _do(store: Store, request: Request, row: TriageRow, actions: list[ActionRow]
     elif request.action == "duplicate":
         store.link_report(request.message_id, request.other_id or "", DUPLICATE_RELATION,
                           f"marked from Slack by {request.user_id}")
+    elif request.action == "send-upstream" and request.reply is not None:
+        # the message shown is the one kept (a reply stored before is kept as it is: it was the one shown)
+        store.enqueue_mail(request.message_id, request.reply[0], request.reply[1], f"slack:{request.user_id}")
     text = f"<@{request.user_id}> {render.escape(detail)}"  # detail: plain text, may hold a typed id
     store.enqueue(request.message_id, f"action-{action_id}", row.channel, render.action_reply(text))
     return Outcome(True, f"Done: {detail}.")

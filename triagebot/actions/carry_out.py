@@ -16,24 +16,25 @@ again on the next pass (the lab's work; the mail outbox then refuses to send twi
 """
 from __future__ import annotations
 
+import errno
 import logging
 import os
-from datetime import UTC, datetime
-from email.utils import make_msgid, parseaddr
 from pathlib import Path
 
 from triagebot.actions.act import ASKED, finish
+from triagebot.actions.upstream import reply_for
 from triagebot.bisect.lab import NO_BISECT_HOST, bisect_on_lab, plan_bisect
 from triagebot.bisect.search import FOUND, BisectBudget, bisect_summary
 from triagebot.errors import TriageError
 from triagebot.fix_test.flow import HostBusy, run_fix_test
+from triagebot.lab.context import StopRequested
 from triagebot.lab.runner import can_bisect, rerun_host
 from triagebot.logs import event
 from triagebot.reproduce.hosts import choose_host
 from triagebot.reproduce.materials import with_materials_over_http
 from triagebot.rules.mail import load_mail_rules
 from triagebot.rules.settings import Settings
-from triagebot.store.protocol import ActionRow, Store
+from triagebot.store.protocol import ActionRow, Store, StoreError
 
 log = logging.getLogger("triagebot.asked")
 
@@ -83,8 +84,17 @@ def carry_out(store: Store, settings: Settings, database: Path, budget: int,
             event(log, logging.INFO, "asked action waits for its host", event="action.waiting",
                   action=asked.action, message_id=asked.message_id, detail=str(busy))
             continue
-        except TriageError as error:
-            done, detail = False, str(error)
+        except (StoreError, StopRequested):
+            raise  # the store or a stop, not this ask: the step ends and every ask is tried again next pass
+        except Exception as error:  # noqa: BLE001 - one ask's failure is that ask's, never the queue's
+            if transient(error):  # this machine ran short (open files, memory): the ask waits, not fails
+                event(log, logging.WARNING, "asked action waits: a transient error", event="action.transient",
+                      action=asked.action, message_id=asked.message_id, detail=one_line(error))
+                continue
+            if not isinstance(error, TriageError):  # a fault of ours: its traceback for the log, said once
+                log.exception("asked action %s of %s failed", asked.action, asked.message_id)
+            done, detail = False, one_line(error) if isinstance(error, TriageError) \
+                else f"{type(error).__name__}: {one_line(error)}"
         event(log, logging.INFO if done else logging.WARNING, "asked action carried out", event="action.carried",
               action=asked.action, message_id=asked.message_id, user=asked.user_id, done=done, detail=detail)
         if finish(store, asked, done, detail, row.channel):
@@ -92,20 +102,44 @@ def carry_out(store: Store, settings: Settings, database: Path, budget: int,
     return finished
 
 
+# A process or host out of a resource for a moment (EMFILE: too many open files, …): what failed
+# may work on the next pass. Anything else (a refused recipient, an unreachable server, a header
+# that cannot be written) is that ask's result, kept and said once.
+TRANSIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS, errno.EAGAIN})
+
+
+def transient(error: BaseException) -> bool:
+    """Whether `error`, or an error it was raised from, is a short resource shortage (TRANSIENT_ERRNOS)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in TRANSIENT_ERRNOS:
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def one_line(error: BaseException) -> str:
+    return " ".join(str(error).split())[:500] or type(error).__name__
+
+
 def _carry_out_one(store: Store, settings: Settings, database: Path, budget: int, bisect_budget: BisectBudget,
                    asked: ActionRow) -> tuple[bool, str]:
     if asked.action == "test-fix":
-        return test_fix(store, settings, database, asked.message_id, budget)
+        return test_fix(store, settings, database, asked.message_id, budget, f"slack:{asked.user_id}")
     if asked.action == "bisect":
         return bisect_report(store, settings, database, asked.message_id, bisect_budget)
     return send_upstream(store, settings, asked.message_id, f"slack:{asked.user_id}")
 
 
-def test_fix(store: Store, settings: Settings, database: Path, message_id: str, budget: int) -> tuple[bool, str]:
+def test_fix(store: Store, settings: Settings, database: Path, message_id: str, budget: int,
+             asked_by: str) -> tuple[bool, str]:
     """As `triage test-fix MESSAGE-ID`, through the same flow (fix_testing.run_fix_test): the newest
-    fix series of the thread, on the confirmed rerun's host; the result is stored with its own reply
-    in the thread and the lifecycle move `fix-tested`. HostBusy propagates: the click waits."""
-    outcome = run_fix_test(store, settings, database, message_id, budget=budget, tester=TESTER)
+    fix series of the thread, on the confirmed rerun's host, built because `asked_by` (the person
+    who clicked) asked; the result is stored with its own reply in the thread, who asked and the
+    lifecycle move `fix-tested`. HostBusy propagates: the click waits."""
+    outcome = run_fix_test(store, settings, database, message_id, budget=budget, tester=TESTER, asked_by=asked_by)
     if outcome.status != "done":
         return False, f"no fix tested: {outcome.result.get('reason', outcome.status)}"
     result = outcome.result
@@ -132,31 +166,17 @@ def bisect_report(store: Store, settings: Settings, database: Path, message_id: 
 
 
 def send_upstream(store: Store, settings: Settings, message_id: str, requested_by: str) -> tuple[bool, str]:
-    """As `triage reply MESSAGE-ID --send`: the stored reply, else a new draft, sent once."""
+    """As `triage reply MESSAGE-ID --send`: the stored reply (the one the Slack modal showed and its
+    submission kept), else a new draft, sent once."""
     from triagebot.parse.report import parse_message
-    from triagebot.reply.draft import NoReply, draft_reply
-    from triagebot.reply.send import ReplyInDoubt, SmtpTransport, read_mail, send_reply
+    from triagebot.reply.send import ReplyInDoubt, SmtpTransport, send_reply
 
     rules = load_mail_rules(settings.rules_dir)
     if rules.server is None:
         return False, "rules/mail.toml has no [smtp] server: nothing can be sent"
-    stored = store.mail_of(message_id)
-    if stored is not None:
-        message = read_mail(stored.raw)
-    else:
-        report, raw = store.get_record(message_id), store.get_raw(message_id)
-        if report is None or raw is None:
-            return False, "the report is not stored"
-        if not rules.base_url:
-            return False, "rules/mail.toml has no [web] base_url: the reply links to the report's page"
-        triage = store.get_triage(message_id)
-        domain = (parseaddr(rules.from_)[1].rpartition("@")[2] if rules.from_ else "") or "triagebot.invalid"
-        try:
-            message = draft_reply(raw, report, str(triage.state) if triage else "", store.latest_run(message_id),
-                                  from_=rules.from_, base_url=rules.base_url,
-                                  reply_message_id=make_msgid("triage", domain=domain), date=datetime.now(UTC))
-        except NoReply as refused:
-            return False, str(refused)
+    message = reply_for(store, message_id, rules)
+    if isinstance(message, str):
+        return False, message
     try:
         sent = send_reply(store, message_id, message, rules, SmtpTransport(rules, os.environ),
                           requested_by=requested_by, parse=parse_message)

@@ -7,6 +7,12 @@ runs them on the host of the report's confirmed rerun with its plan (after_verdi
 the same code `triage bisect` runs), stored after every attempt and posted once when it ends
 (outbox row `bisect-N`, written with the result). A bisection a crash or a stop cut short starts
 over on its own row, so its one message is still one.
+
+What a bisection builds is asked of the same decision as a fix test (rules/trust.py
+`may_run_mail_code`): its range comes from the report, but only as two names checked as refs
+(never an option: untrusted/argv.py), and the commits are those the host's own tree lists between
+them; no tree named by mail is fetched. So it runs no code from mail, and the daemon bisects by
+itself on any host; the decision's reason is kept with the bisection (`code`).
 """
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ from triagebot.reproduce.executors.choose import executor_for
 from triagebot.reproduce.host_lock import host_busy, host_lock
 from triagebot.reproduce.rounds import commits_of
 from triagebot.reproduce.runner import Sample
+from triagebot.rules.trust import may_run_mail_code
 from triagebot.store.protocol import Store, UnreadableRecord
 
 log = logging.getLogger("triagebot.daemon")
@@ -117,6 +124,11 @@ def _run_one(store: Store, lab: DaemonContext, message_id: str, bisection: dict,
 
     try:
         host, plan = confirmed_host_and_plan(latest, lab.settings.need_hosts(), "bisect")
+        # the commits are the host's own tree's: no sender's code (see the module text)
+        decision = may_run_mail_code(host, (), None, lab.settings.trust)
+        if not decision.allowed:
+            raise TriageError(decision.reason)
+        queued["code"] = decision.reason
         floor = lab.settings.floors.floor_for(plan.report_metric or plan.metric)
         if not queued["reason"].startswith(MERGE_MARK):
             with host_lock(lab.database, host.name), executor_for(host) as executor:
@@ -129,7 +141,7 @@ def _run_one(store: Store, lab: DaemonContext, message_id: str, bisection: dict,
               bisect_id=bisect_id, host=host.name, good=queued["good"], bad=queued["bad"])
         result, _, _ = bisect_on_lab(store, lab.database, message_id, host, plan, floor, queued["good"],
                                      queued["bad"], BisectBudget(), bisect_id=bisect_id, on_sample=on_sample,
-                                     extra=BY_DAEMON)
+                                     extra=BY_DAEMON | {"code": decision.reason})
     except StopRequested:
         patiently(lab, lambda: store.save_bisect(message_id, queued | {"status": QUEUED}, bisect_id))
         return False

@@ -83,7 +83,7 @@ def list_commits(host: Host, executor: Executor, good: str, bad: str) -> list[st
 
 def bisect_reply(result: Json) -> Json:
     """The Slack reply: the summary, then the log with every step's numbers."""
-    payload = render.with_section({"text": f"Bisect: {bisect_summary(result)}", "blocks": []},
+    payload = render.with_section({"text": render.escape(f"Bisect: {bisect_summary(result)}"), "blocks": []},
                                   f"*Bisect*: {render.escape(bisect_summary(result))}")
     return render.with_section(payload, f"```{render.escape(bisect_log(result))}```")
 

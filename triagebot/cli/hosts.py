@@ -56,6 +56,8 @@ def _render_host(host: Host) -> list[str]:
     lines.append(f"  running kernel: {shlex.join(host.running_kernel)}")
     lines.append("  switch kernel: " + (shlex.join(host.switch_kernel) if host.switch_kernel else
                                         "none: runs only on the running kernel (A/A runs, no verdict on a commit)"))
+    if host.untrusted_code:
+        lines.append("  untrusted code: the daemon builds any sender's patch series here by itself")
     return lines
 
 

@@ -1,7 +1,8 @@
 """`triage reply MESSAGE-ID` — the reply upstream after a confirmed or not-reproduced verdict.
 
-Prints the whole message (headers and text) for copy-paste; `--send` sends it through the SMTP
-server of rules/mail.toml, once (triagebot/reply/send.py). Once a reply is stored for the report,
+Prints the whole message (headers and text) for copy-paste, and on stderr the addresses it would
+be sent to (the envelope `--send` uses); `--send` sends it through the SMTP server of
+rules/mail.toml, once (triagebot/reply/send.py). Once a reply is stored for the report,
 the stored bytes are what is printed and sent, not a new draft.
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ from triagebot.cli.common import add_db_argument, add_rules_argument, database_p
 from triagebot.cli.keys import KeyRefused, asked_key, resolve_key
 from triagebot.errors import TriageError
 from triagebot.reply.draft import MAIL_POLICY, draft_reply
-from triagebot.reply.send import SmtpTransport, send_reply
+from triagebot.reply.send import SmtpTransport, envelope, send_reply
 from triagebot.rules.loader import rules_dir
 from triagebot.rules.mail import MAIL_FILE, load_mail_rules
 
@@ -76,10 +77,15 @@ def run(args: argparse.Namespace) -> int:
             state = str(triage.state) if triage else str(((run_json or {}).get("verdict") or {}).get("outcome"))
             domain = (parseaddr(rules.from_)[1].rpartition("@")[2] if rules.from_ else "") or "triagebot.invalid"
             message = draft_reply(raw, report, state, run_json, from_=rules.from_, base_url=base_url,
-                                  reply_message_id=make_msgid("triage", domain=domain), date=datetime.now(UTC))
+                                  reply_message_id=make_msgid("triage", domain=domain), date=datetime.now(UTC),
+                                  rules=rules)
         if not args.send:
             sys.stdout.flush()
             sys.stdout.buffer.write(printable(message))
+            sys.stdout.flush()
+            _sender, recipients = envelope(message)
+            print(f"triage reply: not sent; --send sends it to {len(recipients)} "
+                  f"recipient{'s' if len(recipients) != 1 else ''}: {', '.join(recipients)}", file=sys.stderr)
             return 0
         from triagebot.parse.report import parse_message
 

@@ -8,12 +8,15 @@ host of the report's confirmed rerun applies and builds it on the suspect (`buil
 runs suspect against suspect+fix with the rerun's plan (triagebot.reproduce.fix_run). Prints the
 result and a drafted reply with `Tested-by:` (never sent); the result goes to the report's Slack
 thread through the outbox when the daemon took the report on. The result is stored
-(triagebot.fix_testing: the same flow the daemon runs by itself) and shown by `triage show`.
+(triagebot.fix_testing: the same flow the daemon runs by itself) and shown by `triage show`, with
+who asked (`cli:<login>`): a person's ask builds any sender's series on any host (rules/trust.py),
+the person answers for it.
 Exit 0 with a result, 1 for a refusal (with its reason) or a run that failed.
 """
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import sys
 
@@ -70,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
             archive = _fetch(store, settings, args.fetch or _lore_reference(report.source.url, message_id))
         outcome = run_fix_test(store, settings, database_path(args), message_id, args.patch_message_id,
                                archive=archive, budget=args.budget, tester=args.tester,
+                               asked_by=f"cli:{getpass.getuser()}",
                                announce=lambda line: print(line, file=sys.stderr))
     if outcome.status != "done":
         print(f"triage test-fix: {message_id}: {outcome.result['reason']}", file=sys.stderr)

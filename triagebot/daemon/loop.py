@@ -198,6 +198,7 @@ def slack_settings(settings: Settings, open_store: Callable[[], AbstractContextM
             event(log, logging.INFO, "slack actions off: they need SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET "
                   "(HTTP) or SLACK_APP_TOKEN (Socket Mode)", event="slack.actions", enabled=False)
         return None
+    from triagebot.actions import upstream
     from triagebot.web.slack_app import SlackSettings  # slack-bolt only when Slack acts
 
     event(log, logging.INFO, "slack actions on", event="slack.actions", enabled=True,
@@ -207,7 +208,9 @@ def slack_settings(settings: Settings, open_store: Callable[[], AbstractContextM
                          permissions=settings.routing.permissions, budget=budget,
                          api_url=environ.get("SLACK_API_URL") or None, app_token=app_token or None, hosts=hosts,
                          plan_for_host=lambda store, message_id, host: flow.plan_for_host(store, settings,
-                                                                                          message_id, host))
+                                                                                          message_id, host),
+                         preview_reply=lambda store, message_id, **shown: upstream.preview_reply(
+                             store, settings, message_id, **shown))
 
 
 def make_notifier(database: Path, environ=os.environ):

@@ -37,7 +37,7 @@ def measure_fix(host: Host, executor: Executor, plan: Plan, floor_percent: float
             "recovery": fix_result(regression_percent, run_json["verdict"])}
 
 
-def fix_draft(result: Json, tester: str) -> str:
-    """The drafted reply to the series (printed and stored, never sent)."""
+def fix_draft(result: Json, tester: str, to: str = "", cc: str = "") -> str:
+    """The drafted reply to the series (printed and stored, never sent), To and Cc as given."""
     return tested_by_draft(result, subject=result["series_subject"], in_reply_to=result["series"], tester=tester,
-                           host=result["host"], metric=result["metric"])
+                           host=result["host"], metric=result["metric"], to=to, cc=cc)

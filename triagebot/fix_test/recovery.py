@@ -82,11 +82,16 @@ def fix_result(regression_percent: float, verdict: Json) -> Json:
             "regression_percent": regression_percent, "sentence": sentence}
 
 
-def tested_by_draft(result: Json, *, subject: str, in_reply_to: str, tester: str, host: str, metric: str) -> str:
-    """A reply to the series with the numbers and, when the fix recovers, a Tested-by: (a draft)."""
+def tested_by_draft(result: Json, *, subject: str, in_reply_to: str, tester: str, host: str, metric: str,
+                    to: str = "", cc: str = "") -> str:
+    """A reply to the series with the numbers and, when the fix recovers, a Tested-by: (a draft),
+    addressed To `to` and Cc `cc` (parse/reply_to.py chose them; empty: the line is left out)."""
     verdict = result["verdict"]
     change = verdict.get("measured_change_percent")
-    lines = [f"Subject: Re: {subject}", f"In-Reply-To: <{in_reply_to}>", f"References: <{in_reply_to}>", "",
+    addressed = [f"To: {to}"] if to else []
+    addressed += [f"Cc: {cc}"] if cc else []
+    lines = [f"Subject: Re: {subject}", *addressed, f"In-Reply-To: <{in_reply_to}>", f"References: <{in_reply_to}>",
+             "",
              f"On our lab (host {host}), {metric} of {result['suspect'][:12]} against {result['suspect'][:12]} "
              f"with v{result['version']} of this series applied:",
              f"  {signed_percent(change) if change is not None else '?'} over "

@@ -10,8 +10,12 @@ Refused with a reason, before b4 runs or before anything is applied:
 - a message over MAX_MESSAGE_BYTES (an attachment of hundreds of MB is no patch);
 - a series whose newest version lacks a part (`[PATCH v2 2/3]` never posted);
 - a link to a patch on another host than the archive the thread came from;
-- a patch that touches a path outside the tree (absolute, or with a `..` component).
-Nothing read from a message is run: b4 and git get file names and Message-IDs as argv words.
+- a mail in b4's am-ready mbox that is not one of the series' mails the caller named (b4 picks
+  the version itself: what is applied is the series whose senders were looked at, nothing else);
+- a patch that touches what no patch from mail may (fix_test/paths.py: read by git's own parser
+  in a scratch tree: paths outside the tree, .git, .gitattributes, .gitmodules, links).
+Nothing read from a message is run: b4 and git get file names and Message-IDs as argv words,
+after `--` (triagebot/untrusted/argv.py), so a Message-ID `<-o/dir>` is an id, never an option.
 """
 from __future__ import annotations
 
@@ -25,12 +29,12 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from triagebot.errors import TriageError
+from triagebot.fix_test.paths import PatchRefused, check_series_paths
 from triagebot.parse.patches import PatchMail, message_headers, patch_mail, series_key
+from triagebot.untrusted.argv import after_options
 
 MAX_MESSAGE_BYTES = 20 * 1024 * 1024  # a patch mail; kernel series parts are kilobytes
 B4_TIMEOUT_SECONDS = 120.0
-_DIFF_PATHS = re.compile(r"^(?:diff --git a/(\S+) b/(\S+)|--- (?:a/)?(\S+)|\+\+\+ (?:b/)?(\S+)|"
-                         r"(?:rename|copy) (?:from|to) (\S+))$", re.MULTILINE)
 _URL = re.compile(r"https?://[^\s<>\"']+")
 TRAILER = re.compile(r"^(Reviewed-by|Acked-by|Tested-by|Signed-off-by|Reported-by|Suggested-by|Fixes|Link|"
                      r"Closes|Co-developed-by|Cc):\s*(.+)$", re.MULTILINE)
@@ -70,7 +74,6 @@ def check_thread(thread: list[bytes], archive_url: str) -> list[PatchMail]:
                                  f"{url[:120]} is not fetched")
         found = patch_mail(raw)
         if found is not None:
-            check_paths(raw.decode("utf-8", "replace"))  # b4's output is checked again (encoded parts)
             patches.append(found)
     if not patches:
         raise FixRefused("no [PATCH] mail in the thread")
@@ -83,16 +86,6 @@ def check_thread(thread: list[bytes], archive_url: str) -> list[PatchMail]:
         raise FixRefused(f"v{newest} of the series has {total} parts, but part "
                          f"{', '.join(map(str, missing))} of {total} is not in the thread: not applied")
     return patches
-
-
-def check_paths(mbox_text: str) -> None:
-    """FixRefused when a patch touches a path outside the tree (absolute, or a `..` component)."""
-    for match in _DIFF_PATHS.finditer(mbox_text):
-        for path in filter(None, match.groups()):
-            if path == "/dev/null":
-                continue
-            if path.startswith("/") or ".." in path.split("/") or path.startswith("~"):
-                raise FixRefused(f"a patch touches {path!r}, outside the tree: not applied")
 
 
 def isolated_environment(home: Path) -> dict[str, str]:
@@ -126,8 +119,9 @@ def b4_program() -> str:
 
 
 def prepare_fix(thread: list[bytes], workdir: Path, archive_url: str, patch_message_id: str | None = None, *,
-                b4: str | None = None) -> PreparedFix:
-    """The newest version of the thread's fix series, am-ready, by b4 (see the module text)."""
+                b4: str | None = None, series_ids: frozenset[str] | None = None) -> PreparedFix:
+    """The newest version of the thread's fix series, am-ready, by b4 (see the module text).
+    `series_ids`: the only mails b4's output may hold (those whose senders the caller looked at)."""
     b4 = b4 or b4_program()
     patches = check_thread(thread, archive_url)
     newest = max(item.version for item in patches)
@@ -140,8 +134,8 @@ def prepare_fix(thread: list[bytes], workdir: Path, archive_url: str, patch_mess
     workdir.mkdir(parents=True, exist_ok=True)
     local = write_mbox(thread, workdir / "thread.mbox")
     out = workdir / "am"
-    argv = [b4, "--offline-mode", "am", "--use-local-mbox", str(local), "--outdir", str(out), "--mbox-name",
-            "fix.mbx", "--no-cover", chosen]
+    argv = after_options([b4, "--offline-mode", "am", "--use-local-mbox", str(local), "--outdir", str(out),
+                          "--mbox-name", "fix.mbx", "--no-cover"], [chosen])
     try:
         completed = subprocess.run(argv, cwd=workdir, env=isolated_environment(workdir / "home"),
                                    capture_output=True, timeout=B4_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL)
@@ -152,12 +146,21 @@ def prepare_fix(thread: list[bytes], workdir: Path, archive_url: str, patch_mess
     if completed.returncode != 0 or not made.exists():
         raise FixRefused(f"b4 am wrote no am-ready mbox (exit {completed.returncode}): {output.strip()[-300:]}")
     text = made.read_text(encoding="utf-8", errors="replace")
-    check_paths(text)
     box = mailbox.mbox(str(made), create=False)
     try:
         subjects = tuple(" ".join(str(message.get("Subject", "")).split()) for message in box)
+        applied_ids = [str(message.get("Message-Id", "")).strip().strip("<>") for message in box]
     finally:
         box.close()
+    if series_ids is not None:
+        stray = [item or "(no Message-Id)" for item in applied_ids if item not in series_ids]
+        if stray:
+            raise FixRefused(f"b4 picked <{stray[0]}>, not one of the series' mails whose senders were "
+                             f"looked at: not applied")
+    try:  # what git am would apply, read by git's own parser: the one check of paths
+        check_series_paths(made, workdir / "paths")
+    except PatchRefused as refused:
+        raise FixRefused(str(refused)) from None
     trailers = tuple(f"{name}: {value.strip()}" for name, value in TRAILER.findall(text))
     version = named.version if named is not None else newest
     return PreparedFix(made, version, subjects, trailers, output, chosen, subject, key)

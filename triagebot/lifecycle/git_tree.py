@@ -28,6 +28,7 @@ from typing import IO
 
 from triagebot.lifecycle.tree_protocol import TreeCommit, TreeError
 from triagebot.rules.trees import WatchedTree
+from triagebot.untrusted.argv import after_options
 
 TIP, WALK, DONE = "refs/triage/tip", "refs/triage/walk", "refs/triage/done"
 _CONFIG = ("core.hooksPath=/dev/null", "gc.auto=0", "maintenance.auto=false", "fetch.writeCommitGraph=false",
@@ -143,13 +144,14 @@ class GitTree:
         refspec = f"+refs/heads/{self.tree.branch}:{TIP}"
         fetch = ("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-gc", "--no-auto-maintenance",
                  "--no-recurse-submodules")
+        where = [self.tree.url, refspec]  # after `--`: a URL or branch is never read as an option
         if self._has(TIP):
-            code, _, stderr = self._run(*fetch, "--", self.tree.url, refspec, check=False)
+            code, _, stderr = self._run(*after_options(fetch, where), check=False)
         else:
-            code, _, stderr = self._run(*fetch, f"--shallow-since={since.strftime('%Y-%m-%d %H:%M:%S %z')}",
-                                        "--", self.tree.url, refspec, check=False)
+            shallow = f"--shallow-since={since.strftime('%Y-%m-%d %H:%M:%S %z')}"
+            code, _, stderr = self._run(*after_options([*fetch, shallow], where), check=False)
             if code != 0 and _NO_SHALLOW_COMMITS in stderr:  # nothing that recent: from the tip on
-                code, _, stderr = self._run(*fetch, "--depth=1", "--", self.tree.url, refspec, check=False)
+                code, _, stderr = self._run(*after_options([*fetch, "--depth=1"], where), check=False)
         if code != 0:
             raise self._fetch_failed(code, stderr)
         self._keep_few_packs()

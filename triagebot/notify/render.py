@@ -9,16 +9,23 @@ what is sent is what Slack accepts. The terminal notifier prints the same payloa
 Messages of one report: the parent (headline, culprit, testcase, machine, lore link, state),
 updated in place as the state moves; thread replies for the plan or the refusal, for run
 progress (started, halfway: never per sample), for the verdict with its reason; the plot.
+
+Every text that reaches Slack's mrkdwn — a block's text AND a payload's `text`, which Slack shows
+in notifications — is written through triagebot/untrusted/mrkdwn.py: what mail wrote is escaped,
+and a link is made only from a URL that is plainly one (a tree URL `https://x|label><!channel>…`
+is shown as text, never as a link or a mention). Header blocks are plain_text, which Slack reads
+as it is, so they are not escaped.
 """
 from __future__ import annotations
 
 import math
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from triagebot.present.summary import metric_order, short_commit
 from triagebot.records.report import Report, report_to_json
 from triagebot.records.states import TriageState
+from triagebot.untrusted.mrkdwn import escape, link
 from triagebot.verdict.same_kernel import A_A_ONLY
 
 Payload = dict[str, Any]
@@ -76,30 +83,24 @@ def lore_url(message_id: str | None, base: str = LORE_BASE) -> str | None:
 
 
 def commit_url(tree: str | None, sha: str) -> str | None:
-    """A link to the commit in its tree, for the web front ends kernel trees live on."""
+    """A link to the commit in its tree, for the web front ends kernel trees live on (by the
+    URL's host or its cgit path, never by a name anywhere in it); `link` still checks it whole."""
     if not tree or not tree.startswith(("http://", "https://")):
         return None
     tree = tree.rstrip("/")
-    if "github.com/" in tree or "gitlab" in tree:
+    try:
+        host, path = (urlsplit(tree).hostname or ""), urlsplit(tree).path
+    except ValueError:
+        return None
+    if host in ("github.com", "www.github.com") or host == "gitlab.com" or host.startswith("gitlab."):
         return f"{tree.removesuffix('.git')}/commit/{sha}"
-    if "/cgit/" in tree or "git.kernel.org" in tree:
+    if host == "git.kernel.org" or "/cgit/" in path:
         return f"{tree}/commit/?id={sha}"
     return None
 
 
 # --- text helpers -------------------------------------------------------------------------------
 
-
-
-def escape(text: str) -> str:
-    """Slack's three control characters, as its mrkdwn wants them escaped."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def link(url: str | None, label: str) -> str:
-    if not url:
-        return escape(label)
-    return f"<{url}|{escape(label).replace('|', '¦')}>"
 
 
 def percent(value: float | None, digits: int = 1) -> str:
@@ -119,6 +120,9 @@ def truncate(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     keep = limit - len(TRUNCATED) - 1
+    entity = text.rfind("&", max(0, keep - 4), keep)  # never cut an escape (`&amp;`) in two
+    if entity >= 0 and ";" not in text[entity:keep]:
+        keep = entity
     closing = ""
     if text[:keep].count("```") % 2:
         closing = "\n```"
@@ -271,7 +275,7 @@ def parent_message(record: Report, state: str, *, plan: Json | None = None, run:
         notes.append(f"verdict: *{verdict['outcome']}* ({percent(verdict.get('measured_change_percent'))} "
                      f"measured)")
     if lore:
-        notes.append(f"<{lore}|lore>")
+        notes.append(link(lore, "lore"))
     blocks.append(_context(" · ".join(notes) if notes else f"state: {state}"))
     text = f"[{state}] {headline}"
     if culprit:
@@ -282,7 +286,7 @@ def parent_message(record: Report, state: str, *, plan: Json | None = None, run:
         text += f" {lore}"
     if queued:
         text += f" · {queued_text(queued)}"
-    return fit({"text": text, "blocks": blocks})
+    return fit({"text": escape(text), "blocks": blocks})
 
 
 # --- thread replies -----------------------------------------------------------------------------
@@ -296,7 +300,7 @@ def plan_reply(plan: Json) -> Payload:
         if missing:
             body += "\nWould need: " + "; ".join(escape(item) for item in missing)
             text += " Would need: " + "; ".join(missing)
-        return fit({"text": text, "blocks": [_section(body)]})
+        return fit({"text": escape(text), "blocks": [_section(body)]})
     argv = " ".join(plan.get("argv") or [])
     better = plan.get("better", "?")
     lines = [f"{STATE_EMOJI[TriageState.PLANNED]} *Plan*: template `{escape(plan.get('template', '?'))}` "
@@ -315,12 +319,12 @@ def plan_reply(plan: Json) -> Payload:
             lines.append(f"{title}:\n" + "\n".join(f"• {escape(item)}" for item in items))
     blocks = [_section("\n".join(lines)), _section(f"```\n{escape(argv)}\n```")]
     text = f"Plan: {plan.get('template', '?')} measuring {plan.get('metric', '?')}: {argv}"
-    return fit({"text": text, "blocks": blocks})
+    return fit({"text": escape(text), "blocks": blocks})
 
 
 def moved_reply(note: str) -> Payload:
     """A report that waited past the cap for its most similar host runs on another: what differs."""
-    return fit({"text": f"Moved: {note}",
+    return fit({"text": escape(f"Moved: {note}"),
                 "blocks": [_section(f"{STATE_EMOJI[TriageState.PLANNED]} *Moved to another host*: {escape(note)}")]})
 
 
@@ -361,7 +365,7 @@ def run_progress_reply(run: Json, moment: str, budget_samples: int | None = None
         text += f". {so_far}"
     for event in (run.get("events") or [])[-3:]:
         lines.append(f"_{escape(event)}_")
-    return fit({"text": text, "blocks": [_section("\n".join(lines))]})
+    return fit({"text": escape(text), "blocks": [_section("\n".join(lines))]})
 
 
 def verdict_reply(verdict: Json | None, run: Json | None = None) -> Payload:
@@ -372,7 +376,7 @@ def verdict_reply(verdict: Json | None, run: Json | None = None) -> Payload:
         return _a_a_reply(verdict, run or {})
     if not verdict:
         error = (run or {}).get("error") or "the run ended without a verdict"
-        return fit({"text": f"Run failed: {error}",
+        return fit({"text": escape(f"Run failed: {error}"),
                     "blocks": [_section(f"{STATE_EMOJI[TriageState.ERROR]} *Run failed*: {escape(error)}")]})
     outcome = str(verdict["outcome"])
     emoji = STATE_EMOJI[TriageState(outcome)] if outcome in _STATE_TEXTS else ""
@@ -399,7 +403,7 @@ def verdict_reply(verdict: Json | None, run: Json | None = None) -> Payload:
     if storage:
         blocks.append(_context(*(escape(line) for line in storage)))
         text += " " + " ".join(storage)
-    return fit({"text": text, "blocks": blocks})
+    return fit({"text": escape(text), "blocks": blocks})
 
 
 def _a_a_reply(verdict: Json, run: Json) -> Payload:
@@ -422,7 +426,7 @@ def _a_a_reply(verdict: Json, run: Json) -> Payload:
     if storage:
         blocks.append(_context(*(escape(line) for line in storage)))
         text += " " + " ".join(storage)
-    return fit({"text": text, "blocks": blocks})
+    return fit({"text": escape(text), "blocks": blocks})
 
 
 # the buttons on parent and verdict messages (actions/act.py, web/slack_app.py; docs/slack.md, "Acting from Slack")
@@ -490,5 +494,5 @@ def digest_message(day: str, items: list[tuple[Report, tuple[str, ...]]],
     blocks.append(_context("Not taken on, no thread: check them by hand (`triage show KEY`)."))
     text = f"Unsure readings of {day}: {len(items)} (" + "; ".join(
         f"{record.subject or '(no subject)'}" for record, _ in items[:5]) + (" …" if len(items) > 5 else "") + ")"
-    return fit({"text": text, "blocks": blocks})
+    return fit({"text": escape(text), "blocks": blocks})
 

@@ -1,4 +1,5 @@
-"""Parse stage: patch mails — the `[PATCH vN m/n]` subject, a series' version and parts. Pure."""
+"""Parse stage: patch mails — the `[PATCH vN m/n]` subject, a series' version and parts, and who
+sent each mail of a version (whose code it is: rules/trust.py decides where it may run). Pure."""
 from __future__ import annotations
 
 import email
@@ -6,6 +7,8 @@ import email.policy
 import re
 from dataclasses import dataclass
 from email.message import Message
+
+from triagebot.untrusted.addresses import mailboxes
 
 _PATCH_SUBJECT = re.compile(r"\[(?P<tags>[^\]]*\bPATCH\b[^\]]*)\]", re.IGNORECASE)
 
@@ -55,3 +58,23 @@ def series_key(patches: list[PatchMail], version: int) -> str:
     parts = sorted((item for item in patches if item.version == version and item.part > 0),
                    key=lambda item: (item.part, item.message_id))
     return f"v{version}:{parts[0].message_id if parts else ''}"
+
+
+def applied_version(patches: list[PatchMail], patch_message_id: str | None = None) -> int:
+    """The version b4 makes am-ready: the named message's, else the newest in the thread."""
+    named = next((item for item in patches if item.message_id == patch_message_id), None)
+    return named.version if named is not None else max(item.version for item in patches)
+
+
+def series_senders(thread: list[bytes], patches: list[PatchMail], version: int) -> dict[str, str]:
+    """Message-ID -> the From address (lower case; "" when it has none) of every patch mail of
+    `version` in the thread, its cover letter too: whose code that version is."""
+    wanted = {item.message_id for item in patches if item.version == version}
+    senders: dict[str, str] = {}
+    for raw in thread:
+        headers = message_headers(raw[:65536])
+        message_id = str(headers.get("Message-ID", "")).strip().strip("<>")
+        if message_id in wanted:
+            found = mailboxes(str(headers.get("From", "")))
+            senders[message_id] = found[0].addr_spec.lower() if found else ""
+    return senders

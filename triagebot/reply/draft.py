@@ -2,24 +2,31 @@
 
 Pure: the report's raw headers, its record, its triage state and its last rerun in; one
 `email.message.EmailMessage` out, threaded under the report (In-Reply-To, References, `Re:`
-subject, the original sender in To and its recipients in Cc). What was rerun where (host, kernel
-commits, plan), the numbers and their interval, the link to the report's page and its plot, and
-for a confirmed regression the `#regzbot introduced: <sha> ^` line so regzbot tracks it.
+subject). What was rerun where (host, kernel commits, plan), the numbers and their interval, the
+link to the report's page and its plot, and for a confirmed regression the `#regzbot introduced:
+<sha> ^` line so regzbot tracks it.
+
+Who it goes to is the team's rule (rules/mail.toml), never the report's sender's
+(parse/reply_to.py): the reporter, the culprit's author when the report names one, and the
+allowed lists the report was sent to, at most `[reply] max_recipients`, each name quoted or
+dropped. A header of the report that cannot be written into the reply is `UnwritableHeader`:
+that report's error.
 """
 from __future__ import annotations
 
+import email
 import email.policy
 import re
-from dataclasses import dataclass
 from datetime import datetime
 from email.message import EmailMessage
-from email.parser import BytesHeaderParser
-from email.utils import format_datetime, getaddresses, parseaddr
+from email.utils import format_datetime, parseaddr
 from typing import Any
 from urllib.parse import quote
 
 from triagebot.errors import TriageError
+from triagebot.parse.reply_to import culprit_author, read_original, recipients, report_text
 from triagebot.records.report import Report
+from triagebot.rules.mail import MailRules
 
 REPLY_STATES = ("confirmed", "not-reproduced")
 MAX_REFERENCES = 20  # the newest ids kept in References (RFC 5322 asks for the chain, MUAs cut it too)
@@ -32,47 +39,13 @@ class NoReply(TriageError):
     """There is nothing to reply yet (no verdict a reply follows, no rerun stored)."""
 
 
-@dataclass(frozen=True)
-class Original:
-    """The headers of the report being answered, as the reply threads under them."""
-
-    message_id: str
-    subject: str
-    from_: str
-    to: tuple[str, ...]
-    cc: tuple[str, ...]
-    references: tuple[str, ...]
-
-
-def read_original(raw: bytes) -> Original:
-    headers = BytesHeaderParser(policy=email.policy.default).parsebytes(raw)
-    message_id = str(headers.get("Message-ID") or "").strip()
-    references = tuple(re.findall(r"<[^<>\s]+>", str(headers.get("References") or "")))
-    return Original(message_id=message_id, subject=str(headers.get("Subject") or ""),
-                    from_=str(headers.get("From") or ""),
-                    to=tuple(str(value) for value in headers.get_all("To") or ()),
-                    cc=tuple(str(value) for value in headers.get_all("Cc") or ()),
-                    references=references)
+class UnwritableHeader(TriageError):
+    """A header of the report cannot be written into the reply: that report's error, no one else's."""
 
 
 def page_url(base_url: str, message_id: str) -> str:
     """The report's page on the team's web view: BASE/r/<message-id>."""
     return base_url.rstrip("/") + "/r/" + quote(message_id.strip("<>"), safe="@+=-._~!$&*,;:")
-
-
-def recipients(original: Original, own_address: str | None) -> tuple[list[str], list[str]]:
-    """To: the original sender; Cc: its To and Cc, each address once, never ourselves."""
-    sender = [(name, address) for name, address in getaddresses([original.from_]) if address]
-    seen = {address.lower() for _, address in sender} | ({own_address.lower()} if own_address else set())
-    copies = []
-    for name, address in getaddresses([*original.to, *original.cc]):
-        if address and "@" in address and address.lower() not in seen:
-            seen.add(address.lower())
-            copies.append((name, address))
-
-    def show(name: str, address: str) -> str:
-        return f"{name} <{address}>" if name else address
-    return [show(*item) for item in sender], [show(*item) for item in copies]
 
 
 def _percent(value: Any) -> str:
@@ -127,28 +100,37 @@ def body_text(report: Report, state: str, run: dict[str, Any], page: str) -> str
 
 
 def draft_reply(original_raw: bytes, report: Report, state: str, run: dict[str, Any] | None, *,
-                from_: str | None, base_url: str, reply_message_id: str, date: datetime) -> EmailMessage:
-    """The whole reply, ready to print or send; NoReply when the verdict asks for none."""
+                from_: str | None, base_url: str, reply_message_id: str, date: datetime,
+                rules: MailRules | None = None) -> EmailMessage:
+    """The whole reply, ready to print or send, addressed by `rules` (rules/mail.toml: the allowed
+    lists and the cap); NoReply when the verdict asks for none or no one can be written to,
+    UnwritableHeader when a header of the report cannot be written into it."""
     if state not in REPLY_STATES:
         raise NoReply(f"the report is {state}: a reply follows a {' or '.join(REPLY_STATES)} verdict")
     if not run or not run.get("verdict"):
         raise NoReply("no rerun with a verdict is stored for it")
+    rules = rules or MailRules()
     original = read_original(original_raw)
     if not original.message_id:
         raise NoReply("the report has no Message-ID to reply to")
-    to, cc = recipients(original, parseaddr(from_)[1] or None if from_ else None)
+    author = culprit_author(original, report_text(original_raw), report, rules.is_list)
+    to, cc = recipients(original, author, parseaddr(from_)[1] or None if from_ else None, rules)
+    if not to:
+        raise NoReply("the report names no address a reply can be written to (its From is not a plain address)")
     message = EmailMessage(policy=MAIL_POLICY)
-    if from_:  # printed for copy-paste without rules/mail.toml: the person's own client sets it
-        message["From"] = from_
-    message["To"] = ", ".join(to)
-    if cc:
-        message["Cc"] = ", ".join(cc)
     subject = " ".join(original.subject.split())
-    message["Subject"] = subject if _RE.match(subject) else f"Re: {subject}"
-    message["Date"] = format_datetime(date)
-    message["Message-ID"] = reply_message_id
-    message["In-Reply-To"] = original.message_id
-    message["References"] = " ".join([*original.references, original.message_id][-MAX_REFERENCES:])
+    headers: list[tuple[str, Any]] = [
+        ("From", from_), ("To", to), ("Cc", cc), ("Subject", subject if _RE.match(subject) else f"Re: {subject}"),
+        ("Date", format_datetime(date)), ("Message-ID", reply_message_id), ("In-Reply-To", original.message_id),
+        ("References", " ".join([*original.references, original.message_id][-MAX_REFERENCES:]))]
+    for name, value in headers:
+        if not value:  # no From: printed for copy-paste without rules/mail.toml (the person's client sets it)
+            continue
+        try:
+            message[name] = value
+        except (ValueError, TypeError, email.errors.HeaderParseError) as error:
+            raise UnwritableHeader(f"the report's {name} cannot be written into a reply "
+                                   f"({' '.join(str(error).split())[:200]}): no reply is drafted for it") from None
     text = body_text(report, state, run, page_url(base_url, original.message_id))
     message.set_content(text, cte="7bit" if text.isascii() else "8bit")  # plain text, never quoted-printable
     return message

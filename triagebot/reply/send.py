@@ -24,7 +24,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.message import EmailMessage
 from email.parser import BytesParser
-from email.utils import getaddresses
 from typing import Protocol
 
 from triagebot.errors import TriageError
@@ -34,6 +33,7 @@ from triagebot.reply.draft import MAIL_POLICY
 from triagebot.rules.mail import MailRules
 from triagebot.store.lifecycle_protocol import MailRow
 from triagebot.store.protocol import Store
+from triagebot.untrusted.addresses import mailboxes
 
 SMTP_TIMEOUT_SECONDS = 60.0
 SENT_PARSER_VERSION = "reply-sent"  # the record of a reply we sent; `triage reparse` reads it again
@@ -132,14 +132,14 @@ def read_mail(raw: bytes) -> EmailMessage:
 
 
 def envelope(message: EmailMessage) -> tuple[str, list[str]]:
-    """MAIL FROM and RCPT TO of a message: its From, and every To and Cc address once."""
-    sender = getaddresses([str(message["From"])])[0][1]
+    """MAIL FROM and RCPT TO of a message: its From, and every To and Cc address once (read by the
+    same parser the draft's addresses were chosen with: a quoted name is a name, never an address)."""
+    senders = mailboxes(str(message["From"] or ""))
     seen: dict[str, str] = {}
-    for _, address in getaddresses([str(value) for value in (message.get_all("To") or []) +
-                                    (message.get_all("Cc") or [])]):
-        if address:
-            seen.setdefault(address.lower(), address)
-    return sender, list(seen.values())
+    for value in (message.get_all("To") or []) + (message.get_all("Cc") or []):
+        for mailbox in mailboxes(str(value)):
+            seen.setdefault(mailbox.addr_spec.lower(), mailbox.addr_spec)
+    return (senders[0].addr_spec if senders else ""), list(seen.values())
 
 
 def refuse_lists(message: EmailMessage, rules: MailRules) -> None:

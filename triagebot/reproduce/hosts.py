@@ -33,6 +33,7 @@ def host_to_json(host: Host) -> dict[str, Any]:
         "kernel_filesystems": list(host.kernel_filesystems) if host.kernel_filesystems is not None else None,
         "describe": host.describe, "described": list(host.described), "disks": list(host.disks),
         "stressors": list(host.stressors) if host.stressors is not None else None,
+        "untrusted_code": host.untrusted_code,
     }
     if host.ssh is not None:
         data["ssh"] = {"host": host.ssh.host, "port": host.ssh.port, "user": host.ssh.user,

@@ -44,6 +44,7 @@ from triagebot.rules.templates import (
     placeholders,
     shortened,
 )
+from triagebot.untrusted.argv import OptionLike, substituted
 
 PLAN_SCHEMA = 1
 # Reproducer kinds whose command a template may run.
@@ -426,10 +427,15 @@ def plan_lkp_job(report: Report, templates: Templates, scratch_dir: str, host: H
     job_path = str(template.param("job").default or SCRATCH + "/job.yaml")
 
     def words(template_argv: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple((job.lkp if word == "lkp" else word.replace("{job}", job_path)).replace(SCRATCH, scratch_dir)
-                     for word in template_argv)
+        # lkp's own parser is not ours to know: the job file may not be read as its option
+        filled = substituted(template_argv, {"{job}": job_path}, "the LKP job file")
+        return tuple((job.lkp if word == "lkp" else word).replace(SCRATCH, scratch_dir) for word in filled)
+    try:
+        argv, cleanup_argv = words(template.argv), words(template.cleanup_argv)
+    except OptionLike as refused:
+        return Refusal(str(refused), (), source, report.message_id)
     return Plan(
-        template=template.name, argv=words(template.argv), cleanup_argv=words(template.cleanup_argv),
+        template=template.name, argv=argv, cleanup_argv=cleanup_argv,
         metric=job.metric, better=job.better, parser=template.parser, timeout_seconds=job.timeout_seconds,
         source=job.source, message_id=report.message_id, report_metric=job.metric,
         reported_change_percent=job.change_percent, scaled=job.scaled, notes=job.notes,

@@ -17,6 +17,9 @@ write (its scratch directory and any scratch devices), labels, and the operator'
 - `build_patched` (for `triage test-fix`): an argv list, `{commit}` and `{mbox}` substituted, that
   applies the am-ready mbox (a file the runner put on the host) on that commit and builds it;
   the last line of its stdout names the patched kernel for `switch_kernel` (a commit or ref).
+- `untrusted_code` (default false): the host is disposable or isolated, so the daemon may build
+  and boot a patch series from any sender there by itself (rules/trust.py decides; elsewhere only
+  a trusted sender's series, or one a person asked for).
 
 Hooks are argv lists, never shell strings: nothing here is handed to a shell. Choosing a host
 for a report is the reproduce stage's (triagebot.reproduce.hosts).
@@ -31,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from triagebot.errors import RulesError
 from triagebot.rules.loader import RulesFile, Section, parse_text, read_file
+from triagebot.untrusted.argv import substituted
 
 if TYPE_CHECKING:
     from triagebot.rules.self_describe import MachineFacts
@@ -109,6 +113,7 @@ class Host:
     describe: str | None = None  # "auto": the facts below were read from the machine
     described: tuple[str, ...] = ()  # the facts the machine gave (not written in hosts.toml)
     disks: tuple[str, ...] = ()  # the machine's block devices, described (describe = "auto")
+    untrusted_code: bool = False  # disposable/isolated: the daemon may build any sender's patches here
 
     def tool(self, name: str) -> str | None:
         """Where the host keeps the tool `name`, or None when it does not have it."""
@@ -135,26 +140,29 @@ class Host:
         """The switch hook with `{commit}` substituted; ValueError for a commit that is no ref."""
         if not self.switch_kernel:
             raise ValueError(f"host {self.name} cannot switch kernels (switch_kernel is empty)")
-        if not _COMMIT.fullmatch(commit) or ".." in commit:
-            raise ValueError(f"{commit!r} is not a commit id or ref name")
-        return tuple(part.replace(COMMIT_PLACEHOLDER, commit) for part in self.switch_kernel)
+        _check_commit(commit)
+        return substituted(self.switch_kernel, {COMMIT_PLACEHOLDER: commit}, "the commit")
 
     def list_commits_argv(self, good: str, bad: str) -> tuple[str, ...]:
         """The list_commits hook with `{good}` and `{bad}` substituted; ValueError as above."""
         if not self.list_commits:
             raise ValueError(f"host {self.name} cannot bisect (it has no list_commits hook)")
         for commit in (good, bad):
-            if not _COMMIT.fullmatch(commit) or ".." in commit:
-                raise ValueError(f"{commit!r} is not a commit id or ref name")
-        return tuple(part.replace("{good}", good).replace("{bad}", bad) for part in self.list_commits)
+            _check_commit(commit)
+        return substituted(self.list_commits, {"{good}": good, "{bad}": bad}, "the commit")
 
     def build_patched_argv(self, commit: str, mbox: str) -> tuple[str, ...]:
         """The build_patched hook with `{commit}` and `{mbox}` (a path the runner chose) substituted."""
         if not self.build_patched:
             raise ValueError(f"host {self.name} cannot test fixes (it has no build_patched hook)")
-        if not _COMMIT.fullmatch(commit) or ".." in commit:
-            raise ValueError(f"{commit!r} is not a commit id or ref name")
-        return tuple(part.replace(COMMIT_PLACEHOLDER, commit).replace("{mbox}", mbox) for part in self.build_patched)
+        _check_commit(commit)
+        return substituted(self.build_patched, {COMMIT_PLACEHOLDER: commit, "{mbox}": mbox}, "the value")
+
+
+def _check_commit(commit: str) -> None:
+    """ValueError for a commit that is no ref name (mail names commits: a hook gets only refs)."""
+    if not _COMMIT.fullmatch(commit) or ".." in commit:
+        raise ValueError(f"{commit!r} is not a commit id or ref name")
 
 
 # --- loading -----------------------------------------------------------------------------------
@@ -162,7 +170,7 @@ class Host:
 _HOST_KEYS = ("name", "reach", "ssh", "describe", "cpu_model", "microarch", "threads", "sockets", "memory_gb",
               "disk", "scratch_dir", "scratch_devices", "labels", "switch_kernel",
               "running_kernel", "list_commits", "build_patched", "reboot_timeout_s", "max_processes", "scratch_gb",
-              "tools")
+              "tools", "untrusted_code")
 _SSH_KEYS = ("host", "port", "user", "identity_file", "known_hosts_file", "connect_timeout_s",
              "control_master")
 
@@ -317,6 +325,7 @@ def _host(entry: Section, probe: Probe) -> Host:
         describe=describe,
         described=tuple(filled),
         disks=facts.disks if facts is not None and describe else (),
+        untrusted_code=entry.boolean("untrusted_code", False),
     )
 
 

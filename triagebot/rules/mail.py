@@ -17,7 +17,13 @@ they are from, which lists may be written to, and the base URL of the team's rep
     [web]
     base_url = "https://triage.example.org"          # the report's page is BASE/r/<message-id>
 
-The password is never in the file, only the name of the variable that holds it.
+    [reply]
+    max_recipients = 8                               # To and Cc together, at most (1 to 50)
+
+The password is never in the file, only the name of the variable that holds it. Who a reply is
+written to is the team's rule, not the report's sender's (triagebot/untrusted/addresses.py): the
+reporter, the culprit's author when the report names one, and the lists of `allowed` the report
+was sent to; at most `max_recipients` in all.
 """
 from __future__ import annotations
 
@@ -38,6 +44,8 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _ADDRESS = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$")
 _HOST = re.compile(r"^[a-z0-9.-]+\.[a-z]+$")
+DEFAULT_MAX_RECIPIENTS = 8  # the reporter, the culprit's author and a few lists: a handful
+MOST_RECIPIENTS = 50
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,7 @@ class MailRules:
     allowed_lists: tuple[str, ...] = ()  # none allowed unless named
     base_url: str | None = None
     ca_file: str | None = None  # None: the system's CAs check the server's certificate
+    max_recipients: int = DEFAULT_MAX_RECIPIENTS  # [reply]: To and Cc of one reply together, at most
 
     @property
     def from_address(self) -> str | None:
@@ -69,18 +78,20 @@ class MailRules:
 
 def mail_rules_from(file: RulesFile) -> MailRules:
     top = file.top()
-    top.check_keys(("smtp", "lists", "web"))
-    smtp, lists, web = file.table("smtp"), file.table("lists"), file.table("web")
+    top.check_keys(("smtp", "lists", "web", "reply"))
+    smtp, lists, web, reply = file.table("smtp"), file.table("lists"), file.table("web"), file.table("reply")
     smtp.check_keys(("server", "port", "security", "user", "password_env", "from", "ca_file"))
     lists.check_keys(("hosts", "allowed"))
     web.check_keys(("base_url",))
+    reply.check_keys(("max_recipients",))
+    max_recipients = reply.whole("max_recipients", DEFAULT_MAX_RECIPIENTS, 1, MOST_RECIPIENTS)
     base_url = web.optional_string("base_url")
     if base_url is not None and not re.match(r"^https?://[^\s/]+(/\S*)?$", base_url):
         web.fail(f"base_url must be an http(s) URL, not {base_url!r}", "base_url")
     hosts = lists.strings("hosts", DEFAULT_LIST_HOSTS, pattern=_HOST, what="host names in lower case")
     allowed = lists.strings("allowed", (), pattern=_ADDRESS, what="list addresses (name@host)")
     if not smtp.values:
-        return MailRules(list_hosts=hosts, allowed_lists=allowed, base_url=base_url)
+        return MailRules(list_hosts=hosts, allowed_lists=allowed, base_url=base_url, max_recipients=max_recipients)
     server = smtp.string("server")
     security = smtp.choice("security", SECURITIES, "starttls")
     port = smtp.whole("port", DEFAULT_PORTS[security], 1, 65535)
@@ -101,7 +112,8 @@ def mail_rules_from(file: RulesFile) -> MailRules:
     ca_file = smtp.optional_string("ca_file")
     if ca_file is not None and not Path(ca_file).is_file():
         smtp.fail(f"ca_file {ca_file!r} is not a readable file", "ca_file")
-    return MailRules(server, port, security, user, password_env, sender, hosts, allowed, base_url, ca_file)
+    return MailRules(server, port, security, user, password_env, sender, hosts, allowed, base_url, ca_file,
+                     max_recipients)
 
 
 def load_mail_rules(rules_dir: Path) -> MailRules:

@@ -12,7 +12,8 @@ file, the line and the entry, before any work starts. A file that is absent gets
 sources.toml none (no sources, the default HTTP manners); routing.toml and metric_floors.toml
 the packaged ones, else the built-in default channel and floor; hosts.toml and reproducers/
 nothing, which is an error only for a step that needs them (`need_hosts`, `need_templates`).
-trees.toml absent: no git tree is watched.
+trees.toml absent: no git tree is watched. trust.toml: the packaged one (nobody), else no one is
+trusted either.
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from triagebot.rules.routing import ROUTING_FILE, Routing, routing_from
 from triagebot.rules.sources import SOURCES_FILE, SourceSettings, parse_bounds, parse_sources
 from triagebot.rules.templates import TEMPLATES_DIR, Templates, load_templates, missing_templates
 from triagebot.rules.trees import WatchedTree, load_trees
+from triagebot.rules.trust import TRUST_FILE, TrustList, load_trust
 
 __all__ = ["PACKAGED_RULES", "Settings", "SourceSettings", "load_settings", "rules_dir", "settings_for"]
 
@@ -47,6 +49,7 @@ class Settings:
     floors: MetricFloors = field(default_factory=MetricFloors)
     max_wait_minutes: float = DEFAULT_MAX_WAIT_MINUTES  # hosts.toml: a report's wait for its host, at most
     trees: tuple[WatchedTree, ...] = ()  # trees.toml: git trees the daemon fetches for fixes (none when absent)
+    trust: TrustList = field(default_factory=TrustList)  # trust.toml: whose patches the daemon builds by itself
 
     def need_hosts(self) -> tuple[Host, ...]:
         """The lab hosts; RulesError when the rules directory has no hosts.toml."""
@@ -87,6 +90,7 @@ def load_settings(rules: Path) -> Settings:
         routing=routing_from(read_file(routing_path)) if routing_path else Routing(),
         floors=floors_from(read_file(floors_path)) if floors_path else MetricFloors(),
         trees=load_trees(rules),
+        trust=load_trust(_own_or_packaged(rules, TRUST_FILE)),
     )
 
 

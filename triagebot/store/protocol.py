@@ -441,7 +441,8 @@ class OutboxStore(Protocol):
         ...
 
 
-FIX_TEST_STATUSES = ("queued", "running", "done", "refused", "error")
+# waiting: a series the daemon may not build by itself (rules/trust.py), kept until a person asks
+FIX_TEST_STATUSES = ("queued", "running", "done", "refused", "error", "waiting")
 
 
 @dataclass(frozen=True)

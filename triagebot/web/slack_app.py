@@ -10,8 +10,11 @@ own request verification stays on with the same secret.
 `/triage show <message-id>`, `status` and `queue` answer the user alone (an ephemeral reply);
 `/triage rerun <message-id>` and the buttons act through triagebot/actions/act.py (checks, one
 transaction with the thread reply). "Rerun with…" and "Duplicate of…" open a modal
-(views.open) whose submission is the action. A refused action answers the clicking user with
-the reason in an ephemeral message (chat.postEphemeral), besides the logged reason. The
+(views.open) whose submission is the action. "Send reply upstream" opens a modal showing the
+reply and every address it goes to (actions/upstream.py); nothing is asked before its Send, and
+a submission whose reply is no longer the one shown (a new rerun since) is refused. A refused
+action answers the clicking user with the reason in an ephemeral message (chat.postEphemeral),
+besides the logged reason. The
 listeners run on a worker thread, each with its own store connection, never on the event loop
 that serves /healthz.
 
@@ -41,6 +44,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from triagebot.actions import act as actions
+from triagebot.actions.upstream import ReplyPreview
 from triagebot.errors import TriageError
 from triagebot.logs import event
 from triagebot.notify.render import escape
@@ -73,6 +77,8 @@ class SlackSettings:
     app_token: str | None = None  # xapp-…: Socket Mode instead of (or beside) the HTTP endpoint
     hosts: tuple[str, ...] = ()  # hosts.toml hosts that switch kernels: the modal's choices
     plan_for_host: Callable[[Store, str, str], dict] | None = None  # flow.plan_for_host with the rules
+    # upstream.preview_reply with the rules: the reply "Send reply upstream" shows (None: it cannot be sent)
+    preview_reply: Callable[..., ReplyPreview | str] | None = None
 
 
 def message_id_of(text: str) -> str:
@@ -126,6 +132,8 @@ def _status(store: Store) -> str:
 
 
 MODALS = {"rerun-with": "rerun", "duplicate": "duplicate"}  # buttons that open a modal, and their action
+SEND = "send-upstream"  # the button that opens the reply's modal; its submission asks the send
+MAX_DRAFT_SECTIONS = 40  # a modal takes 100 blocks; a reply upstream is a page of text
 
 
 def _input(block_id: str, label: str, element: dict[str, Any], optional: bool = False) -> dict[str, Any]:
@@ -151,7 +159,45 @@ def modal(callback_id: str, message_id: str, channel: str, budget: int, hosts: t
     return {"type": "modal", "callback_id": callback_id, "private_metadata": metadata,
             "title": {"type": "plain_text", "text": title}, "submit": {"type": "plain_text", "text": submit},
             "close": {"type": "plain_text", "text": "Cancel"},
-            "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": f"*<{message_id}>*"}}, *blocks]}
+            "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": f"*{escape(f'<{message_id}>')}*"}},
+                       *blocks]}
+
+
+def _draft_sections(text: str) -> list[dict[str, Any]]:
+    """The draft as code sections, each within Slack's 3000 characters, escaped line by line."""
+    sections: list[str] = []
+    current = ""
+    limit = 3000 - len("``````") - 1
+    for line in text.splitlines():
+        escaped = escape(line)[:limit]
+        if current and len(current) + 1 + len(escaped) > limit:
+            sections.append(current)
+            current = escaped
+        else:
+            current = f"{current}\n{escaped}" if current else escaped
+    if current:
+        sections.append(current)
+    blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": f"```{part}```"}}
+                                    for part in sections[:MAX_DRAFT_SECTIONS]]
+    if len(sections) > MAX_DRAFT_SECTIONS:
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": (
+            f"{len(sections) - MAX_DRAFT_SECTIONS} more parts not shown: `triage reply` prints the whole draft")}]})
+    return blocks
+
+
+def send_modal(message_id: str, channel: str, preview: ReplyPreview) -> dict[str, Any]:
+    """The modal "Send reply upstream" opens: who the reply goes to, then the reply itself; its
+    metadata keeps the digest of what was shown, which the submission checks."""
+    metadata = json.dumps({"message_id": message_id, "channel": channel, "reply": preview.reply_message_id,
+                           "date": preview.date, "digest": preview.digest})
+    count = len(preview.recipients)
+    head = (f"*{escape(f'<{message_id}>')}*: this reply goes to these {count} "
+            f"address{'es' if count != 1 else ''} when you press Send (the daemon sends it once, on its next "
+            f"pass):\n" + "\n".join(f"• {escape(address)}" for address in preview.recipients))
+    return {"type": "modal", "callback_id": SEND, "private_metadata": metadata,
+            "title": {"type": "plain_text", "text": "Send reply upstream"},
+            "submit": {"type": "plain_text", "text": "Send"}, "close": {"type": "plain_text", "text": "Cancel"},
+            "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": head}}, *_draft_sections(preview.text)]}
 
 
 def _value(view: dict[str, Any], block_id: str) -> str:
@@ -215,12 +261,38 @@ def build_bolt_app(settings: SlackSettings) -> App:
                       user=command.get("user_id"), reason=f"unknown /triage command {verb!r}")
                 ack(text=escape(USAGE))
 
+    def preview(message_id: str, shown: dict[str, Any] | None = None) -> ReplyPreview | str:
+        """The reply "Send reply upstream" would send (as `shown` in a modal: its Message-ID and
+        Date), or why there is none (said to the user)."""
+        if settings.preview_reply is None:
+            return "this app was started without the rules: no reply can be drafted here"
+        try:
+            with settings.open_store() as store:
+                return settings.preview_reply(store, message_id, reply_message_id=(shown or {}).get("reply") or None,
+                                              date=(shown or {}).get("date") or None)
+        except TriageError as error:  # the report's own headers, the rules: that report's reason
+            return " ".join(str(error).split())[:300]
+
+    def open_send(trigger_id: str, message_id: str, user_id: str, channel: str | None, key: str) -> None:
+        with settings.open_store() as store:
+            reason = actions.precheck(store, actions.Request(key, SEND, message_id, user_id), context)
+        shown = preview(message_id) if reason is None else reason
+        if isinstance(shown, str):
+            event(log, logging.WARNING, "slack action refused", event="action.refused", action=SEND,
+                  message_id=message_id, user=user_id, reason=shown)
+            tell(channel, user_id, f"Not done: {shown}.")
+            return
+        client.views_open(trigger_id=trigger_id, view=send_modal(message_id, channel or "", shown))
+
     @app.action(re.compile(".*"))
     def button(ack: Callable[..., Any], action: dict[str, Any], body: dict[str, Any], request: BoltRequest) -> None:
         ack()
         action_id, user_id = str(action.get("action_id")), body["user"]["id"]
         message_id = str(action.get("value") or "")
         channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
+        if action_id == SEND:
+            open_send(body["trigger_id"], message_id, user_id, channel, request_key(request))
+            return
         if action_id in MODALS:
             with settings.open_store() as store:
                 reason = actions.precheck(store, actions.Request(request_key(request), MODALS[action_id], message_id,
@@ -239,15 +311,36 @@ def build_bolt_app(settings: SlackSettings) -> App:
         if not outcome.done:
             tell(channel, user_id, outcome.text)
 
-    @app.view(re.compile("^(rerun-with|duplicate)$"))
+    @app.view(re.compile("^(rerun-with|duplicate|send-upstream)$"))
     def submitted(ack: Callable[..., Any], body: dict[str, Any], view: dict[str, Any], request: BoltRequest) -> None:
         user_id = body["user"]["id"]
         try:
             metadata = json.loads(view.get("private_metadata") or "{}")
             message_id, channel = str(metadata["message_id"]), metadata.get("channel")
         except (ValueError, KeyError, TypeError):
+            if view.get("callback_id") == SEND:  # no input to show an error under, no channel to tell: nothing
+                event(log, logging.WARNING, "slack action refused", event="action.refused", action=SEND,
+                      user=user_id, reason="a send modal without its report")
+                ack()
+                return
             ack(response_action="errors", errors={"budget" if view.get("callback_id") == "rerun-with" else "other":
                                                   "this form lost which report it is about: open it again"})
+            return
+        if view.get("callback_id") == SEND:
+            ack()  # the modal closes; what happens is said to the user and in the thread
+            shown = preview(message_id, metadata)
+            if isinstance(shown, str) or shown.digest != metadata.get("digest"):
+                reason = shown if isinstance(shown, str) else (
+                    "the reply is no longer the one you were shown (the report moved on since): press Send reply "
+                    "upstream again to see it")
+                event(log, logging.WARNING, "slack action refused", event="action.refused", action=SEND,
+                      message_id=message_id, user=user_id, reason=reason)
+                tell(channel, user_id, f"Not done: {reason}.")
+                return
+            outcome = act(actions.Request(request_key(request), SEND, message_id, user_id,
+                                          reply=(shown.reply_message_id, shown.raw)))
+            if not outcome.done:
+                tell(channel, user_id, outcome.text)
             return
         if view.get("callback_id") == "rerun-with":
             budget_text, host = _value(view, "budget"), _value(view, "host") or None

@@ -48,6 +48,7 @@ from triagebot.reproduce.executors.protocol import (
     scratch_child,
 )
 from triagebot.rules.hosts import SshAccess
+from triagebot.untrusted.argv import after_options
 
 KILL_AFTER_SECONDS = 2  # remote: after the timeout's SIGTERM, SIGKILL this much later
 # ssh's own words when the link, not the command, failed (stderr, with exit status 255)
@@ -85,6 +86,13 @@ def remote_command(argv: Sequence[str], *, timeout: float, cwd: str | None,
     if cwd is not None:
         command = f"cd -- {shlex.quote(cwd)} && {command}"
     return command
+
+
+def ssh_argv(ssh_binary: str, options: Sequence[str], destination: str, command: str) -> list[str]:
+    """ssh's argv: its options, then `--`, the destination and the remote command. ssh reads
+    options after the destination too unless `--` ended them: a command word that starts with `-`
+    (`-oProxyCommand=…`) is never one of ssh's options."""
+    return after_options([ssh_binary, *options], [destination, command])
 
 
 class SshExecutor:
@@ -179,7 +187,7 @@ class SshExecutor:
     def _answers(self) -> bool:
         if self._control_dir is not None and self._control("check") != 0:
             return False
-        argv = [self.ssh_binary, *self._options(), self._destination(), "--", "true"]
+        argv = ssh_argv(self.ssh_binary, self._options(), self._destination(), "true")
         try:
             return subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL, check=False,
@@ -190,7 +198,7 @@ class SshExecutor:
     def _ssh(self, command: str, *, timeout: float, data: bytes | None = None) -> tuple[int, bytes, bytes, float]:
         """Run one remote command string; (status, stdout, stderr, seconds). Raises on link failure."""
         self._ensure_master()
-        argv = [self.ssh_binary, *self._options(), self._destination(), "--", command]
+        argv = ssh_argv(self.ssh_binary, self._options(), self._destination(), command)
         started = time.monotonic()
         process = subprocess.Popen(argv, stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
