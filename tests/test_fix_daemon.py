@@ -154,15 +154,11 @@ def test_the_daemon_tests_v2_of_a_fix_series_posted_in_a_confirmed_thread(tmp_pa
 def test_the_daemon_builds_no_series_on_a_host_not_marked_untrusted_code(tmp_path: Path) -> None:
     # the series' sender (lab@example.org, as git format-patch wrote it) is on no trust list and the
     # host is no disposable one: the daemon applies nothing, says once that it waits for a person
-    require_public_inbox()
     repo, shas, report, series, rules, state = the_lab(tmp_path, "1.0", untrusted_code=False)
     database, log = tmp_path / "daemon.db", tmp_path / "daemon.log"
-    env = daemon_env(tmp_path, None)
-    with start_public_inbox(tmp_path / "lore", "linux-kernel", [report]) as server, \
-            FakeSlack(token=SLACK_TOKEN, channels={CHANNEL_ID: "perf-triage"}) as slack:
-        with_source(rules, server.list_url)
-        env = daemon_env(tmp_path, slack.base_url) | {"PATH": lab_path(tmp_path, env["PATH"])}
-        daemon = start_daemon(database, rules, env, log, "--health-port", "off", "--budget", "10")
+    with lab_world(tmp_path, [report], lab=(rules, state), user_agent="triagebot-test (fix daemon tests)") as world:
+        server, slack = world.server, world.slack
+        daemon = world.start_daemon(database, log)
         try:
             wait_for(lambda: final_state(slack.messages(CHANNEL_ID)) == "confirmed", 600, "the verdict", daemon, log)
             server.bulk_add(series)
