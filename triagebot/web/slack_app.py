@@ -2,10 +2,13 @@
 
 One POST endpoint (`SLACK_PATH`) takes both Slack's interactivity payloads (a button clicked
 on a parent or verdict message) and the `/triage` slash command. Before bolt sees a request,
-its signature is checked here against the signing secret (slack-sdk's `SignatureVerifier`, the
-v0 HMAC Slack computes) and its timestamp must be within five minutes of now: a forged, unsigned
-or stale request is refused with 401 and a logged reason, and nothing is read from it. Bolt's
-own request verification stays on with the same secret.
+its timestamp header must be a whole number (untrusted/whole_numbers.py; else 400) within five
+minutes of now, then its body is read, at most `MAX_BODY` bytes (web/bounds.py; 413 past it,
+the rest never read), and its signature checked against the signing secret (slack_payload.signed: the v0
+HMAC Slack computes, over bytes): a forged, unsigned or stale request is refused
+with 401 and a logged reason, and nothing is read from it. A signed body must then have the
+shape the listeners handle (slack_payload.py; else 400 saying what is wrong). Bolt's own request
+verification stays on with the same secret.
 
 `/triage show <message-id>`, `status` and `queue` answer the user alone (an ephemeral reply);
 `/triage rerun <message-id>` and the buttons act through triagebot/actions/act.py (checks, one
@@ -34,7 +37,7 @@ from slack_bolt import App, BoltRequest
 from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
-from slack_sdk.signature import Clock, SignatureVerifier
+from slack_sdk.signature import Clock
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -47,12 +50,14 @@ from triagebot.notify.render import escape
 from triagebot.records.states import RUN_STATES
 from triagebot.rules.routing import PERMISSIONS, Permissions
 from triagebot.store.protocol import Store
+from triagebot.untrusted.whole_numbers import BadNumber, whole_number
+from triagebot.web.bounds import MAX_BODY, RequestRefused, read_body
+from triagebot.web.slack_payload import payload_problem, signed
 
 log = logging.getLogger("triagebot.slack")
 
 SLACK_PATH = "/slack/events"  # the interactivity URL and the slash command's request URL
 MAX_AGE_SECONDS = 300  # Slack's own advice: a request older than five minutes may be a replay
-MAX_BODY = 64 * 1024  # Slack's payloads are a few kilobytes
 USAGE = "Usage: `/triage show <message-id>`, `/triage status`, `/triage queue`, `/triage rerun <message-id>`"
 _MAILTO = re.compile(r"^<mailto:([^|>]+)(\|[^>]*)?>$")  # Slack links what looks like an address
 
@@ -251,12 +256,14 @@ def build_bolt_app(settings: SlackSettings) -> App:
             return
         if view.get("callback_id") == "rerun-with":
             budget_text, host = _value(view, "budget"), _value(view, "host") or None
-            if not budget_text.isdigit() or not 1 <= int(budget_text) <= actions.MAX_BUDGET:
+            try:
+                budget = whole_number(budget_text, "runs a side", low=1, high=actions.MAX_BUDGET)
+            except BadNumber:
                 ack(response_action="errors",
                     errors={"budget": f"a whole number of runs a side, from 1 to {actions.MAX_BUDGET}"})
                 return
             request_ = actions.Request(request_key(request), "rerun-on-host" if host else "rerun", message_id,
-                                       user_id, budget=int(budget_text), host=host)
+                                       user_id, budget=budget, host=host)
         else:
             other = message_id_of(_value(view, "other"))
             if not other:
@@ -293,23 +300,29 @@ def socket_mode(settings: SlackSettings) -> Any:
 def slack_routes(settings: SlackSettings) -> list[Route]:
     """The one route Slack POSTs to, its signature and age checked before bolt reads it."""
     app = build_bolt_app(settings)
-    verifier = SignatureVerifier(settings.signing_secret, clock=settings.clock)
 
     async def endpoint(request: Request) -> Response:
-        body = await request.body()
-        if len(body) > MAX_BODY:
-            return _refused(f"a body of {len(body)} bytes (at most {MAX_BODY})", 413)
+        # the headers first: nothing of the body is read for a request that is not signed and fresh
         stamp = request.headers.get("x-slack-request-timestamp", "")
         signature = request.headers.get("x-slack-signature", "")
         if not stamp or not signature:
             return _refused("unsigned request (no X-Slack-Signature or X-Slack-Request-Timestamp)")
-        if not stamp.isdigit():
-            return _refused(f"a request timestamp that is not a number: {stamp[:40]!r}")
-        age = settings.clock.now() - int(stamp)
+        try:
+            sent_at = whole_number(stamp, "X-Slack-Request-Timestamp")
+        except BadNumber as error:
+            return _refused(str(error), 400)
+        age = settings.clock.now() - sent_at
         if abs(age) > MAX_AGE_SECONDS:
             return _refused(f"a stale request: its timestamp is {int(age)} s from now (at most {MAX_AGE_SECONDS})")
-        if not verifier.is_valid(body, stamp, signature):
+        try:  # at most MAX_BODY bytes, read only now (a longer one is cut there, or not read at all)
+            body = await read_body(request.receive, request.scope["headers"], MAX_BODY)
+        except RequestRefused as error:
+            return _refused(error.reason, error.status)
+        if not signed(settings.signing_secret, stamp, body, signature):
             return _refused("a signature that does not match the signing secret (forged, or another app's)")
+        problem = payload_problem(body)
+        if problem is not None:  # signed, but not a shape the listeners handle
+            return _refused(f"a signed body this app does not handle: {problem}", 400)
         bolt_response = await run_in_threadpool(app.dispatch, to_bolt_request(request, body))
         return to_starlette_response(bolt_response)
 

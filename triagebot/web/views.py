@@ -35,6 +35,7 @@ from triagebot.reproduce.schedule import describe_wait
 from triagebot.rules.hosts import DEFAULT_MAX_WAIT_MINUTES
 from triagebot.rules.settings import Settings
 from triagebot.store.protocol import Store, TriageRow, UnreadableRecord
+from triagebot.untrusted.whole_numbers import BadNumber, whole_number
 
 REPORT_KINDS = ("lkp-regression", "lkp-improvement", "lkp-functional", "human-report", "human-bug", "syzbot")
 NOT_TAKEN_ON = "not-taken-on"  # the index's section of stored reports the daemon has not taken on
@@ -157,9 +158,10 @@ def filters_from(items: Sequence[tuple[str, str]]) -> Filters:
     limit_text = one("limit")
     limit = DEFAULT_LIMIT
     if limit_text is not None:
-        if not limit_text.isdigit() or not 1 <= int(limit_text) <= MAX_LIMIT:
-            raise BadRequest(f"limit {limit_text!r}: a whole number from 1 to {MAX_LIMIT}")
-        limit = int(limit_text)
+        try:
+            limit = whole_number(limit_text, "limit", low=1, high=MAX_LIMIT)
+        except BadNumber as error:
+            raise BadRequest(str(error)) from None
     return Filters(kinds=kinds, list_name=one("list"), since=since, testcase=one("testcase"), state=state,
                    limit=limit)
 
