@@ -65,6 +65,7 @@ from triagebot.notify.terminal import TerminalNotifier
 from triagebot.records.states import TriageState
 from triagebot.rules.settings import Settings
 from triagebot.store.protocol import OUTBOX_STATUSES, Store
+from triagebot.web.bounds import fd_soft_limit
 from triagebot.web.views import Site
 
 log = logging.getLogger("triagebot.daemon")
@@ -292,8 +293,10 @@ def _serve(settings: Settings, database: Path, open_store: Callable[[], Abstract
         except OSError as error:
             raise TriageError(f"--health-port {port}: cannot listen on {options.health_address}:{port}: "
                               f"{error}") from None
+        limits = health.server.limits
         event(log, logging.INFO, "health and metrics served", event="health.listening",
-              url=f"http://{options.health_address}:{health.port}/healthz", port=health.port)
+              url=f"http://{options.health_address}:{health.port}/healthz", port=health.port,
+              max_connections=limits.max_connections, fd_soft_limit=fd_soft_limit())
     notifier = make_notifier(database)
     try:
         if slack is not None and slack.app_token:

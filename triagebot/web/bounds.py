@@ -10,7 +10,9 @@ from the polls, runs and posts. Each bound, and where it is enforced:
   whole head is closed, however slowly it trickles bytes); an idle keep-alive connection is
   closed after `keep_alive_seconds` (uvicorn's own timer);
 - at most `max_connections` connections are held, sized under the process's file descriptor
-  soft limit with `RESERVED_FDS` kept for the daemon's own work (`connection_cap`). A new
+  soft limit with `RESERVED_FDS` kept for the daemon's own work and room for one burst of
+  accepts (`ACCEPT_BATCH`, the listen backlog: the event loop accepts that many before it sees
+  any; `connection_cap`). A new
   connection past the cap closes the connection that has waited longest for a request head (an
   idle or trickling one: a working client is never cut off by idle ones), or, when every
   connection is in a request, is answered 503 and closed at once; uvicorn's own
@@ -42,10 +44,14 @@ HEAD_SECONDS = 10.0  # a browser or a probe sends its whole head in one packet
 KEEP_ALIVE_SECONDS = 5  # an idle keep-alive connection is closed after this
 MAX_HEAD_BYTES = 16 * 1024  # the request line and headers together (h11's own default, made explicit)
 RESERVED_FDS = 128  # kept for the daemon: its store, host locks, polls, git/ssh pipes, page stores
+# connections the event loop accepts in one go, before any of them is seen (asyncio accepts up to
+# the listen backlog at once): the cap leaves room for one such burst, and the backlog is this
+ACCEPT_BATCH = 32
 MAX_CONNECTIONS = 512  # a team's pages and Slack never need more, whatever the fd limit
 MIN_CONNECTIONS = 8  # even under a tiny fd limit /healthz must get through
 PAGE_THREADS = 4  # pages rendered (and Slack requests handled) at once
 
+LIMITS_KEY = "triagebot.http_limits"  # where a request's scope carries the server's HttpLimits
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -61,10 +67,11 @@ def fd_soft_limit() -> int | None:
 
 def connection_cap(soft_limit: int | None, reserved: int = RESERVED_FDS) -> int:
     """Connections the server may hold under a file descriptor soft limit, `reserved` kept for
-    the rest of the process (each connection is one descriptor)."""
+    the rest of the process and one accept burst (`ACCEPT_BATCH`) on top (each connection is one
+    descriptor)."""
     if soft_limit is None:
         return MAX_CONNECTIONS
-    return max(MIN_CONNECTIONS, min(MAX_CONNECTIONS, soft_limit - reserved))
+    return max(MIN_CONNECTIONS, min(MAX_CONNECTIONS, soft_limit - reserved - ACCEPT_BATCH))
 
 
 @dataclass(frozen=True)
@@ -109,11 +116,10 @@ def bounded_protocol(limits: HttpLimits) -> type[H11Protocol]:
             """Past the cap: close the longest-waiting idle connection, or refuse this one."""
             if len(self.connections) <= limits.max_connections:
                 return False
-            idle = [other for other in self.connections
-                    if other is not self and getattr(other, "waiting_since", None) is not None]
+            idle = {other: other.waiting_since for other in self.connections
+                    if isinstance(other, BoundedH11Protocol) and other is not self and other.waiting_since is not None}
             if idle:
-                oldest = min(idle, key=lambda other: other.waiting_since)
-                oldest.close_idle()
+                min(idle, key=idle.__getitem__).close_idle()
                 return False
             self.transport.write(_REFUSED)
             self.transport.close()
@@ -181,10 +187,12 @@ def _has_body(headers: Sequence[tuple[bytes, bytes]]) -> bool:
     return any(name.lower() == b"transfer-encoding" for name, _ in headers) or bool(declared_length(headers))
 
 
-async def read_body(receive: Receive, headers: Sequence[tuple[bytes, bytes]], max_body: int = MAX_BODY,
-                    seconds: float = BODY_SECONDS) -> bytes:
-    """The request's body, at most `max_body` bytes, arrived within `seconds`; RequestRefused (413,
-    408, 400) otherwise, with nothing past the limit read."""
+async def read_body(scope: Scope, receive: Receive) -> bytes:
+    """The request's body, at most `max_body` bytes arrived within `body_seconds` (the server's
+    HttpLimits, else the defaults); RequestRefused (413, 408, 400) otherwise, nothing past the
+    limit read."""
+    limits = scope.get(LIMITS_KEY) or HttpLimits()
+    headers, max_body, seconds = scope["headers"], limits.max_body, limits.body_seconds
     declared = declared_length(headers)
     if declared is not None and declared > max_body:
         raise RequestRefused(413, f"a body of {declared} bytes (Content-Length; at most {max_body}): not read")
@@ -241,6 +249,7 @@ class Bounded:
         except RequestRefused as error:
             await _plain(send, error.status, f"bad request: {error.reason}")
             return
+        scope[LIMITS_KEY] = self.limits  # a route that reads a body reads it within these (read_body)
         state = {"unread": unread}
 
         async def receiving() -> Message:

@@ -3,7 +3,7 @@
 One POST endpoint (`SLACK_PATH`) takes both Slack's interactivity payloads (a button clicked
 on a parent or verdict message) and the `/triage` slash command. Before bolt sees a request,
 its timestamp header must be a whole number (untrusted/whole_numbers.py; else 400) within five
-minutes of now, then its body is read, at most `MAX_BODY` bytes (web/bounds.py; 413 past it,
+minutes of now, then its body is read, at most 64 KiB (web/bounds.py; 413 past it,
 the rest never read), and its signature checked against the signing secret (slack_payload.signed: the v0
 HMAC Slack computes, over bytes): a forged, unsigned or stale request is refused
 with 401 and a logged reason, and nothing is read from it. A signed body must then have the
@@ -51,7 +51,7 @@ from triagebot.records.states import RUN_STATES
 from triagebot.rules.routing import PERMISSIONS, Permissions
 from triagebot.store.protocol import Store
 from triagebot.untrusted.whole_numbers import BadNumber, whole_number
-from triagebot.web.bounds import MAX_BODY, RequestRefused, read_body
+from triagebot.web.bounds import RequestRefused, read_body
 from triagebot.web.slack_payload import payload_problem, signed
 
 log = logging.getLogger("triagebot.slack")
@@ -314,8 +314,8 @@ def slack_routes(settings: SlackSettings) -> list[Route]:
         age = settings.clock.now() - sent_at
         if abs(age) > MAX_AGE_SECONDS:
             return _refused(f"a stale request: its timestamp is {int(age)} s from now (at most {MAX_AGE_SECONDS})")
-        try:  # at most MAX_BODY bytes, read only now (a longer one is cut there, or not read at all)
-            body = await read_body(request.receive, request.scope["headers"], MAX_BODY)
+        try:  # at most 64 KiB, read only now (a longer one is cut there, or not read at all)
+            body = await read_body(request.scope, request.receive)
         except RequestRefused as error:
             return _refused(error.reason, error.status)
         if not signed(settings.signing_secret, stamp, body, signature):
