@@ -102,6 +102,10 @@ class Database(Protocol):
 
     def close(self) -> None: ...
 
+    def connection_lost(self) -> bool: ...
+
+    def reconnect(self) -> None: ...
+
 
 class SqlDatabase:
     """What the backends share: the clock, the timestamp form and nested write transactions.
@@ -127,6 +131,13 @@ class SqlDatabase:
 
     def _in_transaction(self) -> bool:
         raise NotImplementedError
+
+    def connection_lost(self) -> bool:
+        """Whether the connection to a database server was lost (a file's never is)."""
+        return False
+
+    def reconnect(self) -> None:
+        """A new connection in place of a lost one (nothing to do for a file)."""
 
     def continue_identity(self, table: str, column: str) -> None:
         """After rows were written with their own ids (a copy), let new rows number past them.
