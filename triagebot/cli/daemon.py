@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -58,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
                             health_address=args.health_address, notify_retry_seconds=args.notify_retry_seconds,
                             stale_days=args.stale_days)
     location = database_location(args)
+    options = dataclasses.replace(options, store=location.url or str(location.path))
     make_dispatcher = None
     if location.url is not None:  # the job queue: `triage worker` runs the lab jobs
         from triagebot.daemon.dispatch.jobqueue import JobQueueDispatcher

@@ -250,6 +250,8 @@ class DaemonOptions:
     health_address: str = "127.0.0.1"
     notify_retry_seconds: float = outbox.DEFAULT_RETRY_SECONDS
     stale_days: float = follow.DEFAULT_STALE_DAYS  # a decided report without mail this long is stale
+    store: str = ""  # what the start line names as the store: --db as given (a URL's password is redacted
+    # by the log formatter, logs.py), else the file
 
 
 def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractContextManager[Store]],
@@ -337,7 +339,7 @@ def _serve(settings: Settings, database: Path, open_store: Callable[[], Abstract
             after_worker: AfterVerdictRunner = (
                 dispatcher.after_verdict_runner(worker_lab) if isinstance(dispatcher, QueuesAfterVerdict)
                 else AfterVerdictWorker(open_store, worker_lab))
-            event(log, logging.INFO, "daemon started", event="daemon.started", db=str(database),
+            event(log, logging.INFO, "daemon started", event="daemon.started", db=options.store or str(database),
                   rules=str(settings.rules_dir), sources=[source.url for source in settings.sources])
             # the trees' fetches beside the loop (with --once, in the pass: its one pass reads them)
             tree_fetches = watch.TreeFetches() if settings.trees and not options.once else None

@@ -142,7 +142,8 @@ def serve_worker(url: str, settings: Settings, database: Path, hosts: Sequence[s
 
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stopping, signum)
-        event(log, logging.INFO, "worker started", event="worker.started", hosts=list(hosts))
+        event(log, logging.INFO, "worker started", event="worker.started", hosts=list(hosts),
+              db=url)  # the log formatter writes a password in it as *** (logs.py)
         outage = _Outage()
         while not stop.is_set():
             try:
