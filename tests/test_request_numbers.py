@@ -120,6 +120,15 @@ MALFORMED_SIGNED = [
                         '"view":{"callback_id":"rerun-with","private_metadata":"{}"}}').encode(),
     b"payload=" + quote('{"type":"shortcut","user":{"id":"U0RUNNER"}}').encode(),
     b"payload=a&payload=b", b"%zz=1",
+    # what slack-bolt itself reads before any listener, of a type it does not handle (bench/request_fuzz.py found it)
+    b"payload=" + quote('{"type":"block_actions","user":{"id":"U0RUNNER"},"trigger_id":"t","team":7,'
+                        '"actions":[{"action_id":"rerun","value":"x"}]}').encode(),
+    b"payload=" + quote('{"type":"block_actions","user":{"id":"U0RUNNER"},"trigger_id":"t","authorizations":"x",'
+                        '"actions":[{"action_id":"rerun","value":"x"}]}').encode(),
+    b"payload=" + quote('{"type":"block_actions","user":{"id":"U0RUNNER"},"trigger_id":"t","message":{"user":5},'
+                        '"actions":[{"action_id":"rerun","value":"x"}]}').encode(),
+    b"payload=" + quote('{"type":"block_actions","user":{"id":"U0RUNNER"},"trigger_id":"t","channel":"C1",'
+                        '"actions":[{"action_id":"rerun","value":"x"}]}').encode(),
 ]
 
 
@@ -172,7 +181,9 @@ def malformed_request(draw: st.DrawFn) -> dict:
         st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=10),
                      lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
                          st.sampled_from(["type", "user", "id", "actions", "action_id", "value", "view",
-                                          "callback_id", "private_metadata", "trigger_id", "channel", "state"]),
+                                          "callback_id", "private_metadata", "trigger_id", "channel", "state",
+                                          "team", "enterprise", "authorizations", "container", "channel_id",
+                                          "message", "event", "values", "block_id", "selected_option"]),
                          inner, max_size=5), max_leaves=12))))
     method = draw(st.one_of(st.just("POST"), st.sampled_from(["GET", "HEAD", "PUT", "DELETE", "OPTIONS", "PATCH"])))
     return {"method": method,

@@ -159,10 +159,17 @@ def modal(callback_id: str, message_id: str, channel: str, budget: int, hosts: t
             "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": f"*<{message_id}>*"}}, *blocks]}
 
 
+def _object_at(found: Any, *keys: str) -> dict[str, Any]:
+    """`found[key][key]…` when each is an object, else {}: a submitted form of another shape is empty."""
+    for key in keys:
+        found = found.get(key) if isinstance(found, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
 def _value(view: dict[str, Any], block_id: str) -> str:
-    item = ((view.get("state") or {}).get("values") or {}).get(block_id, {}).get("value") or {}
-    selected = item.get("selected_option") or {}
-    return str(item.get("value") or selected.get("value") or "").strip()
+    item = _object_at(view, "state", "values", block_id, "value")
+    text = item.get("value") or _object_at(item, "selected_option").get("value") or ""
+    return text.strip() if isinstance(text, str) else ""
 
 
 def build_bolt_app(settings: SlackSettings) -> App:
@@ -197,8 +204,13 @@ def build_bolt_app(settings: SlackSettings) -> App:
     def tell(channel: str | None, user_id: str, text: str) -> None:
         """An ephemeral message: only the clicking user sees it (a refusal's reason, plain text that
         may carry what the user typed: escaped)."""
-        if channel:
+        if not isinstance(channel, str) or not channel:
+            return
+        try:
             client.chat_postEphemeral(channel=channel, user=user_id, text=escape(text))
+        except SlackApiError as error:  # the action's outcome is logged already; the telling failed: said, not raised
+            event(log, logging.WARNING, "slack ephemeral reply failed", event="slack.tell_failed", channel=channel,
+                  error=str(error.response.get("error")))
 
     @app.command("/triage")
     def command(ack: Callable[..., Any], command: dict[str, Any], request: BoltRequest) -> None:
@@ -237,8 +249,12 @@ def build_bolt_app(settings: SlackSettings) -> App:
                       message_id=message_id, user=user_id, reason=reason)
                 tell(channel, user_id, f"Not done: {reason}.")
                 return
-            client.views_open(trigger_id=body["trigger_id"],
-                              view=modal(action_id, message_id, channel or "", budget, settings.hosts))
+            try:
+                client.views_open(trigger_id=body["trigger_id"],
+                                  view=modal(action_id, message_id, channel or "", budget, settings.hosts))
+            except SlackApiError as error:  # an expired trigger, Slack away: the click is lost, said once
+                event(log, logging.WARNING, "slack modal not opened", event="slack.modal_failed", action=action_id,
+                      message_id=message_id, user=user_id, error=str(error.response.get("error")))
             return
         outcome = act(actions.Request(request_key(request), action_id, message_id, user_id))
         if not outcome.done:

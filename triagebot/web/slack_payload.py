@@ -12,7 +12,9 @@ handles and says, for anything else, what is wrong (the endpoint answers 400 wit
   `trigger_id` and a non-empty `actions` list of objects whose `action_id` (and `value`, when
   given) are strings, and `channel`/`container` objects when present;
 - a modal submitted: `type` = `view_submission`, with `user.id` and a `view` object of
-  `type` `modal` whose `callback_id` and `private_metadata` are strings and `state` an object.
+  `type` `modal` whose `callback_id` and `private_metadata` are strings and `state` an object;
+and, in either payload, each field slack-bolt itself reads before any listener (the team,
+enterprise, channel, thread and function ids: `_bolt_fields_problem`) of a type it handles.
 """
 from __future__ import annotations
 
@@ -90,8 +92,7 @@ def _actions_problem(payload: dict[str, Any]) -> str | None:
                          _string(action, "value", f"payload action {number} ", required=False))
         if problem:
             return problem
-    return _first(_string(payload, "trigger_id", "payload "), _object(payload, "channel", "payload ", required=False),
-                  _object(payload, "container", "payload ", required=False))
+    return _string(payload, "trigger_id", "payload ")
 
 
 def _view_problem(payload: dict[str, Any]) -> str | None:
@@ -104,6 +105,33 @@ def _view_problem(payload: dict[str, Any]) -> str | None:
     return _first(_string(view, "callback_id", "payload view."),
                   _string(view, "private_metadata", "payload view.", required=False),
                   _object(view, "state", "payload view.", required=False))
+
+
+# what slack-bolt reads from every payload before any listener (request/internals.py: the team,
+# enterprise, user and channel ids, from the payload, its first authorization and the objects it
+# nests), with the types it handles there: anything else raised (`"id" in team` of a number)
+_IDS = ("team", "enterprise", "user", "channel")  # a string, or an object holding its `id`
+_NESTED = ("event", "message", "previous_message", "item", "assistant_thread")  # read the same way
+
+
+def _bolt_fields_problem(payload: dict[str, Any], where: str = "payload") -> str | None:
+    """Why a field slack-bolt reads has a type it does not handle (None: each is fine or absent)."""
+    for key in _IDS:
+        if payload.get(key) is not None and not isinstance(payload[key], str | dict):
+            return f"{where} {key} must be a string or an object"
+    for key in ("view", "function_data"):
+        if payload.get(key) is not None and not isinstance(payload[key], dict):
+            return f"{where} {key} must be an object"
+    authorizations = payload.get("authorizations")
+    if authorizations is not None:
+        if not isinstance(authorizations, list) or not all(isinstance(item, dict) for item in authorizations):
+            return f"{where} authorizations must be a list of objects"
+        if authorizations and (problem := _bolt_fields_problem(authorizations[0], f"{where} authorization")):
+            return problem
+    for key in _NESTED:
+        if isinstance(payload.get(key), dict) and (problem := _bolt_fields_problem(payload[key], f"{where} {key}")):
+            return problem
+    return None
 
 
 def payload_problem(body: bytes) -> str | None:
@@ -128,6 +156,11 @@ def payload_problem(body: bytes) -> str | None:
     user = payload.get("user")
     if not isinstance(user, dict) or _string(user, "id", ""):
         return "payload user.id must be a non-empty string"
+    if problem := _bolt_fields_problem(payload):
+        return problem
+    if (_object(payload, "channel", "payload ", required=False) or _object(payload, "container", "payload ",
+                                                                            required=False)):
+        return "payload channel and container must be objects"  # the listeners read their ids
     kind = payload.get("type")
     if kind == "block_actions":
         return _actions_problem(payload)
