@@ -139,7 +139,7 @@ def request(rng: random.Random) -> tuple[str, bytes]:
 
 
 def send(port: int, raw: bytes) -> int | None:
-    """The answer's status; None when the server closed without one (or sent none in 10 s)."""
+    """The final answer's status; None when the server closed without one (or sent none in 10 s)."""
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
             try:
@@ -148,14 +148,24 @@ def send(port: int, raw: bytes) -> int | None:
                 pass
             answer = b""
             try:
-                while b"\r\n" not in answer and (chunk := connection.recv(4096)):
+                while (chunk := connection.recv(4096)) and len(answer) < 1 << 20:
                     answer += chunk
+                    if _final_status(answer) is not None:
+                        break
             except (ConnectionResetError, TimeoutError):
                 pass
     except OSError:
         return None
-    parts = answer.split(b"\r\n", 1)[0].split()
-    return int(parts[1]) if len(parts) > 1 and parts[0].startswith(b"HTTP/") and parts[1].isdigit() else None
+    return _final_status(answer)
+
+
+def _final_status(answer: bytes) -> int | None:
+    """The status of the final answer (after any interim `100 Continue`), once its line is in."""
+    for line in answer.split(b"\r\n"):
+        parts = line.split()
+        if len(parts) > 1 and parts[0].startswith(b"HTTP/") and parts[1].isdigit() and parts[1] != b"100":
+            return int(parts[1])
+    return None
 
 
 def tracebacks(log: Path) -> int:
