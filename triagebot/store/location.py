@@ -59,7 +59,7 @@ class StoreLocation:
         """Where files beside this database go (`<local_path>.host-NAME.lock`, `plots/`)."""
         if self.path is not None:
             return self.path
-        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", url_without_password(self.url))[:120]
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", url_without_password(self.url or ""))[:120]
         env = os.environ if self.environ is None else self.environ
         return default_db_path(env).parent / "postgresql" / slug
 

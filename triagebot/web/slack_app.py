@@ -185,7 +185,7 @@ def build_bolt_app(settings: SlackSettings) -> App:
         found = set()
         for group in group_ids:
             try:
-                members = client.usergroups_users_list(usergroup=group).get("users", [])
+                members: list[str] = client.usergroups_users_list(usergroup=group).get("users", [])
             except SlackApiError as error:  # a group gone or unreadable grants nothing: said, not fatal
                 event(log, logging.WARNING, "slack user group unreadable", event="slack.usergroup", group=group,
                       error=str(error.response.get("error")))
