@@ -147,7 +147,7 @@ def serve_worker(url: str, settings: Settings, database: Path, hosts: Sequence[s
         outage = _Outage()
         while not stop.is_set():
             try:
-                await _work(app, hosts, options, running, outage)
+                await _work(app, hosts, options, running, outage, stop)
             except Exception as error:  # noqa: BLE001 - judged below: the database gone is waited for
                 if stop.is_set():
                     break
@@ -191,7 +191,7 @@ class _Outage:
 
 
 async def _work(app, hosts: Sequence[str], options: WorkerOptions, running: dict[str, asyncio.Task],
-                outage: _Outage) -> None:
+                outage: _Outage, stop: threading.Event) -> None:
     """procrastinate's worker on `hosts`' queues, with the sweep for stalled jobs beside it, until
     it is cancelled (a stop) or fails (the database went away: raised)."""
     async with app.open_async():
@@ -204,6 +204,8 @@ async def _work(app, hosts: Sequence[str], options: WorkerOptions, running: dict
         running["work"] = work
         try:
             while not work.done():
+                if stop.is_set() and not work.cancelling():  # asked before the task was there to cancel
+                    work.cancel()
                 await asyncio.wait({work}, timeout=options.heartbeat_s)
                 if not work.done():
                     await retry_stalled(app, options)
