@@ -12,11 +12,10 @@ from the polls, runs and posts. Each bound, and where it is enforced:
 - at most `max_connections` connections are held, sized under the process's file descriptor
   soft limit with `RESERVED_FDS` kept for the daemon's own work and room for one burst of
   accepts (`ACCEPT_BATCH`, the listen backlog: the event loop accepts that many before it sees
-  any; `connection_cap`). A new
-  connection past the cap closes the connection that has waited longest for a request head (an
-  idle or trickling one: a working client is never cut off by idle ones), or, when every
-  connection is in a request, is answered 503 and closed at once; uvicorn's own
-  `limit_concurrency` answers 503 past the cap too;
+  any; `connection_cap`). A new connection past the cap closes the connection that has waited
+  longest for a request head (an idle or trickling one: a working client is never kept out by
+  idle ones), or, when every connection is in a request, is answered 503 and closed at once;
+  uvicorn's own `limit_concurrency` answers 503 past the cap too;
 - a body is read only by a route that takes one (`read_body`): a Content-Length over `max_body`
   is answered 413 before any of the body is read; a chunked body is cut at `max_body` (413,
   nothing more read); a body that has not arrived within `body_seconds` is answered 408. A
@@ -162,7 +161,7 @@ def bounded_protocol(limits: HttpLimits) -> type[H11Protocol]:
 # --- the request: bodies -----------------------------------------------------------------------
 
 class RequestRefused(ValueError):
-    """A request refused before any route saw it: `status` and the reason."""
+    """A request refused for its framing (length, body, time): `status` and the reason."""
 
     def __init__(self, status: int, reason: str) -> None:
         super().__init__(reason)
