@@ -65,7 +65,7 @@ def test_the_commands_refuse_an_unknown_scheme_and_make_no_folder(tmp_path: Path
     result = triage("list", cwd=tmp_path, TRIAGE_DB="mysql://u:secret@db/triage")
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr.splitlines() == [
-        "triage list: TRIAGE_DB=mysql://u@db/triage: unknown database URL scheme 'mysql'; give a file path, "
+        "triage list: TRIAGE_DB=mysql://u:***@db/triage: unknown database URL scheme 'mysql'; give a file path, "
         "sqlite:///PATH or postgresql://[USER@]HOST[:PORT]/DBNAME"]
     ingest = triage("ingest", "--db", "redis://localhost/0", str(PROJECT / "fixtures"), cwd=tmp_path)
     assert ingest.returncode == 1 and "unknown database URL scheme 'redis'" in ingest.stderr

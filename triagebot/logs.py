@@ -5,13 +5,36 @@ record's `extra={"fields": {...}}` becomes keys of its line beside time, level, 
 message, so an operator can filter on `event`, `channel`, `code`, `message_id`.
 Text (a TTY, or `--log-format text`): `HH:MM:SS LEVEL what happened: details`, then, where the
 event names one, `-> next step` on the same line.
+
+Every line, whoever logged it (triagebot's loggers and, at warning and above, the libraries':
+uvicorn, procrastinate, psycopg), passes `redact` last: a password in a URL (a database URL, a
+source URL with `user:password@`) or a `password=` setting is written `***`, whatever field,
+message or traceback carried it. Error messages printed by the command line pass it too
+(cli/main.py): one function, so nothing says a password.
 """
 from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from datetime import UTC, datetime
+
+# scheme://user:password@host: the password, up to the `@` (RFC 3986: no `/`, `?`, `#` or `@` unescaped in it)
+_URL_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s\"']*:)(?P<secret>[^@/?#\s]*)@")
+# password=… in a URL's query or a libpq key=value string (quoted or not)
+_SETTING_PASSWORD = re.compile(r"(?P<head>\bpassword\s*=\s*)(?P<secret>'(?:[^'\\]|\\.)*'|[^\s&;#,\"]+)",
+                               re.IGNORECASE)
+HIDDEN = "***"
+
+
+def redact(text: str) -> str:
+    """`text` with every password in it written `***`: `postgresql://user:***@host/db`,
+    `?password=***`, `password=***`."""
+    if "@" not in text and "password" not in text.lower():
+        return text
+    text = _URL_PASSWORD.sub(lambda found: f"{found['head']}{HIDDEN}@", text)
+    return _SETTING_PASSWORD.sub(lambda found: f"{found['head']}{HIDDEN}", text)
 
 
 class JsonLines(logging.Formatter):
@@ -22,7 +45,7 @@ class JsonLines(logging.Formatter):
         line.update(getattr(record, "fields", None) or {})
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
-        return json.dumps(line, ensure_ascii=False, default=str)
+        return redact(json.dumps(line, ensure_ascii=False, default=str))
 
 
 # the fields a text line shows after the message, in this order (the others stay in JSON only)
@@ -52,7 +75,7 @@ class TextLines(logging.Formatter):
             line += f" -> {fields['next']}"
         if record.exc_info:
             line += " | " + self.formatException(record.exc_info).splitlines()[-1]
-        return line
+        return redact(line)
 
 
 def choose_format(requested: str, stream) -> str:
@@ -65,14 +88,18 @@ def choose_format(requested: str, stream) -> str:
 
 def configure(stream=None, level: int = logging.INFO, log_format: str = "json") -> None:
     """Send triagebot's loggers to `stream` (stderr) as JSON lines, or as text lines
-    (`log_format` text; auto: text when `stream` is a terminal)."""
+    (`log_format` text; auto: text when `stream` is a terminal); the libraries' warnings and
+    errors (the root logger's) go the same way, redacted alike, instead of Python's bare default."""
     stream = stream or sys.stderr
     handler = logging.StreamHandler(stream)
     handler.setFormatter(TextLines() if choose_format(log_format, stream) == "text" else JsonLines())
-    root = logging.getLogger("triagebot")
-    root.handlers[:] = [handler]
-    root.setLevel(level)
-    root.propagate = False
+    ours = logging.getLogger("triagebot")
+    ours.handlers[:] = [handler]
+    ours.setLevel(level)
+    ours.propagate = False
+    everyone = logging.getLogger()
+    everyone.handlers[:] = [handler]
+    everyone.setLevel(logging.WARNING)
 
 
 def event(logger: logging.Logger, level: int, message: str, *, exc_info: bool = False, **fields) -> None:

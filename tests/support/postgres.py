@@ -61,8 +61,11 @@ def _server_user() -> str | None:
 class PostgresServer:
     """initdb + pg_ctl on a Unix socket in a temporary directory."""
 
-    def __init__(self, bin_dir: Path) -> None:
+    def __init__(self, bin_dir: Path, durable: bool = False) -> None:
         self.bin_dir = bin_dir
+        # durable: a commit is in the WAL before it returns (synchronous_commit on), so a server
+        # stopped as a crash would keeps every commit, as a real one does; the others trade that for speed
+        self.durable = durable
         self.user = _server_user()
         self.root = Path(tempfile.mkdtemp(prefix="triage-pg-"))
         self.data = self.root / "data"
@@ -84,15 +87,24 @@ class PostgresServer:
     def start(self) -> None:
         self._run(str(self.bin_dir / "initdb"), "-D", str(self.data), "-U", SUPERUSER, "--auth=trust",
                   "-E", "UTF8", "--locale=C", "--no-sync")
-        options = (f"-k {self.socket_dir} -c listen_addresses='' -c fsync=off -c synchronous_commit=off"
-                   " -c full_page_writes=off -c max_connections=60")
+        self.start_again()
+        self._run(str(self.bin_dir / "createdb"), "-h", str(self.socket_dir), "-U", SUPERUSER, DATABASE)
+
+    def start_again(self) -> None:
+        """Start the server on its data directory and socket (after `stop_now`: what it committed is there)."""
+        options = (f"-k {self.socket_dir} -c listen_addresses='' -c fsync=off -c full_page_writes=off"
+                   f" -c max_connections=60 -c synchronous_commit={'on' if self.durable else 'off'}")
         self._run(str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-o", options,
                   "-w", "-t", "120", "start")
-        self._run(str(self.bin_dir / "createdb"), "-h", str(self.socket_dir), "-U", SUPERUSER, DATABASE)
+
+    def stop_now(self) -> None:
+        """Stop the server as a crash would (`-m immediate`: every connection cut, no checkpoint)."""
+        self._run(str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
 
     def stop(self) -> None:
         try:
-            self._run(str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+            if (self.data / "postmaster.pid").exists():  # not when a test stopped it (stop_now) and left it so
+                self._run(str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
 
@@ -160,7 +172,7 @@ class Stores:
             connection.execute(pg_sql(sql) if parameters else sql, parameters or None)
 
 
-def start_server() -> PostgresServer:
+def start_server(durable: bool = False) -> PostgresServer:
     bin_dir = postgres_bin()
     if bin_dir is None:
         pytest.skip("PostgreSQL is not installed (no initdb on PATH or under /usr/lib/postgresql/*/bin;"
@@ -169,7 +181,7 @@ def start_server() -> PostgresServer:
         import psycopg  # noqa: F401
     except ImportError:
         pytest.skip("psycopg is not installed (pip install -e '.[postgres]')")
-    server = PostgresServer(bin_dir)
+    server = PostgresServer(bin_dir, durable=durable)
     try:
         server.start()
     except BaseException:

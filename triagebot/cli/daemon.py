@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -12,6 +13,7 @@ from triagebot.errors import TriageError
 from triagebot.notify import outbox
 from triagebot.rules.settings import settings_for
 from triagebot.store.protocol import Store
+from triagebot.untrusted.whole_numbers import BadNumber, whole_number
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,9 +43,10 @@ def health_port(value: str | None, once: bool) -> int | None:
         return None if once else DEFAULT_HEALTH_PORT  # one pass (from cron, say) serves no health check
     if value == "off":
         return None
-    if not value.isdigit() or int(value) > 65535:
-        raise TriageError(f"--health-port {value!r}: a port number from 0 to 65535, or off")
-    return int(value)
+    try:
+        return whole_number(value, "--health-port", high=65535)
+    except BadNumber:
+        raise TriageError(f"--health-port {value!r}: a port number from 0 to 65535, or off") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
                             health_address=args.health_address, notify_retry_seconds=args.notify_retry_seconds,
                             stale_days=args.stale_days)
     location = database_location(args)
+    options = dataclasses.replace(options, store=location.url or str(location.path))
     make_dispatcher = None
     if location.url is not None:  # the job queue: `triage worker` runs the lab jobs
         from triagebot.daemon.dispatch.jobqueue import JobQueueDispatcher

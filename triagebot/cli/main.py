@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from triagebot.errors import TriageError
+from triagebot.logs import redact
 
 # name -> (module with add_arguments/run, help). A subcommand's module (scipy for the verdict:
 # half a second; spaCy for parse's workers) loads only when it is the command being run, so
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args)
     except TriageError as error:
-        print(f"triage {args.command}: {error}", file=sys.stderr)
+        print(redact(f"triage {args.command}: {error}"), file=sys.stderr)  # a URL's password, said by no error
         return 1
     except BrokenPipeError:
         return 0
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except OSError as error:  # a path the command was given that cannot be looked at (EACCES, too long)
         where = f"{error.filename}: " if error.filename else ""
-        print(f"triage {args.command}: {where}{error.strerror or error}", file=sys.stderr)
+        print(redact(f"triage {args.command}: {where}{error.strerror or error}"), file=sys.stderr)
         return 1
 
 

@@ -1,7 +1,10 @@
 """`triage web`: the read-only pages (triagebot/web/) served alone by uvicorn, against a store.
 
 The team's view by default (host names, channels, the daemon's notes, the lab page); `--public`
-serves only what may leave the team. Binds to 127.0.0.1 unless told otherwise.
+serves only what may leave the team. Binds to 127.0.0.1 unless told otherwise. The store is a
+SQLite file or a PostgreSQL database (`--db postgresql://…`, as every command takes it): one
+connection a request, each opened and closed by the request (a server that is away answers that
+request 503, the next one tries again).
 """
 from __future__ import annotations
 
@@ -11,7 +14,8 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from triagebot.cli.common import add_db_argument, add_rules_argument, database_path
+from triagebot import logs
+from triagebot.cli.common import add_db_argument, add_rules_argument, database_location, database_path
 from triagebot.errors import TriageError
 from triagebot.rules.settings import settings_for
 
@@ -31,30 +35,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from triagebot.store.sqlite import SqliteStore
+    from triagebot.store.protocol import Store
+    from triagebot.untrusted.whole_numbers import BadNumber, whole_number
     from triagebot.web.app import build_app
     from triagebot.web.server import WebServer
     from triagebot.web.views import Site
 
-    if not args.port.isdigit() or int(args.port) > 65535:
-        raise TriageError(f"--port {args.port!r}: a port number from 0 to 65535")
+    try:
+        port = whole_number(args.port, "--port", high=65535)
+    except BadNumber:
+        raise TriageError(f"--port {args.port!r}: a port number from 0 to 65535") from None
+    logs.configure(log_format="auto")  # uvicorn's warnings as the daemon's lines, passwords redacted
+    location = database_location(args)
+    # a file, or a PostgreSQL database holding triagebot's schema (connecting says so when it cannot)
+    there = location.path.is_file() if location.path is not None else location.exists()
+    if not there:
+        where = "no database there" if location.url is None else "no triagebot store in this database"
+        raise TriageError(f"{location}: {where} (start `triage daemon` or `triage ingest`, or give --db)")
     database = database_path(args)
-    if not database.is_file():
-        raise TriageError(f"{database}: no database there (start `triage daemon` or `triage ingest`, or give --db)")
     settings = settings_for(args.rules)
 
     @contextmanager
-    def open_store() -> Iterator[SqliteStore]:
-        with SqliteStore(database) as store:  # one connection a request: sqlite3 objects stay in their thread
+    def open_store() -> Iterator[Store]:
+        with location.open() as store:  # one connection a request: connections stay in their thread
             yield store
 
     site = Site(open_store=open_store, settings=settings, database=database, public=args.public)
     try:
-        server = WebServer(build_app(site), args.address, int(args.port))
+        server = WebServer(build_app(site), args.address, port)
     except OSError as error:
         raise TriageError(f"--port {args.port}: cannot listen on {args.address}: {error}") from None
     audience = "public view: no host names, channels or notes" if args.public else "team view"
-    print(f"triage web: serving {server.url}/ ({audience}) from {database}; Ctrl-C stops", file=sys.stderr,
+    print(f"triage web: serving {server.url}/ ({audience}) from {location}; Ctrl-C stops", file=sys.stderr,
           flush=True)
     # uvicorn stops on SIGINT or SIGTERM, then raises the signal again for the handler it found:
     # after a clean stop that is a clean exit

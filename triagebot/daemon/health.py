@@ -4,7 +4,9 @@
 `stale_seconds`: each tick and each sample beats), 503 `stuck` when it is not, and 503
 `degraded`, with the reasons, when any source's last `FAILING_POLLS` polls in a row failed or
 skipped entries the server would not give (`degraded_sources` names each, with its last
-reason, while the other sources work), or the outbox holds rows for an operator: what it says
+reason, while the other sources work), the outbox holds rows for an operator, or the database
+cannot be reached (`database`: since when, the attempts, the last error; the loop waits for it,
+daemon/outage.py): what it says
 is computed by `health_answer` from these objects, whatever serves it. /metrics is the registry
 in Prometheus' text format, with each source's poll lag (seconds since its last successful
 poll) computed when read, and the lab as the daemon last saw it (`set_lab`): each host busy or
@@ -135,6 +137,13 @@ class DaemonMetrics:
         # {"hosts": {host: report it runs, "" when another process holds it, None when idle},
         #  "queues": {host: [(message_id, Unix time taken on), …] in the order they will run]}
         self.lab: dict = {}
+        # the database out of reach: {"since": time.time(), "reason": …, "attempts": n}; None when reachable
+        self.database: dict | None = None
+        self.database_outages = Counter("triage_database_outages", "Times the database could not be reached "
+                                        "and the daemon waited for it", registry=self.registry)
+        self.database_reachable = Gauge("triage_database_reachable", "1 while the daemon reaches its database, "
+                                        "0 while it waits for it", registry=self.registry)
+        self.database_reachable.set(1)
         self.registry.register(_PollLag(self))
         self.registry.register(_Lab(self))
         self._export_zeros(tuple(sources))
@@ -196,6 +205,10 @@ class DaemonMetrics:
     def problems(self, failing_polls: int = FAILING_POLLS) -> list[str]:
         """Why the daemon is degraded, in words; empty when it is not."""
         reasons = []
+        if self.database is not None:
+            reasons.append(f"the database cannot be reached (for {time.time() - self.database['since']:.0f} s, "
+                           f"{self.database['attempts']} reconnection attempts so far): {self.database['reason']}; "
+                           "the daemon waits for it and reconnects")
         if self.failures and all(count >= failing_polls for count in self.failures.values()):
             reasons.append(f"every source ({len(self.failures)}) failed its last {failing_polls} polls in a row "
                            "(see the daemon's log or triage status)")
@@ -208,6 +221,18 @@ class DaemonMetrics:
 
     def beat(self) -> None:
         self.heartbeat_at = time.monotonic()
+
+    def database_down(self, reason: str, attempts: int = 0) -> None:
+        """The database cannot be reached: said by /healthz until `database_up`."""
+        if self.database is None:
+            self.database_outages.inc()
+            self.database = {"since": time.time()}
+        self.database_reachable.set(0)
+        self.database |= {"reason": reason, "attempts": attempts}
+
+    def database_up(self) -> None:
+        self.database = None
+        self.database_reachable.set(1)
 
     def set_counts(self, triage_counts: dict[str, int], outbox_counts: dict[str, int],
                    states: tuple[str, ...], statuses: tuple[str, ...]) -> None:
@@ -229,6 +254,7 @@ def health_answer(metrics: DaemonMetrics, stale_seconds: float = 900.0, failing_
                   "stale_after_seconds": stale_seconds, "outbox_held": int(metrics.held),
                   "failed_polls_in_a_row": dict(sorted(metrics.failures.items())),
                   "degraded_sources": metrics.degraded_sources(failing_polls),
+                  "database": "unreachable" if metrics.database is not None else "ok",
                   "uptime_seconds": round(time.time() - metrics.started_at, 1)}
     if not alive:
         problems = [f"the loop has not beaten for {age:.0f} s (over {stale_seconds:g} s)", *problems]

@@ -52,6 +52,7 @@ from triagebot.daemon.after_verdict_jobs import AfterVerdictWorker
 from triagebot.daemon.dispatch.inprocess import ThreadDispatcher
 from triagebot.daemon.dispatch.protocol import AfterVerdictRunner, Dispatcher, QueuesAfterVerdict
 from triagebot.daemon.health import DaemonMetrics, HealthServer
+from triagebot.daemon.outage import Reconnects, is_outage, wait_for_database
 from triagebot.errors import TriageError
 from triagebot.fix_test import flow as fix_testing
 from triagebot.http_client.protocol import SourceError
@@ -64,7 +65,8 @@ from triagebot.notify.slack import NotifyError, SlackNotifier
 from triagebot.notify.terminal import TerminalNotifier
 from triagebot.records.states import TriageState
 from triagebot.rules.settings import Settings
-from triagebot.store.protocol import OUTBOX_STATUSES, Store
+from triagebot.store.protocol import OUTBOX_STATUSES, Store, StoreUnavailable
+from triagebot.web.bounds import fd_soft_limit
 from triagebot.web.views import Site
 
 log = logging.getLogger("triagebot.daemon")
@@ -80,6 +82,9 @@ class DaemonState:
     stop: bool = False
     behind: set[str] = field(default_factory=set)  # sources whose last poll ended at a bound: due again
     fix_threads_looked: dict[str, tuple] = field(default_factory=dict)  # fix_testing.queue_fix_tests' memory
+    # what holds a connection to the database (the store, the job queue's dispatcher): a step
+    # that fails while one of them lost it ends the pass, and the loop waits for the database
+    connections: tuple[Reconnects, ...] = ()
 
 
 # what an http retry's event line says: the retry was logged when it happened (http_client/client.py)
@@ -128,6 +133,8 @@ def poll_due_sources(settings: Settings, store, state: DaemonState, metrics: Dae
                 new_ids.extend(result.new_ids)
                 if result.bounded and not result.bounded.endswith(DAY_BOUND_MARK):
                     state.behind.add(source_settings.url)
+        except StoreUnavailable:
+            raise  # the database went away, not the source: the loop waits for it (outage.py)
         except Exception as error:  # noqa: BLE001 - even recording the outcome failed: log it, go on
             metrics.poll_failed(source_settings.url)
             event(log, logging.ERROR, "poll failed", event="poll.failed", source=source_settings.url,
@@ -145,6 +152,8 @@ def _poll_one(source_settings, settings: Settings, store, state: DaemonState, me
         result = ingest_once(source, store, jobs=jobs, should_stop=lambda: state.stop, bounds=settings.bounds,
                              monotonic=now, progress=lambda *_: metrics.beat())  # storing parts: alive
     except Exception as error:  # noqa: BLE001 - one source's failure, of any kind, is that poll's alone
+        if is_outage(error, store):  # the database went away, not the source: nothing to record it in
+            raise StoreUnavailable(f"{store.path}: lost during the poll of {url}: {describe_error(error)}") from error
         metrics.polls.labels(url, "error").inc()
         metrics.poll_failed(url)
         unexpected = isinstance(error, PollFailed) or not isinstance(error, TriageError)  # a bug: log its traceback
@@ -244,6 +253,8 @@ class DaemonOptions:
     health_address: str = "127.0.0.1"
     notify_retry_seconds: float = outbox.DEFAULT_RETRY_SECONDS
     stale_days: float = follow.DEFAULT_STALE_DAYS  # a decided report without mail this long is stale
+    store: str = ""  # what the start line names as the store: --db as given (a URL's password is redacted
+    # by the log formatter, logs.py), else the file
 
 
 def serve(settings: Settings, database: Path, open_store: Callable[[], AbstractContextManager[Store]],
@@ -295,8 +306,10 @@ def _serve(settings: Settings, database: Path, open_store: Callable[[], Abstract
         except OSError as error:
             raise TriageError(f"--health-port {port}: cannot listen on {options.health_address}:{port}: "
                               f"{error}") from None
+        limits = health.server.limits
         event(log, logging.INFO, "health and metrics served", event="health.listening",
-              url=f"http://{options.health_address}:{health.port}/healthz", port=health.port)
+              url=f"http://{options.health_address}:{health.port}/healthz", port=health.port,
+              max_connections=limits.max_connections, fd_soft_limit=fd_soft_limit())
     notifier = make_notifier(database)
     try:
         if slack is not None and slack.app_token:
@@ -329,24 +342,19 @@ def _serve(settings: Settings, database: Path, open_store: Callable[[], Abstract
             after_worker: AfterVerdictRunner = (
                 dispatcher.after_verdict_runner(worker_lab) if isinstance(dispatcher, QueuesAfterVerdict)
                 else AfterVerdictWorker(open_store, worker_lab))
-            event(log, logging.INFO, "daemon started", event="daemon.started", db=str(database),
+            event(log, logging.INFO, "daemon started", event="daemon.started", db=options.store or str(database),
                   rules=str(settings.rules_dir), sources=[source.url for source in settings.sources])
             # the trees' fetches beside the loop (with --once, in the pass: its one pass reads them)
             tree_fetches = watch.TreeFetches() if settings.trees and not options.once else None
+            state.connections = (store, dispatcher)
             try:
                 while not state.stop:
                     metrics.beat()
-                    run_pass(settings, store, state, lab, metrics, admit_days=options.admit_days,
-                             dispatcher=dispatcher, stale_days=options.stale_days, tree_fetches=tree_fetches,
-                             after_worker=after_worker)
-                    if options.once:
-                        drain(store, lab, dispatcher, metrics, state, after_worker)
-                        break
-                    deadline = time.monotonic() + options.tick
-                    while not state.stop and time.monotonic() < deadline:
-                        if dispatcher.wait(min(1.0, options.tick)):
-                            after_runs(store, lab, dispatcher, metrics, state)
-                        metrics.beat()
+                    try:
+                        if _tick(settings, store, state, lab, metrics, options, dispatcher, tree_fetches, after_worker):
+                            break  # --once: its one pass is done
+                    except StoreUnavailable as error:  # the database went away: wait for it, lose nothing
+                        wait_for_database(metrics, error, state.connections, lambda: state.stop)
             finally:
                 try:
                     if tree_fetches is not None:
@@ -354,6 +362,9 @@ def _serve(settings: Settings, database: Path, open_store: Callable[[], Abstract
                     dispatcher.join()  # a stop reaches each run after its sample in progress
                     after_worker.join()
                     after_runs(store, lab, dispatcher, metrics, state)
+                except StoreUnavailable as error:  # stopping while the database is away: the next start resumes
+                    event(log, logging.WARNING, "stopping while the database is unreachable", event="daemon.stopping",
+                          error=describe_error(error))
                 finally:
                     dispatcher.close()  # the job queue's own connection (PostgreSQL) ends with the daemon
     finally:
@@ -365,11 +376,36 @@ def _serve(settings: Settings, database: Path, open_store: Callable[[], Abstract
     return 0
 
 
-def _step(metrics: DaemonMetrics, name: str, action: Callable[[], object]) -> None:
-    """Run one step; one that raises is logged and counted, and the loop goes on."""
+def _tick(settings: Settings, store, state: DaemonState, lab: flow.DaemonContext, metrics: DaemonMetrics,
+          options: DaemonOptions, dispatcher: Dispatcher, tree_fetches: watch.TreeFetches | None,
+          after_worker: AfterVerdictRunner) -> bool:
+    """One pass, then the wait for the next (woken by the workers meanwhile); True when `--once`
+    is done. StoreUnavailable when the database went away on the way."""
+    run_pass(settings, store, state, lab, metrics, admit_days=options.admit_days, dispatcher=dispatcher,
+             stale_days=options.stale_days, tree_fetches=tree_fetches, after_worker=after_worker)
+    if options.once:
+        drain(store, lab, dispatcher, metrics, state, after_worker)
+        return True
+    deadline = time.monotonic() + options.tick
+    while not state.stop and time.monotonic() < deadline:
+        if dispatcher.wait(min(1.0, options.tick)):
+            after_runs(store, lab, dispatcher, metrics, state)
+        metrics.beat()
+    return False
+
+
+def _step(metrics: DaemonMetrics, name: str, action: Callable[[], object],
+          connections: tuple[Reconnects, ...] = ()) -> None:
+    """Run one step; one that raises is logged and counted, and the loop goes on. One that met
+    the database gone (a connection of `connections` lost) raises StoreUnavailable: the pass ends
+    there and the loop waits for the database (outage.py), every later step would fail alike."""
     try:
         action()
     except Exception as error:  # noqa: BLE001 - the loop outlives any one step's failure
+        if is_outage(error, *connections):
+            if isinstance(error, StoreUnavailable):
+                raise
+            raise StoreUnavailable(f"step {name}: the database connection was lost: {describe_error(error)}") from error
         metrics.step_failures.labels(name).inc()
         event(log, logging.ERROR, "step failed: the daemon goes on at the next tick", event="pass.failed",
               step=name, error=describe_error(error), exc_info=True)
@@ -394,13 +430,13 @@ def after_runs(store, lab: flow.DaemonContext, dispatcher: Dispatcher, metrics: 
                state: DaemonState) -> None:
     """A worker woke the loop: deliver its notifications, count the runs that ended, and give
     the freed hosts their next reports."""
-    _step(metrics, "deliver", lab.deliver)
+    _step(metrics, "deliver", lab.deliver, state.connections)
     for done in dispatcher.finished():
         if done.outcome is not None:
             metrics.runs.labels(done.outcome).inc()
     if not state.stop:
-        _step(metrics, "run", lambda: dispatch(store, lab, dispatcher, metrics))
-        _step(metrics, "deliver", lab.deliver)
+        _step(metrics, "run", lambda: dispatch(store, lab, dispatcher, metrics), state.connections)
+        _step(metrics, "deliver", lab.deliver, state.connections)
 
 
 def drain(store, lab: flow.DaemonContext, dispatcher: Dispatcher, metrics: DaemonMetrics,
@@ -430,7 +466,7 @@ def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonCont
     and bisections go to `after_worker` (its threads, after_verdict_jobs.py, or on PostgreSQL the
     workers' jobs, daemon/dispatch/after_verdict_queue.py); without one they are run here too."""
     def step(name: str, action: Callable[[], object]) -> None:
-        _step(metrics, name, action)
+        _step(metrics, name, action, state.connections)
 
     def run_planned() -> None:
         if dispatcher is not None:

@@ -39,6 +39,7 @@ from triagebot.http_client.protocol import (
     SourceError,
 )
 from triagebot.logs import event
+from triagebot.untrusted.whole_numbers import BadNumber, whole_number
 
 log = logging.getLogger("triagebot.ingest.http")
 
@@ -205,6 +206,14 @@ def _same_origin(url: str, target: str) -> bool:
     return (here.hostname or "") == (there.hostname or "") and ports[0] == ports[1]
 
 
+def _declared_size(declared: str) -> int | None:
+    """A server's Content-Length, when it is a whole number (else None: the stream is counted)."""
+    try:
+        return whole_number(declared, "Content-Length")
+    except BadNumber:
+        return None
+
+
 class RequestsClient:
     """HttpClient over one requests.Session (connection reuse, the operator's User-Agent), with
     the bounds of the module docstring: byte caps, a total deadline, same-origin redirects."""
@@ -277,7 +286,7 @@ class RequestsClient:
         """The decoded body, streamed; BodyTooLarge as soon as it passes `limit` bytes."""
         decoder = _Decoder(url, response.headers.get("Content-Encoding", "").strip().lower())
         declared = response.headers.get("Content-Length", "").strip()
-        size = int(declared) if declared.isdigit() and decoder.identity else None
+        size = _declared_size(declared) if decoder.identity else None
         if size is not None and size > limit:
             raise BodyTooLarge(url, limit, size)  # an honest Content-Length: nothing read
         parts: list[bytes] = []

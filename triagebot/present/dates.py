@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from triagebot.errors import TriageError
 
 SINCE_FORMS = "YYYY-MM-DD, an ISO date-time (2024-06-01T12:00:00+00:00), today, yesterday, or Nd (N days ago)"
-_DAYS_AGO = re.compile(r"(\d{1,5})d")
+_DAYS_AGO = re.compile(r"([0-9]{1,5})d")  # ASCII digits: `\d` takes every script's
 
 
 def parse_since(value: str, now: datetime | None = None) -> datetime:

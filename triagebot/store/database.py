@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from triagebot.logs import redact
 from triagebot.store.protocol import utc_text
 
 # Bound on `?` parameters per statement; SQLite's own limit is 32766 since 3.32, older
@@ -29,7 +30,14 @@ MAX_PARAMETERS = 900
 
 
 def display_url(url: str) -> str:
-    """A URL as messages name it: without a password, in the netloc or the query."""
+    """A URL as messages name it: its password written `***` (logs.redact, the one redaction:
+    `postgresql://user:***@host/db`, `?password=***`)."""
+    return redact(url)
+
+
+def url_without_password(url: str) -> str:
+    """A URL without its password at all, in the netloc or the query (what names the local
+    folder of a PostgreSQL store: the same whether a password is given or not)."""
     parts = urlsplit(url)
     netloc = parts.netloc
     if "@" in netloc:
@@ -102,6 +110,10 @@ class Database(Protocol):
 
     def close(self) -> None: ...
 
+    def connection_lost(self) -> bool: ...
+
+    def reconnect(self) -> None: ...
+
 
 class SqlDatabase:
     """What the backends share: the clock, the timestamp form and nested write transactions.
@@ -127,6 +139,13 @@ class SqlDatabase:
 
     def _in_transaction(self) -> bool:
         raise NotImplementedError
+
+    def connection_lost(self) -> bool:
+        """Whether the connection to a database server was lost (a file's never is)."""
+        return False
+
+    def reconnect(self) -> None:
+        """A new connection in place of a lost one (nothing to do for a file)."""
 
     def continue_identity(self, table: str, column: str) -> None:
         """After rows were written with their own ids (a copy), let new rows number past them.

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from triagebot.store.database import display_url, utc_now
+from triagebot.store.database import display_url, url_without_password, utc_now
 from triagebot.store.protocol import StoreError
 from triagebot.store.sql import SqlStore
 from triagebot.store.sqlite import DB_ENV_VAR, default_db_path
@@ -59,7 +59,7 @@ class StoreLocation:
         """Where files beside this database go (`<local_path>.host-NAME.lock`, `plots/`)."""
         if self.path is not None:
             return self.path
-        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", str(self))[:120]
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", url_without_password(self.url or ""))[:120]
         env = os.environ if self.environ is None else self.environ
         return default_db_path(env).parent / "postgresql" / slug
 

@@ -11,7 +11,9 @@ It behaves as `SqliteDatabase` does, by these means:
 - the busy timeout is the session's `lock_timeout`: a writer waits that long for the lock,
   then `StoreBusyError` naming the database;
 - parameters: the parts write `?`; they become psycopg's `%s` here (a literal `%` doubled);
-- errors: a lost or refused connection is a `StoreError` naming the URL (never its password).
+- errors: a lost or refused connection is a `StoreUnavailable` (a `StoreError`) naming the URL
+  (never its password); `reconnect` opens a new connection in place of a lost one (the daemon
+  and the workers wait for the server with it, daemon/outage.py).
 Opening runs postgres_migrations.py's migrations (the shared runner of migrations.py, under
 the same advisory lock); a database written by a newer schema is refused before anything in it
 is changed.
@@ -34,7 +36,7 @@ from psycopg.pq import TransactionStatus
 from triagebot.store.database import SqlDatabase, display_url, utc_now
 from triagebot.store.migrations import refuse_newer, run_migrations
 from triagebot.store.postgres_migrations import POSTGRES_MIGRATIONS
-from triagebot.store.protocol import StoreBusyError, StoreError
+from triagebot.store.protocol import StoreBusyError, StoreError, StoreUnavailable
 
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 CONNECT_TIMEOUT_S = 10
@@ -117,6 +119,7 @@ class PostgresDatabase(SqlDatabase):
         super().__init__(display_url(url), clock)
         self.url = url
         self.busy_timeout_ms = busy_timeout_ms
+        self._given = connection is not None  # a connection passed in is its owner's to reopen
         self.connection = connection if connection is not None else self._connect()
         try:
             self._prepare()
@@ -130,7 +133,35 @@ class PostgresDatabase(SqlDatabase):
             return psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
                                    application_name="triagebot")
         except psycopg.Error as error:
-            raise StoreError(f"{self.path}: cannot connect: {_one_line(error)}") from None
+            raise StoreUnavailable(f"{self.path}: cannot connect: {_one_line(error)}") from None
+
+    def connection_lost(self) -> bool:
+        return bool(self.connection.closed or self.connection.broken)
+
+    def reconnect(self) -> None:
+        """A new connection in place of a lost one; StoreUnavailable while the server cannot be
+        reached. The schema was checked when the store opened: only the session's settings are
+        made again."""
+        if self._depth:
+            raise StoreError(f"{self.path}: cannot reconnect inside a transaction")
+        if self._given:
+            raise StoreUnavailable(f"{self.path}: the connection passed in was lost; its owner reopens it")
+        try:
+            self.connection.close()
+        except psycopg.Error:
+            pass  # already gone
+        self.connection = self._connect()
+        try:
+            self.connection.execute(f"SET lock_timeout = {int(self.busy_timeout_ms)}")
+        except psycopg.Error as error:
+            self.connection.close()
+            raise StoreUnavailable(f"{self.path}: cannot connect: {_one_line(error)}") from None
+
+    def _failed(self, error: BaseException) -> StoreError:
+        """A statement's failure: StoreUnavailable when it lost the connection."""
+        if self.connection_lost():
+            return StoreUnavailable(f"{self.path}: the connection to the database was lost: {_one_line(error)}")
+        return StoreError(f"{self.path}: {_one_line(error)}")
 
     def _prepare(self) -> None:
         if not self.connection.autocommit:
@@ -156,7 +187,7 @@ class PostgresDatabase(SqlDatabase):
         except pg_errors.LockNotAvailable as error:
             raise self._busy(error) from None
         except (psycopg.OperationalError, psycopg.InterfaceError) as error:
-            raise StoreError(f"{self.path}: {_one_line(error)}") from error
+            raise self._failed(error) from error
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         rows = [tuple(row) for row in rows]
@@ -168,7 +199,7 @@ class PostgresDatabase(SqlDatabase):
         except pg_errors.LockNotAvailable as error:
             raise self._busy(error) from None
         except (psycopg.OperationalError, psycopg.InterfaceError) as error:
-            raise StoreError(f"{self.path}: {_one_line(error)}") from error
+            raise self._failed(error) from error
 
     def _busy(self, error: BaseException) -> StoreBusyError:
         return StoreBusyError(f"{self.path}: another process kept the database locked for more than "
@@ -189,6 +220,9 @@ class PostgresDatabase(SqlDatabase):
         except psycopg.Error as error:
             if self._in_transaction():
                 self.connection.execute("ROLLBACK")
+            if self.connection_lost():
+                raise StoreUnavailable(f"{self.path}: cannot start a write, the connection to the database was "
+                                       f"lost: {_one_line(error)}") from None
             raise StoreError(f"{self.path}: cannot start a write: {_one_line(error)}") from None
 
     def continue_identity(self, table: str, column: str) -> None:

@@ -50,6 +50,12 @@ class StoreBusyError(StoreError):
     """Another writer held the database longer than the busy timeout."""
 
 
+class StoreUnavailable(StoreError):
+    """The database server cannot be reached: the connection was lost (a restart, a failover, the
+    network) or a new one cannot be opened yet. Not the data's fault: the daemon and the workers
+    wait and reconnect (`Store.reconnect`), nothing is given up."""
+
+
 def synthetic_message_id(raw: bytes) -> str:
     """The id under which a message without a Message-ID is stored: hash of its raw bytes."""
     return f"sha256-{hashlib.sha256(raw).hexdigest()}@{SYNTHETIC_ID_DOMAIN}"
@@ -508,6 +514,16 @@ class Store(MessageStore, RecordStore, ThreadStore, AliasStore, CursorStore, Mat
         ...
 
     def close(self) -> None: ...
+
+    def connection_lost(self) -> bool:
+        """Whether the connection to the database server was lost (PostgreSQL; never on SQLite):
+        every use fails with StoreUnavailable until `reconnect`."""
+        ...
+
+    def reconnect(self) -> None:
+        """A new connection in place of a lost one (outside any transaction); StoreUnavailable
+        while the server cannot be reached."""
+        ...
 
     def transaction(self) -> AbstractContextManager[Store]:
         """One write transaction: everything inside commits together or not at all."""

@@ -99,6 +99,12 @@ class SqlStore:
     def close(self) -> None:
         self.database.close()
 
+    def connection_lost(self) -> bool:
+        return self.database.connection_lost()
+
+    def reconnect(self) -> None:
+        self.database.reconnect()
+
     def __enter__(self) -> Self:
         return self
 

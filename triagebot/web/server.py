@@ -2,7 +2,10 @@
 
 The listening socket is bound here, before uvicorn starts, so a port that is taken fails at
 once with the OSError (the daemon turns it into a one-line error) and port 0 gets a free port
-whose number is known (`.port`) before the first request.
+whose number is known (`.port`) before the first request. uvicorn runs with the bounds of
+bounds.py (`HttpLimits`: head and keep-alive deadlines, the connection cap under the fd limit,
+bodies bounded, few worker threads), on its h11 protocol (the one those bounds are written for)
+and without WebSocket upgrades (nothing here speaks WebSocket).
 """
 from __future__ import annotations
 
@@ -11,6 +14,8 @@ import threading
 from typing import Any
 
 import uvicorn
+
+from triagebot.web.bounds import ACCEPT_BATCH, Bounded, HttpLimits, bounded_protocol
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -32,16 +37,24 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 class WebServer:
-    """uvicorn serving `app` on host:port (0: any free port; see `.port`)."""
+    """uvicorn serving `app` on host:port (0: any free port; see `.port`) within `limits`
+    (default: bounds.py's, the connection cap sized under this process's fd limit)."""
 
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0, limits: HttpLimits | None = None) -> None:
         self.host = host
+        self.limits = limits if limits is not None else HttpLimits.for_this_process()
         self.socket = bind(host, port)
         self.port = self.socket.getsockname()[1]
         # no access log (the daemon's own log says enough), uvicorn's warnings through the logging
-        # the process set up (log_config None: the daemon's JSON lines), no lifespan (no app state)
-        config = uvicorn.Config(app, log_level="warning", log_config=None, access_log=False, lifespan="off",
-                                server_header=False, proxy_headers=False)
+        # the process set up (log_config None: the daemon's JSON lines), no lifespan (no app state).
+        # limit_concurrency one past the cap: the protocol keeps the connections at the cap (closing
+        # idle ones first), so uvicorn's 503 comes only when every connection is in a request
+        config = uvicorn.Config(Bounded(app, self.limits), log_level="warning", log_config=None, access_log=False,
+                                lifespan="off", server_header=False, proxy_headers=False,
+                                http=bounded_protocol(self.limits), ws="none",
+                                limit_concurrency=self.limits.max_connections + 1, backlog=ACCEPT_BATCH,
+                                timeout_keep_alive=self.limits.keep_alive_seconds,
+                                h11_max_incomplete_event_size=self.limits.max_head_bytes)
         self.server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
 

@@ -2,10 +2,13 @@
 
 One POST endpoint (`SLACK_PATH`) takes both Slack's interactivity payloads (a button clicked
 on a parent or verdict message) and the `/triage` slash command. Before bolt sees a request,
-its signature is checked here against the signing secret (slack-sdk's `SignatureVerifier`, the
-v0 HMAC Slack computes) and its timestamp must be within five minutes of now: a forged, unsigned
-or stale request is refused with 401 and a logged reason, and nothing is read from it. Bolt's
-own request verification stays on with the same secret.
+its timestamp header must be a whole number (untrusted/whole_numbers.py; else 400) within five
+minutes of now, then its body is read, at most 64 KiB (web/bounds.py; 413 past it,
+the rest never read), and its signature checked against the signing secret (slack_payload.signed: the v0
+HMAC Slack computes, over bytes): a forged, unsigned or stale request is refused
+with 401 and a logged reason, and nothing is read from it. A signed body must then have the
+shape the listeners handle (slack_payload.py; else 400 saying what is wrong). Bolt's own request
+verification stays on with the same secret.
 
 `/triage show <message-id>`, `status` and `queue` answer the user alone (an ephemeral reply);
 `/triage rerun <message-id>` and the buttons act through triagebot/actions/act.py (checks, one
@@ -37,7 +40,7 @@ from slack_bolt import App, BoltRequest
 from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
-from slack_sdk.signature import Clock, SignatureVerifier
+from slack_sdk.signature import Clock
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -51,12 +54,14 @@ from triagebot.notify.render import escape
 from triagebot.records.states import RUN_STATES
 from triagebot.rules.routing import PERMISSIONS, Permissions
 from triagebot.store.protocol import Store
+from triagebot.untrusted.whole_numbers import BadNumber, whole_number
+from triagebot.web.bounds import RequestRefused, read_body
+from triagebot.web.slack_payload import payload_problem, signed
 
 log = logging.getLogger("triagebot.slack")
 
 SLACK_PATH = "/slack/events"  # the interactivity URL and the slash command's request URL
 MAX_AGE_SECONDS = 300  # Slack's own advice: a request older than five minutes may be a replay
-MAX_BODY = 64 * 1024  # Slack's payloads are a few kilobytes
 USAGE = "Usage: `/triage show <message-id>`, `/triage status`, `/triage queue`, `/triage rerun <message-id>`"
 _MAILTO = re.compile(r"^<mailto:([^|>]+)(\|[^>]*)?>$")  # Slack links what looks like an address
 
@@ -200,10 +205,17 @@ def send_modal(message_id: str, channel: str, preview: ReplyPreview) -> dict[str
             "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": head}}, *_draft_sections(preview.text)]}
 
 
+def _object_at(found: Any, *keys: str) -> dict[str, Any]:
+    """`found[key][key]…` when each is an object, else {}: a submitted form of another shape is empty."""
+    for key in keys:
+        found = found.get(key) if isinstance(found, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
 def _value(view: dict[str, Any], block_id: str) -> str:
-    item = ((view.get("state") or {}).get("values") or {}).get(block_id, {}).get("value") or {}
-    selected = item.get("selected_option") or {}
-    return str(item.get("value") or selected.get("value") or "").strip()
+    item = _object_at(view, "state", "values", block_id, "value")
+    text = item.get("value") or _object_at(item, "selected_option").get("value") or ""
+    return text.strip() if isinstance(text, str) else ""
 
 
 def build_bolt_app(settings: SlackSettings) -> App:
@@ -219,7 +231,7 @@ def build_bolt_app(settings: SlackSettings) -> App:
         found = set()
         for group in group_ids:
             try:
-                members = client.usergroups_users_list(usergroup=group).get("users", [])
+                members: list[str] = client.usergroups_users_list(usergroup=group).get("users", [])
             except SlackApiError as error:  # a group gone or unreadable grants nothing: said, not fatal
                 event(log, logging.WARNING, "slack user group unreadable", event="slack.usergroup", group=group,
                       error=str(error.response.get("error")))
@@ -238,8 +250,13 @@ def build_bolt_app(settings: SlackSettings) -> App:
     def tell(channel: str | None, user_id: str, text: str) -> None:
         """An ephemeral message: only the clicking user sees it (a refusal's reason, plain text that
         may carry what the user typed: escaped)."""
-        if channel:
+        if not isinstance(channel, str) or not channel:
+            return
+        try:
             client.chat_postEphemeral(channel=channel, user=user_id, text=escape(text))
+        except SlackApiError as error:  # the action's outcome is logged already; the telling failed: said, not raised
+            event(log, logging.WARNING, "slack ephemeral reply failed", event="slack.tell_failed", channel=channel,
+                  error=str(error.response.get("error")))
 
     @app.command("/triage")
     def command(ack: Callable[..., Any], command: dict[str, Any], request: BoltRequest) -> None:
@@ -304,8 +321,12 @@ def build_bolt_app(settings: SlackSettings) -> App:
                       message_id=message_id, user=user_id, reason=reason)
                 tell(channel, user_id, f"Not done: {reason}.")
                 return
-            client.views_open(trigger_id=body["trigger_id"],
-                              view=modal(action_id, message_id, channel or "", budget, settings.hosts))
+            try:
+                client.views_open(trigger_id=body["trigger_id"],
+                                  view=modal(action_id, message_id, channel or "", budget, settings.hosts))
+            except SlackApiError as error:  # an expired trigger, Slack away: the click is lost, said once
+                event(log, logging.WARNING, "slack modal not opened", event="slack.modal_failed", action=action_id,
+                      message_id=message_id, user=user_id, error=str(error.response.get("error")))
             return
         outcome = act(actions.Request(request_key(request), action_id, message_id, user_id))
         if not outcome.done:
@@ -344,12 +365,14 @@ def build_bolt_app(settings: SlackSettings) -> App:
             return
         if view.get("callback_id") == "rerun-with":
             budget_text, host = _value(view, "budget"), _value(view, "host") or None
-            if not budget_text.isdigit() or not 1 <= int(budget_text) <= actions.MAX_BUDGET:
+            try:
+                budget = whole_number(budget_text, "runs a side", low=1, high=actions.MAX_BUDGET)
+            except BadNumber:
                 ack(response_action="errors",
                     errors={"budget": f"a whole number of runs a side, from 1 to {actions.MAX_BUDGET}"})
                 return
             request_ = actions.Request(request_key(request), "rerun-on-host" if host else "rerun", message_id,
-                                       user_id, budget=int(budget_text), host=host)
+                                       user_id, budget=budget, host=host)
         else:
             other = message_id_of(_value(view, "other"))
             if not other:
@@ -386,23 +409,29 @@ def socket_mode(settings: SlackSettings) -> Any:
 def slack_routes(settings: SlackSettings) -> list[Route]:
     """The one route Slack POSTs to, its signature and age checked before bolt reads it."""
     app = build_bolt_app(settings)
-    verifier = SignatureVerifier(settings.signing_secret, clock=settings.clock)
 
     async def endpoint(request: Request) -> Response:
-        body = await request.body()
-        if len(body) > MAX_BODY:
-            return _refused(f"a body of {len(body)} bytes (at most {MAX_BODY})", 413)
+        # the headers first: nothing of the body is read for a request that is not signed and fresh
         stamp = request.headers.get("x-slack-request-timestamp", "")
         signature = request.headers.get("x-slack-signature", "")
         if not stamp or not signature:
             return _refused("unsigned request (no X-Slack-Signature or X-Slack-Request-Timestamp)")
-        if not stamp.isdigit():
-            return _refused(f"a request timestamp that is not a number: {stamp[:40]!r}")
-        age = settings.clock.now() - int(stamp)
+        try:
+            sent_at = whole_number(stamp, "X-Slack-Request-Timestamp")
+        except BadNumber as error:
+            return _refused(str(error), 400)
+        age = settings.clock.now() - sent_at
         if abs(age) > MAX_AGE_SECONDS:
             return _refused(f"a stale request: its timestamp is {int(age)} s from now (at most {MAX_AGE_SECONDS})")
-        if not verifier.is_valid(body, stamp, signature):
+        try:  # at most 64 KiB, read only now (a longer one is cut there, or not read at all)
+            body = await read_body(request.scope, request.receive)
+        except RequestRefused as error:
+            return _refused(error.reason, error.status)
+        if not signed(settings.signing_secret, stamp, body, signature):
             return _refused("a signature that does not match the signing secret (forged, or another app's)")
+        problem = payload_problem(body)
+        if problem is not None:  # signed, but not a shape the listeners handle
+            return _refused(f"a signed body this app does not handle: {problem}", 400)
         bolt_response = await run_in_threadpool(app.dispatch, to_bolt_request(request, body))
         return to_starlette_response(bolt_response)
 

@@ -35,6 +35,7 @@ from triagebot.reproduce.schedule import describe_wait
 from triagebot.rules.hosts import DEFAULT_MAX_WAIT_MINUTES
 from triagebot.rules.settings import Settings
 from triagebot.store.protocol import Store, TriageRow, UnreadableRecord
+from triagebot.untrusted.whole_numbers import BadNumber, whole_number
 
 REPORT_KINDS = ("lkp-regression", "lkp-improvement", "lkp-functional", "human-report", "human-bug", "syzbot")
 NOT_TAKEN_ON = "not-taken-on"  # the index's section of stored reports the daemon has not taken on
@@ -157,9 +158,10 @@ def filters_from(items: Sequence[tuple[str, str]]) -> Filters:
     limit_text = one("limit")
     limit = DEFAULT_LIMIT
     if limit_text is not None:
-        if not limit_text.isdigit() or not 1 <= int(limit_text) <= MAX_LIMIT:
-            raise BadRequest(f"limit {limit_text!r}: a whole number from 1 to {MAX_LIMIT}")
-        limit = int(limit_text)
+        try:
+            limit = whole_number(limit_text, "limit", low=1, high=MAX_LIMIT)
+        except BadNumber as error:
+            raise BadRequest(str(error)) from None
     return Filters(kinds=kinds, list_name=one("list"), since=since, testcase=one("testcase"), state=state,
                    limit=limit)
 
@@ -322,6 +324,15 @@ def _plan_view(plan: Mapping[str, Any] | None) -> dict[str, Any] | None:
             "differs": [*(plan.get("storage_differs") or []), *(plan.get("notes") or [])]}
 
 
+def _public_plan(plan: dict[str, Any] | None, names: Sequence[tuple[str, str]]) -> dict[str, Any] | None:
+    """A plan's view as public pages show it: what was fitted and what differs, without what they
+    say of the lab host (its threads, memory, budget, tools); every host name "a lab host"."""
+    if plan is None or plan.get("refused"):
+        return _scrub(plan, names)
+    return _scrub(plan, names) | {key: [public_text(item, names) for item in plan[key]]
+                                  for key in ("fitted", "differs")}
+
+
 def _number(value: Any) -> str:
     return f"{value:.3g}" if isinstance(value, int | float) and math.isfinite(value) else "n/a"
 
@@ -368,9 +379,14 @@ _MOVES = {"parent": "taken on: new", "plan": "{told} told to the team", "update-
           "verdict": "verdict told to the team", "plot": "samples plot posted", "update-final": "final state: {state}"}
 
 
-def _lifecycle(view: ReportView, public: bool) -> list[dict[str, Any]]:
+def _lifecycle(view: ReportView, store: Store, site: Site) -> list[dict[str, Any]]:
     """The report's moves as far as the store has them: taken on, then each notification written
-    with a state change (the outbox row is written in the same transaction as the move)."""
+    with a state change (the outbox row is written in the same transaction as the move). In
+    public only the moves `_MOVES` names are listed (never an outbox kind: `action-N`,
+    `test-fix-N`, `update-queued-…@HOST` are the team's), a move's note says "a lab host" where it
+    named one (public_text), and a later report routing keeps inside is not named."""
+    public = site.public
+    names = host_names(site, view.triage.host if view.triage else None, (view.latest_run or {}).get("host"))
     triage = view.triage
     if triage is None:
         return []
@@ -380,6 +396,8 @@ def _lifecycle(view: ReportView, public: bool) -> list[dict[str, Any]]:
         f"update-{link.relation}-{link.joined_id}" for link in view.links}
     for row in view.notifications:
         if row.kind == "parent" or row.kind in lifecycle_edits:  # a move's edit: the move is listed below
+            continue
+        if public and row.kind not in _MOVES:  # the team's own traffic: actions, fix-test replies, queue places
             continue
         what = _MOVES.get(row.kind, row.kind).format(planned=planned, state=triage.state,
                                                       told="plan" if planned == "planned" else "refusal")
@@ -392,14 +410,37 @@ def _lifecycle(view: ReportView, public: bool) -> list[dict[str, Any]]:
         moves.append({"at": triage.updated_at, "what": f"{triage.state} since", "detail": triage.note
                       if not public else None})
     for move in view.moves:  # after the verdict: fixed, reverted, … with the message that moved it
-        moves.append({"at": move.moved_at, "what": f"{move.state}: {move.note}",
+        note = public_text(move.note, names) if public else move.note
+        moves.append({"at": move.moved_at, "what": f"{move.state}: {note}",
                       "detail": cause_text(move.cause_id) if move.cause_id else None})
     for link in view.links:  # later reports of the same regression (or commit)
+        if public and not _showable(store, site, link.joined_id):
+            continue
         moves.append({"at": link.linked_at, "what": f"{link.relation}: <{link.joined_id}>", "detail": link.rule})
     return moves
 
 
-def _thread(view: ReportView) -> list[dict[str, Any]]:
+# what a plan's or a move's words say of the lab host, left out in public: "(the host has 2
+# threads)", "; the host's budget is 512", "of the host's 2 threads"
+_HOST_PARTICULARS = re.compile(r"\s*\([^()]*\bhost(?:'s)?\b[^()]*\)|;\s*the host(?:'s)?\b[^;]*")
+
+
+def public_text(text: str, names: Sequence[tuple[str, str]]) -> str:
+    """`text` as public pages say it: the host's particulars left out, its name "a lab host"."""
+    return _scrub(_HOST_PARTICULARS.sub("", text), names)
+
+
+def _showable(store: Store, site: Site, key: str) -> bool:
+    try:
+        report = store.get_record(key)
+    except UnreadableRecord:
+        return False
+    return report is not None and _may_show(store, site, key, report)
+
+
+def _thread(view: ReportView, store: Store, site: Site) -> list[dict[str, Any]]:
+    """The report's thread, each message the pages may show (in public, a message routing keeps
+    inside is left out whole: its subject, sender, date and evidence)."""
     if view.thread is None:
         return []
     messages = []
@@ -408,6 +449,8 @@ def _thread(view: ReportView) -> list[dict[str, Any]]:
         if message is None:
             continue
         stored_as = message.message_id or None
+        if not _may_show(store, site, stored_as or key, message):
+            continue
         evidence = stance_evidence(message).strip()
         messages.append({
             "href": report_href(stored_as) if stored_as else None, "this": stored_as == view.key,
@@ -440,7 +483,7 @@ def report_view(store: Store, site: Site, key: str) -> dict[str, Any] | None:
     run = _run_view(view.latest_run, report, site.public)
     names = host_names(site, triage.host if triage else None, (view.latest_run or {}).get("host"))
     if site.public:
-        plan, run = _scrub(plan, names), _scrub(run, names)
+        plan, run = _public_plan(plan, names), _scrub(run, names)
     state = None
     if triage is not None:
         state = {"state": triage.state, "meaning": STATE_MEANING[TriageState(triage.state)],
@@ -450,7 +493,7 @@ def report_view(store: Store, site: Site, key: str) -> dict[str, Any] | None:
                  "note": None if site.public else triage.note}
     return {"key": key, "href": report_href(key), "report": report, "lore": lore_url(report.message_id),
             "lines": lines, "state": state, "plan": plan, "run": run,
-            "thread": _thread(view), "moves": _lifecycle(view, site.public)}
+            "thread": _thread(view, store, site), "moves": _lifecycle(view, store, site)}
 
 
 def plot_run(store: Store, site: Site, key: str) -> dict[str, Any] | None:

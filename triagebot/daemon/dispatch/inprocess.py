@@ -98,6 +98,12 @@ class ThreadDispatcher:
     def close(self) -> None:
         pass  # each run's store is its own, closed when the run ends
 
+    def connection_lost(self) -> bool:
+        return False  # no connection of its own
+
+    def reconnect(self) -> None:
+        pass
+
 
 class InlineDispatcher:
     """Each job runs at `launch`, in the caller's thread, on the store it is given: one at a time."""
@@ -137,4 +143,10 @@ class InlineDispatcher:
         pass
 
     def close(self) -> None:
+        pass
+
+    def connection_lost(self) -> bool:
+        return False
+
+    def reconnect(self) -> None:
         pass

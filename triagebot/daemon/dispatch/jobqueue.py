@@ -11,6 +11,12 @@ The jobs are run by `triage worker` processes (daemon/dispatch/worker.py), anywh
 database. They never deliver notifications: after writing the outbox they NOTIFY
 `OUTBOX_CHANNEL`, which `wait` LISTENs on, and the daemon's loop delivers.
 
+The loop's own connection (LISTEN, the job table read) can be lost like any (a restart of the
+server): `wait`, `jobs_now` and `finished` then raise StoreUnavailable instead of psycopg's
+errors, and `reconnect` opens a new one and LISTENs again (the daemon's loop waits for the
+server with it, daemon/outage.py). A NOTIFY sent while it was away is not missed for long: the
+loop runs its pass once it is back, which reads the job table and delivers the outbox anyway.
+
 procrastinate's schema lives beside the store's tables, applied by `ensure_job_schema` (`triage
 db migrate`, and the daemon and workers at start) under the store's write lock, so processes
 starting at once apply it once.
@@ -18,10 +24,12 @@ starting at once apply it once.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 import procrastinate
+import psycopg
 from procrastinate.schema import SchemaManager
 
 from triagebot.daemon.dispatch.after_verdict_queue import AfterVerdictJobs
@@ -39,11 +47,12 @@ from triagebot.lab.job_table import job_table_present as _job_table_present
 from triagebot.logs import event
 from triagebot.records.states import TriageState
 from triagebot.store.postgres import PostgresStore
-from triagebot.store.protocol import Store, StoreError
+from triagebot.store.protocol import Store, StoreError, StoreUnavailable
 
 log = logging.getLogger("triagebot.daemon")
 
 OUTBOX_CHANNEL = "triagebot_outbox"  # workers NOTIFY it after writing notifications or ending a job
+T = TypeVar("T")
 
 
 def job_app(url: str, **pool_options: Any) -> procrastinate.App:
@@ -96,6 +105,32 @@ class JobQueueDispatcher:
         """Close the loop's connection (its LISTEN ends with it); the daemon calls it at stop."""
         self._store.close()
 
+    def connection_lost(self) -> bool:
+        return self._store.connection_lost()
+
+    def reconnect(self) -> None:
+        """A new connection for the loop, listening again (StoreUnavailable while the server is away)."""
+        self._store.reconnect()
+        with self._unless_lost():
+            self._store.connection.execute(f"LISTEN {OUTBOX_CHANNEL}")
+
+    @contextmanager
+    def _unless_lost(self) -> Iterator[None]:
+        """psycopg's error on the loop's own connection as StoreUnavailable when it was lost."""
+        if self._store.connection_lost():
+            raise StoreUnavailable(f"{self._store.path}: the job queue's connection was lost")
+        try:
+            yield
+        except (psycopg.OperationalError, psycopg.InterfaceError) as error:
+            if self._store.connection_lost():
+                raise StoreUnavailable(f"{self._store.path}: the job queue's connection was lost: "
+                                       f"{' '.join(str(error).split())}") from error
+            raise
+
+    def _read(self, read: Callable[[], T]) -> T:
+        with self._unless_lost():
+            return read()
+
     def enqueue(self, store: Store, job: RunJob) -> None:
         self._app.configure_task(
             TASK_NAME, queue=queue_for(job.host), lock=lock_for(job.host),
@@ -117,7 +152,7 @@ class JobQueueDispatcher:
         """The job table read once: every job's host and report (a host's after-verdict job
         makes it busy too, with the report it was deferred for), and the hosts whose job is still
         `todo`; a rerun's job gone since the last read is finished."""
-        every = lab_jobs(self._store.connection)
+        every = self._read(lambda: lab_jobs(self._store.connection))
         jobs = jobs_by_host(every)
         reruns = {host: job.message_id for host, job in jobs_by_host([job for job in every
                                                                       if not job.after_verdict]).items()}
@@ -138,12 +173,14 @@ class JobQueueDispatcher:
         return AfterVerdictJobs(self._app, self._store, lab)
 
     def wait(self, timeout: float) -> bool:
-        for _notice in self._store.connection.notifies(timeout=timeout, stop_after=1):
-            return True
+        with self._unless_lost():
+            for _notice in self._store.connection.notifies(timeout=timeout, stop_after=1):
+                return True
         return False
 
     def wake(self) -> None:
-        notify_outbox(self._store)
+        with self._unless_lost():
+            notify_outbox(self._store)
 
     def finished(self) -> list[Finished]:
         self.running()

@@ -99,6 +99,16 @@ class Dispatcher(Protocol):
         """Release what the dispatcher holds (a job queue's connection); the daemon stops after it."""
         ...
 
+    def connection_lost(self) -> bool:
+        """Whether the dispatcher's own connection to the database was lost (a job queue's; never
+        for one that holds none): `wait` and `finished` fail with StoreUnavailable until `reconnect`."""
+        ...
+
+    def reconnect(self) -> None:
+        """A new connection in place of a lost one, listening again; StoreUnavailable while the
+        server cannot be reached."""
+        ...
+
 
 class AfterVerdictRunner(Protocol):
     """Carries out the fix tests and bisections queued after confirmed verdicts."""

@@ -17,6 +17,12 @@ report, still `running` on its host, starts over on whichever worker fetches the
 verdict is written only while the report is still `running` on that host (flow._run_one), so
 a run retried beside one that was merely slow cannot decide twice.
 
+A database that goes away (a restart, a failover) does not end the worker: procrastinate's
+worker fails, and the worker waits (backoff, one line logged when it goes and one when it is
+back) and starts it again. A job that was running then ends in an error it could not record: it
+stays `doing` under the old worker's id, whose heartbeat has stopped, and the stalled-job sweep
+retries it, as after a killed worker; nothing is lost, and the verdict is written once.
+
 SIGTERM or SIGINT stops the worker: each run stops after its sample in progress, its report
 waits again (`planned`) and the daemon hands it out anew; a fix test or bisection is queued
 again, and the daemon defers its host's job anew.
@@ -27,15 +33,20 @@ import asyncio
 import logging
 import signal
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+import psycopg
+
+from triagebot.backoff import Backoff
 from triagebot.daemon import flow
 from triagebot.daemon.after_verdict_jobs import run_after_verdict_jobs
 from triagebot.daemon.dispatch.jobqueue import ensure_job_schema, job_app, notify_outbox
 from triagebot.daemon.dispatch.protocol import RunJob
+from triagebot.daemon.outage import RECONNECT
 from triagebot.lab.job_table import AFTER_VERDICT_TASK, TASK_NAME, TASKS, queue_for
 from triagebot.logs import event
 from triagebot.rules.settings import Settings
@@ -102,7 +113,7 @@ async def retry_stalled(app, options: WorkerOptions) -> list[int]:
 
 
 def serve_worker(url: str, settings: Settings, database: Path, hosts: Sequence[str], options: WorkerOptions) -> int:
-    """Run `hosts`' lab jobs until SIGTERM or SIGINT."""
+    """Run `hosts`' lab jobs until SIGTERM or SIGINT; a database that goes away is waited for."""
     with PostgresStore(url) as store:
         ensure_job_schema(store)
     stop = threading.Event()
@@ -118,29 +129,109 @@ def serve_worker(url: str, settings: Settings, database: Path, hosts: Sequence[s
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        async with app.open_async():
-            work = asyncio.create_task(app.run_worker_async(
-                queues=[queue_for(host) for host in hosts], concurrency=len(hosts), name="triage-worker",
-                install_signal_handlers=False, update_heartbeat_interval=options.heartbeat_s,
-                stalled_worker_timeout=options.stalled_after_s, delete_jobs="successful"))
+        stopped = asyncio.Event()
+        running: dict[str, asyncio.Task] = {}
 
-            def stopping(signum: int) -> None:
-                event(log, logging.INFO, "worker stopping: runs stop after their sample", event="worker.stopping",
-                      signal=signal.Signals(signum).name)
-                stop.set()
-                work.cancel()  # procrastinate's graceful stop: the running jobs end (after their sample)
+        def stopping(signum: int) -> None:
+            event(log, logging.INFO, "worker stopping: runs stop after their sample", event="worker.stopping",
+                  signal=signal.Signals(signum).name)
+            stop.set()
+            stopped.set()
+            if "work" in running:
+                running["work"].cancel()  # procrastinate's graceful stop: the running jobs end (after their sample)
 
-            for signum in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(signum, stopping, signum)
-            event(log, logging.INFO, "worker started", event="worker.started", hosts=list(hosts))
-            while not work.done():
-                await retry_stalled(app, options)
-                await asyncio.wait({work}, timeout=options.heartbeat_s)
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stopping, signum)
+        event(log, logging.INFO, "worker started", event="worker.started", hosts=list(hosts),
+              db=url)  # the log formatter writes a password in it as *** (logs.py)
+        outage = _Outage()
+        while not stop.is_set():
             try:
-                await work
-            except asyncio.CancelledError:
-                pass
+                await _work(app, hosts, options, running, outage, stop)
+            except Exception as error:  # noqa: BLE001 - judged below: the database gone is waited for
+                if stop.is_set():
+                    break
+                if not _database_gone(url, error):
+                    raise
+                outage.lost(error)
+                try:
+                    await asyncio.wait_for(stopped.wait(), timeout=outage.next_wait())
+                except TimeoutError:
+                    pass
 
     asyncio.run(main())
     event(log, logging.INFO, "worker stopped", event="worker.stopped")
     return 0
+
+
+class _Outage:
+    """The worker's side of a database outage: one line when it goes, one when it is back, the
+    backoff between attempts (triagebot/backoff.py, as the daemon's)."""
+
+    def __init__(self, backoff: Backoff = RECONNECT) -> None:
+        self.backoff = backoff
+        self.since: float | None = None
+        self.attempts = 0
+
+    def lost(self, error: BaseException) -> None:
+        if self.since is None:
+            self.since = time.monotonic()
+            event(log, logging.ERROR, "database unreachable: the worker waits for it, its jobs stay queued",
+                  event="worker.database_lost", error=" ".join(str(error).split()) or type(error).__name__)
+        self.attempts += 1
+
+    def next_wait(self) -> float:
+        return self.backoff.delay(self.attempts - 1)
+
+    def back(self) -> None:
+        if self.since is not None:
+            event(log, logging.WARNING, "database back: the worker takes jobs again", event="worker.database_back",
+                  away_seconds=round(time.monotonic() - self.since, 1), attempts=self.attempts)
+        self.since, self.attempts = None, 0
+
+
+async def _work(app, hosts: Sequence[str], options: WorkerOptions, running: dict[str, asyncio.Task],
+                outage: _Outage, stop: threading.Event) -> None:
+    """procrastinate's worker on `hosts`' queues, with the sweep for stalled jobs beside it, until
+    it is cancelled (a stop) or fails (the database went away: raised)."""
+    async with app.open_async():
+        await retry_stalled(app, options)  # the first use of the database: it is there
+        outage.back()
+        work = asyncio.create_task(app.run_worker_async(
+            queues=[queue_for(host) for host in hosts], concurrency=len(hosts), name="triage-worker",
+            install_signal_handlers=False, update_heartbeat_interval=options.heartbeat_s,
+            stalled_worker_timeout=options.stalled_after_s, delete_jobs="successful"))
+        running["work"] = work
+        try:
+            while not work.done():
+                if stop.is_set() and not work.cancelling():  # asked before the task was there to cancel
+                    work.cancel()
+                await asyncio.wait({work}, timeout=options.heartbeat_s)
+                if not work.done():
+                    await retry_stalled(app, options)
+            try:
+                await work
+            except asyncio.CancelledError:
+                return  # a stop
+        finally:
+            running.pop("work", None)
+            if not work.done():
+                work.cancel()
+                await asyncio.gather(work, return_exceptions=True)
+        raise WorkerEnded("the job queue's worker stopped by itself (a side task failed: the database went away?)")
+
+
+class WorkerEnded(RuntimeError):
+    """procrastinate's worker returned without being asked to stop."""
+
+
+def _database_gone(url: str, error: BaseException) -> bool:
+    """Whether the database cannot be reached now (whatever procrastinate or psycopg raised on
+    the way): one connection is tried."""
+    try:
+        with psycopg.connect(url, connect_timeout=5, application_name="triagebot-worker-check") as connection:
+            connection.execute("SELECT 1")
+    except psycopg.Error:
+        return True
+    return isinstance(error, WorkerEnded | psycopg.OperationalError | psycopg.InterfaceError) or (
+        type(error).__module__.startswith(("procrastinate", "psycopg_pool")))
