@@ -78,8 +78,7 @@ def test_the_formatter_redacts_fields_messages_and_tracebacks(log_format: str) -
 
 def test_the_daemon_start_and_a_failed_poll_name_no_password(tmp_path: Path, postgres_server) -> None:
     url = with_password(postgres_server.url(postgres_server.new_schema()))
-    rules = tmp_path / "rules"
-    rules.mkdir()
+    rules, _state = write_lab_rules(tmp_path, PROJECT)  # a lab host, for `triage status` below
     source = f"http://reader:{SECRET}@127.0.0.1:{free_port()}/nowhere/"  # nobody listens: the poll fails
     (rules / "sources.toml").write_text(f'[http]\nattempts = 1\ntimeout_seconds = 2\n\n[[lore]]\nurl = "{source}"\n')
     done = triage(tmp_path, "daemon", "--once", "--db", url, "--rules", str(rules), "--log-format", "json")
@@ -90,6 +89,12 @@ def test_the_daemon_start_and_a_failed_poll_name_no_password(tmp_path: Path, pos
     failed = next(line for line in lines if line.get("event") == "poll.failed")
     assert failed["source"].startswith("http://reader:***@127.0.0.1:")
     assert SECRET not in done.stderr and SECRET not in done.stdout
+    # the stored outcome of that poll, as `triage status` shows it, names no password either
+    status = triage(tmp_path, "status", "--db", url, "--rules", str(rules))
+    assert status.returncode == 0, status.stderr
+    assert "FAILED" in status.stdout and SECRET not in status.stdout + status.stderr
+    as_json = triage(tmp_path, "status", "--db", url, "--rules", str(rules), "--json")
+    assert as_json.returncode == 0 and SECRET not in as_json.stdout + as_json.stderr
 
 
 def test_an_unreachable_database_is_an_error_naming_no_password(tmp_path: Path) -> None:

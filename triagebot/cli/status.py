@@ -26,6 +26,7 @@ from triagebot.cli.common import (
 from triagebot.ingest.runner import LAST_POLL_KEY
 from triagebot.lab.queue import lab_view
 from triagebot.lifecycle.watch import tree_state
+from triagebot.logs import redact
 from triagebot.notify.render import STATE_MEANING
 from triagebot.records.states import OPEN_STATES, TriageState
 from triagebot.reproduce.schedule import describe_wait
@@ -174,5 +175,7 @@ def run(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         status = gather(store, database, settings_for(args.rules))
     status["database"] = str(database_location(args))  # the URL, for a PostgreSQL store
-    print(json.dumps(status, ensure_ascii=False) if args.json else render(status))
+    # a source URL's password may sit in its stored poll outcome (an older store) or its key: the
+    # status passes through the logs' one redaction, as every line the daemon writes does
+    print(redact(json.dumps(status, ensure_ascii=False) if args.json else render(status)))
     return 0

@@ -34,6 +34,7 @@ from triagebot.http_client.bounds import PollBounds
 from triagebot.http_client.protocol import SourceError
 from triagebot.ingest.batch import Outcome, default_jobs, parse_messages
 from triagebot.ingest.protocol import SKIPPED_ENTRY_SOURCE, Batch, FetchedMessage, Sink, SkippedEntry, Source
+from triagebot.logs import redact
 from triagebot.parse import report as parse_report
 from triagebot.parse.identity import fallback_key_of_record
 from triagebot.parse.twins import same_text
@@ -74,10 +75,11 @@ StopAsked = Callable[[], bool]
 
 
 def describe_error(error: BaseException) -> str:
-    """An exception as one line: triagebot's own errors as they read, others with their type."""
+    """An exception as one line: triagebot's own errors as they read, others with their type; a
+    password in a URL it names written `***` (the line is stored with the poll's outcome)."""
     if isinstance(error, TriageError):
-        return one_line(str(error))
-    return one_line(f"{type(error).__name__}: {error}")
+        return redact(one_line(str(error)))
+    return redact(one_line(f"{type(error).__name__}: {error}"))
 
 
 def _incoming(fetched: FetchedMessage, record: dict, received_at: datetime | str) -> IncomingMessage:
