@@ -48,7 +48,7 @@ def daemon_env(home: Path, slack_url: str | None) -> dict[str, str]:
     return env
 
 
-def start_daemon(database: Path, rules: Path, env: dict[str, str], log: Path, *extra: str) -> subprocess.Popen:
+def start_daemon(database: Path | str, rules: Path, env: dict[str, str], log: Path, *extra: str) -> subprocess.Popen:
     """`triage daemon` in the background; its stdout and stderr appended to `log`."""
     with open(log, "ab") as output:
         return subprocess.Popen([sys.executable, "-m", "triagebot.cli", "daemon", "--db", str(database),
