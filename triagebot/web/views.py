@@ -10,6 +10,7 @@ served at all.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import shlex
@@ -35,6 +36,8 @@ from triagebot.reproduce.schedule import describe_wait
 from triagebot.rules.hosts import DEFAULT_MAX_WAIT_MINUTES
 from triagebot.rules.settings import Settings
 from triagebot.store.protocol import Store, TriageRow, UnreadableRecord
+from triagebot.verdict.median import median
+from triagebot.verdict.same_kernel import run_outcome
 
 REPORT_KINDS = ("lkp-regression", "lkp-improvement", "lkp-functional", "human-report", "human-bug", "syzbot")
 NOT_TAKEN_ON = "not-taken-on"  # the index's section of stored reports the daemon has not taken on
@@ -48,6 +51,9 @@ _PARENT_SUFFIX = re.compile(r"[~^][0-9~^]*$")  # "c0ffee1234ab^": the culprit's 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}")  # a list or testcase name in a filter
 INDEX_STATES = (*(state.value for state in TriageState), NOT_TAKEN_ON)  # the sections, in order
 FILTERS = ("kind", "list", "since", "testcase", "state", "limit")
+# the states a run ends a report in: where a report rerun by hand is listed
+RUN_OUTCOME_STATES = (TriageState.CONFIRMED.value, TriageState.NOT_REPRODUCED.value, TriageState.INCONCLUSIVE.value,
+                      TriageState.A_A_ONLY.value, TriageState.ERROR.value)
 
 
 class BadRequest(TriageError):
@@ -183,6 +189,7 @@ class Listed:
     subject: str
     host: str | None  # where it is queued or ran (team pages only)
     since: str | None  # when it reached its state
+    note: str | None = None  # how it got there when the daemon did not take it on (a rerun by hand)
 
 
 @dataclass(frozen=True)
@@ -227,15 +234,31 @@ def _may_show(store: Store, site: Site, key: str, report: Report) -> bool:
     return routing.is_public(report, list_name)
 
 
+HAND_RERUN = "rerun by hand (triage rerun); not taken on by the daemon"
+
+
+def _hand_rerun(store: Store, key: str, public: bool) -> tuple[str, str | None, str | None] | None:
+    """(state, host, when) of a report the daemon never took on but `triage rerun` ran to its
+    end: the state its run's outcome names (a-a-only for an A/A run), so the index shows it as
+    what it is; None when it has no such run."""
+    run = store.latest_run(key)
+    outcome = run_outcome(run)
+    if run is None or outcome not in RUN_OUTCOME_STATES:
+        return None
+    return outcome, None if public else run.get("host"), run.get("finished_at")
+
+
 def index_view(store: Store, site: Site, filters: Filters) -> list[Section]:
     """The reports by triage state (in TriageState's order), then the stored reports the daemon
-    has not taken on; newest first within each, at most `filters.limit` a section."""
+    has not taken on; newest first within each, at most `filters.limit` a section. A report the
+    daemon has not taken on but `triage rerun` ran is in the section its run's outcome names
+    (an A/A run's: a-a-only), marked as a rerun by hand."""
     kinds = _kinds(filters.kinds)
     since = parse_since(filters.since) if filters.since else None
     rows = store.triage_in(*TriageState)
     taken = {row.message_id for row in rows}
     newest = []
-    if filters.state in (None, NOT_TAKEN_ON):
+    if filters.state in (None, NOT_TAKEN_ON, *RUN_OUTCOME_STATES):
         # The newest records, enough for the last section: the daemon takes on reports as they
         # arrive, so most triaged ones are among them and are not read a second time below.
         newest = store.list_records(kind=kinds, list_name=filters.list_name, since=since,
@@ -263,14 +286,24 @@ def index_view(store: Store, site: Site, filters: Filters) -> list[Section]:
         if not _may_show(store, site, row.message_id, report):
             continue
         found[row.state].append((dated, _listed(row.message_id, report, row, site.public)))
+    rest = []
+    for listed in newest:
+        if listed.key in taken or not _may_show(store, site, listed.key, listed.report):
+            continue
+        by_hand = _hand_rerun(store, listed.key, site.public)
+        if by_hand is None:
+            rest.append(listed)
+        elif filters.state in (None, by_hand[0]):
+            state, host, when = by_hand
+            shown = _listed(listed.key, listed.report, None, site.public)
+            found[state].append((_moment(listed.report.date) or _moment(when),
+                                 dataclasses.replace(shown, host=host, since=when, note=HAND_RERUN)))
     result = []
     for state, items in found.items():
         items.sort(key=lambda item: item[0].timestamp() if item[0] else float("-inf"), reverse=True)
         result.append(Section(state, STATE_MEANING[TriageState(state)],
                               [listed for _, listed in items[:filters.limit]], len(items) > filters.limit))
     if filters.state in (None, NOT_TAKEN_ON):
-        rest = [listed for listed in newest if listed.key not in taken
-                and _may_show(store, site, listed.key, listed.report)]
         result.append(Section(NOT_TAKEN_ON, "stored, not taken on by the daemon (older than --admit-days, "
                               "or a kind it does not rerun)",
                               [_listed(item.key, item.report, None, site.public) for item in rest[:filters.limit]],
@@ -326,6 +359,18 @@ def _number(value: Any) -> str:
     return f"{value:.3g}" if isinstance(value, int | float) and math.isfinite(value) else "n/a"
 
 
+def _medians(samples: Sequence[Mapping[str, Any]]) -> str:
+    """Each side's median and their change, as `triage show` prints the medians."""
+    sides = {role: [item["value"] for item in samples if item.get("role") == role
+                    and isinstance(item.get("value"), int | float) and math.isfinite(item["value"])]
+             for role in ("base", "suspect")}
+    if not sides["base"] or not sides["suspect"]:
+        return ""
+    base, suspect = median(sides["base"]), median(sides["suspect"])
+    change = f", {percent((suspect / base - 1) * 100)}" if base else ""
+    return f"{base:.6g} and {suspect:.6g}{change}"
+
+
 def _run_view(run: Mapping[str, Any] | None, report: Report, public: bool) -> dict[str, Any] | None:
     if not run:
         return None
@@ -346,7 +391,7 @@ def _run_view(run: Mapping[str, Any] | None, report: Report, public: bool) -> di
         "samples": {role: len([item for item in samples if item.get("role") == role]) for role in ("base", "suspect")},
         "plot": any(item.get("role") == "base" for item in samples)
         and any(item.get("role") == "suspect" for item in samples),
-        "verdict": None}
+        "medians": _medians(samples), "verdict": None}
     if verdict:
         confidence = verdict.get("confidence")
         view["verdict"] = {
@@ -438,9 +483,11 @@ def report_view(store: Store, site: Site, key: str) -> dict[str, Any] | None:
     plan_json = (triage.plan if triage is not None else None) or (view.latest_run or {}).get("plan")
     plan = _plan_view(plan_json)
     run = _run_view(view.latest_run, report, site.public)
-    names = host_names(site, triage.host if triage else None, (view.latest_run or {}).get("host"))
+    cut_short = _run_view(view.cut_short_run, report, site.public)
+    names = host_names(site, triage.host if triage else None, (view.latest_run or {}).get("host"),
+                       (view.cut_short_run or {}).get("host"))
     if site.public:
-        plan, run = _scrub(plan, names), _scrub(run, names)
+        plan, run, cut_short = _scrub(plan, names), _scrub(run, names), _scrub(cut_short, names)
     state = None
     if triage is not None:
         state = {"state": triage.state, "meaning": STATE_MEANING[TriageState(triage.state)],
@@ -449,7 +496,7 @@ def report_view(store: Store, site: Site, key: str) -> dict[str, Any] | None:
                  "channel": None if site.public else triage.channel,
                  "note": None if site.public else triage.note}
     return {"key": key, "href": report_href(key), "report": report, "lore": lore_url(report.message_id),
-            "lines": lines, "state": state, "plan": plan, "run": run,
+            "lines": lines, "state": state, "plan": plan, "run": run, "cut_short": cut_short,
             "thread": _thread(view), "moves": _lifecycle(view, site.public)}
 
 

@@ -183,13 +183,18 @@ class LocalExecutor:
             return Completed(argv, 126, b"", f"{argv[0]}: cannot start under its limits: {error}\n".encode(),
                              time.monotonic() - started, False)
         deadline = started + timeout
-        stdout, stderr, timed_out = self._collect(process, deadline)
-        if not timed_out:
-            # both pipes closed, but a command may close them and go on running
-            try:
-                process.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                timed_out = True
+        try:
+            stdout, stderr, timed_out = self._collect(process, deadline)
+            if not timed_out:
+                # both pipes closed, but a command may close them and go on running
+                try:
+                    process.wait(timeout=max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+        except BaseException:  # Ctrl-C, SIGTERM: the command ends with us (its own session hears neither)
+            _kill_group(process.pid)
+            process.wait()
+            raise
         _kill_group(process.pid)  # whatever is left of its group
         returncode = process.wait()
         return Completed(argv, returncode, stdout, stderr, time.monotonic() - started, timed_out)
