@@ -57,6 +57,7 @@ from triagebot.fix_test import flow as fix_testing
 from triagebot.http_client.protocol import SourceError
 from triagebot.ingest.runner import DAY_BOUND_MARK, LAST_POLL_KEY, IngestResult, PollFailed, describe_error, ingest_once
 from triagebot.ingest.sources import build_source
+from triagebot.lab.standing import next_poll_record
 from triagebot.lifecycle import follow, watch
 from triagebot.logs import event
 from triagebot.notify import outbox
@@ -151,8 +152,8 @@ def _poll_one(source_settings, settings: Settings, store, state: DaemonState, me
         event(log, logging.ERROR if unexpected else logging.WARNING, "poll failed", event="poll.failed",
               source=url, error=describe_error(error), exc_info=unexpected,
               next=next_step(source_settings.poll_minutes, time.time()))
-        store.set_cursor(LAST_POLL_KEY + url,
-                         json.dumps(outcome | {"outcome": "error", "error": describe_error(error)}))
+        store.set_cursor(LAST_POLL_KEY + url, json.dumps(next_poll_record(
+            store.get_cursor(LAST_POLL_KEY + url), outcome | {"outcome": "error", "error": describe_error(error)})))
         metrics.poll_troubled(url, describe_error(error))
         return None
     for line in result.events:
@@ -180,9 +181,9 @@ def _poll_one(source_settings, settings: Settings, store, state: DaemonState, me
                             for message_id in result.new_ids])
     event(log, logging.INFO, "polled", event="poll.done", source=url, new=len(result.new_ids),
           quarantined=len(result.quarantined))
-    store.set_cursor(LAST_POLL_KEY + url, json.dumps(outcome | {
+    store.set_cursor(LAST_POLL_KEY + url, json.dumps(next_poll_record(None, outcome | {
         "outcome": "ok", "new": len(result.new_ids), "events": len(result.events),
-        "quarantined": len(result.quarantined), "skipped": len(result.skipped), "bounded": result.bounded}))
+        "quarantined": len(result.quarantined), "skipped": len(result.skipped), "bounded": result.bounded})))
     return result
 
 

@@ -24,6 +24,7 @@ from urllib.parse import quote
 
 from triagebot.errors import TriageError
 from triagebot.lab.queue import BUSY_ELSEWHERE, lab_view
+from triagebot.lab.standing import Standing, standing
 from triagebot.lifecycle.detect import cause_text
 from triagebot.notify.render import STATE_MEANING, commit_url, lore_url, percent, short_commit
 from triagebot.present.dates import parse_since
@@ -190,6 +191,7 @@ class Listed:
     host: str | None  # where it is queued or ran (team pages only)
     since: str | None  # when it reached its state
     note: str | None = None  # how it got there when the daemon did not take it on (a rerun by hand)
+    place: str | None = None  # where a waiting or running report stands in the lab (lab/standing.py's words)
 
 
 @dataclass(frozen=True)
@@ -248,13 +250,24 @@ def _hand_rerun(store: Store, key: str, public: bool) -> tuple[str, str | None, 
     return outcome, None if public else run.get("host"), run.get("finished_at")
 
 
-def index_view(store: Store, site: Site, filters: Filters) -> list[Section]:
+def standing_of(store: Store, site: Site, now: datetime | None = None) -> Standing | None:
+    """The lab and the polls as the team pages, `triage status` and /healthz all word them; None
+    in public (the lab is not shown there) or without the rules."""
+    settings = site.settings
+    if site.public or settings is None:
+        return None
+    return standing(store, site.database, settings, timedelta(minutes=settings.max_wait_minutes),
+                    now or datetime.now(UTC))
+
+
+def index_view(store: Store, site: Site, filters: Filters, found: Standing | None = None) -> list[Section]:
     """The reports by triage state (in TriageState's order), then the stored reports the daemon
     has not taken on; newest first within each, at most `filters.limit` a section. A report the
     daemon has not taken on but `triage rerun` ran is in the section its run's outcome names
     (an A/A run's: a-a-only), marked as a rerun by hand."""
     kinds = _kinds(filters.kinds)
     since = parse_since(filters.since) if filters.since else None
+    lab = None if site.public else found
     rows = store.triage_in(*TriageState)
     taken = {row.message_id for row in rows}
     newest = []
@@ -285,7 +298,11 @@ def index_view(store: Store, site: Site, filters: Filters) -> list[Section]:
             continue
         if not _may_show(store, site, row.message_id, report):
             continue
-        found[row.state].append((dated, _listed(row.message_id, report, row, site.public)))
+        listed = _listed(row.message_id, report, row, site.public)
+        place = lab.place(row.message_id) if lab is not None else None
+        if place is not None:
+            listed = dataclasses.replace(listed, place=place.text())
+        found[row.state].append((dated, listed))
     rest = []
     for listed in newest:
         if listed.key in taken or not _may_show(store, site, listed.key, listed.report):
@@ -528,7 +545,8 @@ def hosts_view(store: Store, site: Site, limit: int = DEFAULT_LIMIT, now: dateti
     hosts = settings.need_hosts() if settings is not None else ()
     max_wait = timedelta(minutes=settings.max_wait_minutes if settings is not None else DEFAULT_MAX_WAIT_MINUTES)
     now = now or datetime.now(UTC)
-    view = lab_view(store, site.database, hosts, max_wait, now)
+    found = standing_of(store, site, now)
+    view = found.lab if found is not None else lab_view(store, site.database, hosts, max_wait, now)
     rows = {row.message_id: row for row in store.triage_in(TriageState.NEW, TriageState.PLANNED,
                                                             TriageState.RUNNING)}
 
@@ -541,9 +559,11 @@ def hosts_view(store: Store, site: Site, limit: int = DEFAULT_LIMIT, now: dateti
                 report = store.get_record(message_id)
             except UnreadableRecord:
                 report = None
+        place = found.place(message_id) if found is not None else None
         return {"href": report_href(message_id), "key": message_id, "state": row.state if row else "?",
                 "since": row.updated_at if row else "?", "waited": describe_wait(waited) if waited else None,
-                "subject": (report.subject if report else None) or "(no record)"}
+                "subject": (report.subject if report else None) or "(no record)",
+                "place": place.text() if place is not None else None}
 
     known = {host.name for host in hosts}
     lab = []
@@ -567,7 +587,7 @@ def hosts_view(store: Store, site: Site, limit: int = DEFAULT_LIMIT, now: dateti
     # new, planned for no host that can rerun it, or `running` on no busy host (cut short: the
     # daemon plans it again)
     unplaced = [row for row in rows.values() if row.message_id not in placed]
-    return {"hosts": lab, "max_wait": describe_wait(max_wait),
+    return {"hosts": lab, "max_wait": describe_wait(max_wait), "polls": found.polls_line() if found else None,
             "unplaced": [item(row.message_id) | {"host": row.host if row.host and row.host not in known else None}
                          for row in unplaced[:limit]],
             "unplaced_more": max(0, len(unplaced) - limit)}
