@@ -29,6 +29,7 @@ import dataclasses
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -98,12 +99,22 @@ def plan_into(where: str, open_store: OpenStore, mail: Path, rules: Path, locks:
     assert planned == sorted(ids), f"every report planned: {planned}"
 
 
-def outcome(open_store: OpenStore) -> dict[str, int]:
-    """Reports decided and in error (an error would make the times incomparable)."""
+def outcome(open_store: OpenStore, ids: list[str]) -> dict:
+    """Reports decided and in error (an error would make the times incomparable), and where a
+    sample's time goes: its median wall time (kernel switch, hooks, scratch, benchmark) and the
+    benchmark command's own, over every sample of every run."""
+    walls, commands = [], []
     with open_store() as store:
         counts = store.triage_counts()
+        for message_id in ids:
+            for sample in (store.latest_run(message_id) or {}).get("samples", []):
+                walls.append((datetime.fromisoformat(sample["finished_at"])
+                              - datetime.fromisoformat(sample["started_at"])).total_seconds())
+                commands.append(sample["seconds"])
     return {"decided": sum(counts.get(state, 0) for state in VERDICTS), "errors": counts.get("error", 0),
-            "undecided": sum(count for state, count in counts.items() if state not in VERDICTS and state != "error")}
+            "undecided": sum(count for state, count in counts.items() if state not in VERDICTS and state != "error"),
+            "sample_seconds": round(statistics.median(walls), 2) if walls else None,
+            "benchmark_seconds": round(statistics.median(commands), 2) if commands else None}
 
 
 def one_at_a_time(open_store: OpenStore, lab: flow.DaemonContext) -> float:
@@ -197,6 +208,7 @@ def measure(hosts: int, reports: int, dispatcher: str, args: argparse.Namespace,
             plan_into(where, open_store, root / "mail", rules, locks, args.budget, ids)
             lab = context(rules, locks, args.budget)
             before = load()
+            cpu = os.times()
             if side == "one_at_a_time":
                 seconds = one_at_a_time(open_store, lab)
             elif server is None:
@@ -205,7 +217,13 @@ def measure(hosts: int, reports: int, dispatcher: str, args: argparse.Namespace,
                 with workers(where, rules, hosts, args.budget, root, env):
                     before = load()
                     seconds = job_queue(where, lab)
-            figures[side] = {"seconds": round(seconds, 1), **outcome(open_store), "load": [before, load()]}
+            spent = os.times()
+            figures[side] = {"seconds": round(seconds, 1), **outcome(open_store, ids), "load": [before, load()],
+                             # this process's own CPU (the loop, the dispatcher, the runs' threads; on
+                             # PostgreSQL the loop only), and its children's (hooks, benchmarks)
+                             "cpu_seconds": round(spent.user + spent.system - cpu.user - cpu.system, 1),
+                             "children_cpu_seconds": round(spent.children_user + spent.children_system
+                                                           - cpu.children_user - cpu.children_system, 1)}
     speedup = figures["one_at_a_time"]["seconds"] / figures["parallel"]["seconds"]
     return {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M"), "hosts": hosts, "reports": reports,
             "dispatcher": "threads (SQLite)" if server is None else "workers (PostgreSQL)",
@@ -221,7 +239,8 @@ def row(result: dict) -> str:
     return (f"| {result['date']} | {result['hosts']} | {result['dispatcher']} | {result['reports']} | "
             f"{one['seconds']:.1f} s | {parallel['seconds']:.1f} s | **{result['speedup']:.2f}×**{met} "
             f"(≥ {result['target']:.1f}) | {result['errors']} | {one['load'][0]}–{one['load'][1]} / "
-            f"{parallel['load'][0]}–{parallel['load'][1]} |")
+            f"{parallel['load'][0]}–{parallel['load'][1]} | {one['sample_seconds']} / {one['benchmark_seconds']} → "
+            f"{parallel['sample_seconds']} / {parallel['benchmark_seconds']} |")
 
 
 def main(argv: list[str] | None = None) -> int:
