@@ -26,7 +26,7 @@ def test_confirmed_regression_as_text() -> None:
     result = run_decide("--base", BASE, "--suspect", SLOWER, "--better", "higher", "--reported", "-28.3")
     assert result.returncode == 0, result.stderr
     first, *details = result.stdout.splitlines()
-    assert first == ("confirmed: suspect is 24.3% worse (\u221224.3%, 95% CI \u221225.3% to "
+    assert first == ("confirmed: suspect is 24.3% worse (Hodges-Lehmann shift \u221224.3%, 95% CI \u221225.3% to "
                      "\u221223.2%), p<0.001 over 10+10 runs; report said \u221228.3%")
     assert any("Mann-Whitney 1.08e-05, KS 1.08e-05" in line for line in details)
     assert result.stderr == ""

@@ -34,8 +34,8 @@ def test_clear_regression_is_confirmed_with_the_numbers_behind_it() -> None:
     assert verdict.p_value == pytest.approx(2 * 2 / math.comb(20, 10))
     assert verdict.ci_low_percent < verdict.measured_change_percent < verdict.ci_high_percent < 0
     assert (verdict.runs_base, verdict.runs_suspect) == (10, 10)
-    assert verdict.reason == ("suspect is 24.3% worse (\u221224.3%, 95% CI \u221225.3% to \u221223.2%), "
-                              "p<0.001 over 10+10 runs; report said \u221228.3%")
+    assert verdict.reason == ("suspect is 24.3% worse (Hodges-Lehmann shift \u221224.3%, "
+                              "95% CI \u221225.3% to \u221223.2%), p<0.001 over 10+10 runs; report said \u221228.3%")
 
 
 def test_p_value_is_the_smaller_of_mann_whitney_and_ks_times_two() -> None:
@@ -103,7 +103,8 @@ def test_all_identical_runs_are_not_reproduced() -> None:
     assert verdict.outcome == Outcome.NOT_REPRODUCED
     assert (verdict.measured_change_percent, verdict.ci_low_percent, verdict.ci_high_percent) == (0, 0, 0)
     assert verdict.p_value == 1.0
-    assert verdict.reason.startswith("suspect is unchanged (0.0%, 95% CI 0.0% to 0.0%), p=1 over 6+6")
+    assert verdict.reason.startswith("suspect is unchanged (Hodges-Lehmann shift 0.0%, 95% CI 0.0% to 0.0%), "
+                                     "p=1 over 6+6")
 
 
 @pytest.mark.parametrize("base, suspect, counts", [
@@ -152,7 +153,7 @@ def test_opposite_direction_is_never_confirmed() -> None:
     latency = decide(base, quicker, "lower", 15.0, 1.5)
     assert latency.outcome == Outcome.NOT_REPRODUCED
     assert latency.measured_change_percent == pytest.approx(hodges_lehmann_percent(base, quicker))
-    assert latency.reason.startswith("suspect is 20.0% better (\u221220.0%")
+    assert latency.reason.startswith("suspect is 20.0% better (Hodges-Lehmann shift \u221220.0%")
 
 
 def test_significant_change_under_the_floor_never_confirms() -> None:
@@ -200,7 +201,7 @@ def test_reported_improvement_confirms_an_improvement() -> None:
     faster = [value * 1.2 for value in BASE]
     verdict = decide(BASE, faster, "higher", 23.3, 1.5)
     assert verdict.outcome == Outcome.CONFIRMED
-    assert verdict.reason.startswith("suspect is 20.0% better (+20.0%")
+    assert verdict.reason.startswith("suspect is 20.0% better (Hodges-Lehmann shift +20.0%")
 
 
 def test_latency_regression_on_a_lower_is_better_metric() -> None:

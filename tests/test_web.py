@@ -228,7 +228,8 @@ def test_the_index_shows_reports_by_state_newest_first(lab_store) -> None:
     assert f'href="/r/{LAB_ID}"' in confirmed and "sysbench cpu events/s down ~25%" in confirmed
     assert "lab-local" in confirmed and "-24.6%" in confirmed
     planned = section(html, "planned")
-    assert f'href="/r/{SECOND_ID}"' in planned and "queued on lab-local" in planned
+    # its place in the lab as /hosts and `triage status` say it (issue 36): lab-local is free, so next
+    assert f'href="/r/{SECOND_ID}"' in planned and "next on lab-local: starts at the daemon&#39;s next step" in planned
     assert "fio randwrite IOPS down 30%" in section(html, "refused")
     inside = section(html, "not-taken-on")
     assert f'href="/r/{PRIVATE_ID}"' in inside and "+12.3%" in inside

@@ -52,6 +52,14 @@ COPY_CULPRITS = (
     ("c0ffee6789f0", "sched/topology: rebuild the domains after a hotplug"),
     ("c0ffee789a01", "rcu: expedite grace periods while the system boots"),
     ("c0ffee89ab12", "locking/mutex: spin less when the owner sleeps"),
+    ("c0ffee9abc23", "mm/vmscan: age the anonymous lists less eagerly"),
+    ("c0ffeeabcd34", "block: plug requests across the whole submission"),
+    ("c0ffeebcde45", "ext4: prefetch the block bitmaps at mount"),
+    ("c0ffeecdef56", "net: defer the socket wakeups to the softirq"),
+    ("c0ffeedef067", "sched/core: check the idle sibling before the wakee's"),
+    ("c0ffeeef0178", "mm/slub: keep one more slab per cpu partial list"),
+    ("c0ffeef01289", "x86/mm: flush the whole TLB past 33 pages"),
+    ("c0ffee01239a", "printk: take the console lock once per record batch"),
 )
 SLOW_COMMITS = tuple(sha for sha, _ in COPY_CULPRITS)  # the lab's slow "kernels": SLOW_COMMIT is the first
 HOOK = (sys.executable, str(Path(__file__).resolve()))

@@ -3,14 +3,20 @@
 The report is planned for the host most like its test machine (or `--host`); the suspect is
 the report's culprit (or `--suspect`), the base its base commit, else the culprit's parent
 `<sha>^` (or `--base`). Samples alternate base and suspect; the run, every sample and the
-verdict are stored together. Exit 0 with a verdict, 1 for a refusal, an unknown id or a run
-that ended in error.
+verdict are stored together. On a host that cannot switch kernels the run is an A/A run of one
+round (its outcome is a-a-only whatever more samples say). Ctrl-C or SIGTERM stops the run
+there and keeps the samples taken, stored as a run cut short (`triage show`; a new rerun
+starts over). Exit 0 with a verdict, 1 for a refusal, an unknown id or a run that ended in
+error, 130 (Ctrl-C) or 143 (SIGTERM) for a run cut short.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
 import sys
+from collections.abc import Iterator
 
 from triagebot.cli.common import (
     add_db_argument,
@@ -32,7 +38,7 @@ from triagebot.reproduce.limits import host_shape
 from triagebot.reproduce.materials import with_materials_over_http
 from triagebot.reproduce.plan import Plan, plan_report
 from triagebot.reproduce.rounds import commits_of, rounds_within
-from triagebot.reproduce.runner import Sample, rerun
+from triagebot.reproduce.runner import RunRecord, Sample, rerun
 from triagebot.rules.settings import Settings, settings_for
 from triagebot.store.protocol import Store
 from triagebot.verdict.same_kernel import A_A_ONLY
@@ -123,10 +129,22 @@ def run(args: argparse.Namespace) -> int:
             print(f"triage rerun: {host.name} cannot switch kernels: base and suspect both run on its running "
                   f"kernel (an A/A run). It measures noise and tests the plan; it ends as {A_A_ONLY}, never a "
                   f"verdict on {short_commit(suspect)}", file=sys.stderr)
-        with host_lock(database, host.name), executor_for(host) as executor:
-            result = rerun(plan, host, executor, base, suspect, on_sample=_progress, rounds=rounds_within(args.budget),
-                           floor_percent=settings.floors.floor_for(plan.report_metric or plan.metric))
-        run_json = result.to_json() | {"host_match": {"score": match.score, "differences": list(match.differences)}}
+        host_match = {"host_match": {"score": match.score, "differences": list(match.differences)}}
+        cut_short: list[RunRecord] = []
+        try:
+            with _terminated_as_interruption(), host_lock(database, host.name), executor_for(host) as executor:
+                result = rerun(plan, host, executor, base, suspect, on_sample=_progress,
+                               rounds=rounds_within(args.budget), on_cut_short=cut_short.append,
+                               floor_percent=settings.floors.floor_for(plan.report_metric or plan.metric))
+        except (KeyboardInterrupt, Terminated) as interruption:
+            if not cut_short or not cut_short[0].samples:
+                print(f"triage rerun: {message_id}: stopped before the first sample: nothing to keep", file=sys.stderr)
+            else:
+                store.save_run(message_id, plan.to_json(), cut_short[0].to_json() | host_match)
+                print(f"triage rerun: {message_id}: {cut_short[0].error}; the samples are kept as a run cut short "
+                      f"(triage show {message_id}); a new rerun starts over", file=sys.stderr)
+            return 143 if isinstance(interruption, Terminated) else 130
+        run_json = result.to_json() | host_match
         store.save_run(message_id, plan.to_json(), run_json)
     if args.plot and result.samples:
         write_plot(args.plot, run_json)
@@ -141,6 +159,26 @@ def run(args: argparse.Namespace) -> int:
         print(f"triage rerun: {message_id}: run ended in error: {result.error}", file=sys.stderr)
         return 1
     return 0
+
+
+class Terminated(BaseException):
+    """SIGTERM during a rerun: it stops there, as Ctrl-C does, and keeps the samples taken."""
+
+    def __str__(self) -> str:
+        return "terminated (SIGTERM)"
+
+
+@contextlib.contextmanager
+def _terminated_as_interruption() -> Iterator[None]:
+    """While the run goes on, SIGTERM raises Terminated (Python's default would end the process
+    with nothing stored); the handler found is put back after."""
+    def terminated(_signum: int, _frame: object) -> None:
+        raise Terminated()
+    found = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, found)
 
 
 def render_verdict(run_json: dict) -> str:

@@ -57,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
     print(text)
     if view.latest_run is not None:
         print(render_run(view.latest_run))
+    if view.cut_short_run is not None:  # after the last finished run: interrupted, its samples kept
+        print(render_run(view.cut_short_run))
     if view.bisects:  # the bisection's text module brings the verdict's (numpy) only when there is one
         from triagebot.bisect.search import bisect_log, bisect_summary
     for bisection in view.bisects:

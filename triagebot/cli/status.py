@@ -1,6 +1,8 @@
-"""`triage status`: what the daemon is doing — the queue, the lab hosts (busy with which report, or
-idle), each host's queue with waiting times, the last poll of each source, each watched git
-tree's last fetch, the messages held in quarantine (the parser could not read them).
+"""`triage status`: what the daemon is doing — its health, the queue (each report's place in the
+lab), the lab hosts (busy with which report, or idle), each host's queue with waiting times, the
+last poll of each source, each watched git tree's last fetch, the messages held in quarantine
+(the parser could not read them). The health, the places and the polls are worded by
+lab/standing.py, as the web pages and /healthz word them.
 
 Read-only: it opens the database beside a running daemon (WAL: neither blocks the other), tells
 busy from idle as the daemon does (triagebot.lab_queue.occupancy: on PostgreSQL the job queue,
@@ -23,8 +25,7 @@ from triagebot.cli.common import (
     database_path,
     open_store,
 )
-from triagebot.ingest.runner import LAST_POLL_KEY
-from triagebot.lab.queue import lab_view
+from triagebot.lab.standing import standing
 from triagebot.lifecycle.watch import tree_state
 from triagebot.logs import redact
 from triagebot.notify.render import STATE_MEANING
@@ -56,10 +57,16 @@ def _subject(store: Store, message_id: str) -> str | None:
 
 def gather(store: Store, database: Path, settings: Settings, now: datetime | None = None) -> dict:
     now = now or datetime.now(UTC)
+    settings.need_hosts()  # no hosts.toml: say so, as ever
+    found = standing(store, database, settings, timedelta(minutes=settings.max_wait_minutes), now)
+    view = found.lab
+
+    def place(message_id: str) -> str | None:
+        where = found.place(message_id)
+        return where.text() if where is not None else None
     queue = [{"message_id": row.message_id, "state": row.state, "host": row.host or None, "channel": row.channel,
-              "since": row.updated_at, "subject": _subject(store, row.message_id)}
+              "since": row.updated_at, "subject": _subject(store, row.message_id), "place": place(row.message_id)}
              for row in store.triage_in(*OPEN_STATES)]
-    view = lab_view(store, database, settings.need_hosts(), timedelta(minutes=settings.max_wait_minutes), now)
     hosts = []
     for host in view.hosts:
         running = view.busy.get(host.name)
@@ -75,11 +82,8 @@ def gather(store: Store, database: Path, settings: Settings, now: datetime | Non
                       "next": [{"message_id": item.message_id, "waited_seconds": round(item.waited.total_seconds()),
                                 "past_cap": item.past_cap}
                                for item in view.schedule.assignments if item.host == host.name]})
-    polls = []
-    for source in settings.sources:
-        last = store.get_cursor(LAST_POLL_KEY + source.url)
-        polls.append({"source": source.url, "every_minutes": source.poll_minutes,
-                      "last": json.loads(last) if last else None})
+    polls = [{"source": poll.url, "every_minutes": poll.every_minutes, "last": poll.last, "text": poll.text()}
+             for poll in found.polls]
     trees = []
     for tree in settings.trees:
         state = tree_state(store, tree.name)
@@ -89,7 +93,9 @@ def gather(store: Store, database: Path, settings: Settings, now: datetime | Non
                       "last_commit": state.get("last_commit")})
     held = [{"message_id": row.message_id, "kind": row.kind, "channel": row.channel, "error": row.last_error}
             for row in store.outbox("held")]
-    return {"database": str(database), "reports": store.triage_counts(), "queue": queue, "hosts": hosts,
+    return {"database": str(database), "health": found.health(), "problems": found.problems(),
+            "polls": found.polls_line(), "queue_counts": found.queue_counts(),
+            "reports": store.triage_counts(), "queue": queue, "hosts": hosts,
             "busy_from": view.busy_from, "max_wait_minutes": settings.max_wait_minutes,
             "unrunnable": list(view.schedule.unrunnable),
             "sources": polls, "trees": trees, "outbox": store.outbox_counts(), "held": held,
@@ -97,7 +103,9 @@ def gather(store: Store, database: Path, settings: Settings, now: datetime | Non
 
 
 def render(status: dict) -> str:
-    lines = [f"database: {status['database']}", "", "reports:"]
+    lines = [f"database: {status['database']}",
+             f"health: {status['health']}" + "".join(f"\n  {problem}" for problem in status["problems"]),
+             "", "reports:"]
     counts = status["reports"]
     if not counts:
         lines.append("  none taken on yet (the daemon takes on reports dated within --admit-days)")
@@ -106,8 +114,8 @@ def render(status: dict) -> str:
             lines.append(f"  {state:15} {counts[state]:>5}  {STATE_MEANING[state]}")
     lines += ["", "queue:" if status["queue"] else "queue: empty"]
     for item in status["queue"]:
-        host = f" on {item['host']}" if item["host"] else ""
-        lines.append(f"  {item['state']:8} since {item['since']}{host}  <{item['message_id']}>  "
+        where = f"  {item['place']}" if item["place"] else (f" on {item['host']}" if item["host"] else "")
+        lines.append(f"  {item['state']:8} since {item['since']}{where}  <{item['message_id']}>  "
                      f"{item['subject'] or ''}")
     lines += ["", f"hosts ({BUSY_FROM.get(status['busy_from'], status['busy_from'])}; a report waits "
                   f"{describe_wait(timedelta(minutes=status['max_wait_minutes']))} at most for its most similar host):"]
@@ -132,18 +140,11 @@ def render(status: dict) -> str:
     if status["unrunnable"]:
         lines.append(f"  {len(status['unrunnable'])} planned report(s) wait for a host that can switch kernels "
                      "(describe the lab in hosts.toml)")
-    lines += ["", "sources:"]
+    lines += ["", f"sources ({status['polls']}):"]
     if not status["sources"]:
         lines.append("  none (rules/sources.toml lists none)")
     for source in status["sources"]:
-        last = source["last"]
-        if last is None:
-            seen = "never polled"
-        elif last["outcome"] == "ok":
-            seen = f"last poll {last['at']}: ok, {last['new']} new"
-        else:
-            seen = f"last poll {last['at']}: FAILED: {last['error']}"
-        lines.append(f"  {source['source']} (every {source['every_minutes']:g} min): {seen}")
+        lines.append(f"  {source['source']} (every {source['every_minutes']:g} min): {source['text']}")
     if status["trees"]:
         lines += ["", "trees:"]
     for tree in status["trees"]:

@@ -12,6 +12,8 @@ restart simply takes every report up again where its state says:
 - run: a planned report (or one whose run a crash or a stop cut short: it starts over) is
   rerun when its host can switch kernels and is free; progress replies at the first sample
   and halfway to the first look; then the verdict reply, the samples plot and the final parent.
+  A run stopped by the daemon's stop keeps its samples (a run stored as cut short) and the
+  report waits again: its next run starts over.
 
 Whatever goes wrong with ONE report while it is planned, run or decided (a plan that cannot be
 read, a benchmark or hook that fails, a bug) ends that report in state `error` with the reason,
@@ -45,7 +47,7 @@ from triagebot.reproduce.limits import host_shape
 from triagebot.reproduce.materials import with_materials_over_http
 from triagebot.reproduce.plan import Plan, Refusal, plan_from_json, plan_report
 from triagebot.reproduce.rounds import commits_of, rounds_within
-from triagebot.reproduce.runner import Sample, rerun
+from triagebot.reproduce.runner import RunRecord, Sample, rerun
 from triagebot.reproduce.schedule import Assignment
 from triagebot.rules.hosts import HOSTS_FILE, Host
 from triagebot.rules.settings import Settings
@@ -470,15 +472,24 @@ def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> st
         if lab.stop_requested():
             raise StopRequested()
 
+    cut_short: list[RunRecord] = []
     try:
         with executor_for(host) as executor:
             result = rerun(plan, host, executor, base, suspect, on_sample=on_sample, rounds=rounds,
-                           floor_percent=lab.settings.floors.floor_for(plan.report_metric or plan.metric))
+                           floor_percent=lab.settings.floors.floor_for(plan.report_metric or plan.metric),
+                           on_cut_short=cut_short.append)
     except StopRequested:
-        patiently(lab, lambda: store.set_triage(row.message_id, "planned",
-                                                note="stopped during a run: it starts over"))
-        event(log, logging.INFO, "run stopped: starts over next time", event="run.stopped",
-              message_id=row.message_id, samples=len(samples))
+        taken = len(samples)
+
+        def stopped() -> None:
+            with store.transaction():
+                if cut_short and taken:  # the samples taken are kept, shown by `triage show`
+                    store.save_run(row.message_id, plan.to_json(), cut_short[0].to_json())
+                store.set_triage(row.message_id, "planned", note=f"stopped during a run after {taken} samples "
+                                 "(kept as cut short): it starts over")
+        patiently(lab, stopped)
+        event(log, logging.INFO, "run stopped: its samples kept, it starts over next time", event="run.stopped",
+              message_id=row.message_id, samples=taken)
         return None
     run_json = result.to_json()
     state = (run_json.get("verdict") or {}).get("outcome") or "error"

@@ -2,17 +2,19 @@
 
 /healthz answers 200 with a JSON body while the loop is alive (it beat within
 `stale_seconds`: each tick and each sample beats), 503 `stuck` when it is not, and 503
-`degraded`, with the reasons, when any source's last `FAILING_POLLS` polls in a row failed or
-skipped entries the server would not give (`degraded_sources` names each, with its last
-reason, while the other sources work), the outbox holds rows for an operator, or the database
-cannot be reached (`database`: since when, the attempts, the last error; the loop waits for it,
-daemon/outage.py): what it says
-is computed by `health_answer` from these objects, whatever serves it. /metrics is the registry
+`degraded`, with the reasons, when every polled source's last poll failed, when one source's
+last `FAILING_POLLS` polls in a row failed or skipped entries the server would not give
+(`degraded_sources` names each, with its last reason, while the other sources work), the
+outbox holds rows for an operator, or the database cannot be reached (`database`: since when,
+the attempts, the last error; the loop waits for it, daemon/outage.py). The polls, the queue
+and the held rows are read from the store through lab/standing.py, as `triage status` and the
+pages read them, so they agree; the heartbeat, the skipped entries and the database's absence
+are the loop's own. What it says is computed by `health_answer`, whatever serves it. /metrics is the registry
 in Prometheus' text format, with each source's poll lag (seconds since its last successful
 poll) computed when read, and the lab as the daemon last saw it (`set_lab`): each host busy or
 idle with the report it runs, each host's queue and how long each waiting report has waited,
 computed when read.
-Both read only these objects, never the database. They are served by the web app
+/metrics reads only these objects, never the database. They are served by the web app
 (triagebot/web/app.py, uvicorn on a thread of its own), beside the read-only pages when the
 daemon hands it a store.
 """
@@ -20,20 +22,18 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from triagebot.lab.standing import FAILING_POLLS, Standing, standing
 from triagebot.web.app import Health, build_app
 from triagebot.web.server import WebServer
 from triagebot.web.views import Site
 
-# consecutive failed polls of every source after which /healthz says `degraded`: one failure is
-# a blip (a retry already happened inside the poll), three in a row is an outage
-FAILING_POLLS = 3
 # what a lore poll's events say when the feed did not reach back and the list's search is read
 GAP_HEAL_EVENT = "the feed does not reach back"
 
@@ -202,16 +202,22 @@ class DaemonMetrics:
                         f"{self.trouble_reason.get(source, '?')}"
                 for source, count in sorted(self.troubles.items()) if count >= failing_polls}
 
+    def database_problems(self) -> list[str]:
+        """The database's absence, in words, while the loop waits for it; empty when it is there."""
+        if self.database is None:
+            return []
+        return [f"the database cannot be reached (for {time.time() - self.database['since']:.0f} s, "
+                f"{self.database['attempts']} reconnection attempts so far): {self.database['reason']}; "
+                "the daemon waits for it and reconnects"]
+
     def problems(self, failing_polls: int = FAILING_POLLS) -> list[str]:
         """Why the daemon is degraded, in words; empty when it is not."""
         reasons = []
-        if self.database is not None:
-            reasons.append(f"the database cannot be reached (for {time.time() - self.database['since']:.0f} s, "
-                           f"{self.database['attempts']} reconnection attempts so far): {self.database['reason']}; "
-                           "the daemon waits for it and reconnects")
-        if self.failures and all(count >= failing_polls for count in self.failures.values()):
-            reasons.append(f"every source ({len(self.failures)}) failed its last {failing_polls} polls in a row "
-                           "(see the daemon's log or triage status)")
+        reasons.extend(self.database_problems())
+        polled = [source for source in self.failures if source in self.last_ok or self.failures[source]]
+        if polled and all(self.failures[source] for source in polled):
+            reasons.append(f"polls failing: every polled source's last poll failed ({len(polled)}; see the "
+                           "daemon's log or triage status)")
         for source, why in self.degraded_sources(failing_polls).items():
             reasons.append(f"source {source} degraded: {why}")
         if self.held:
@@ -244,18 +250,33 @@ class DaemonMetrics:
 
 
 def health_answer(metrics: DaemonMetrics, stale_seconds: float = 900.0, failing_polls: int = FAILING_POLLS,
-                  now: float | None = None) -> tuple[int, dict]:
-    """/healthz's HTTP status and JSON body, from the metrics alone (`now`: time.monotonic())."""
+                  now: float | None = None, standing: Standing | None = None) -> tuple[int, dict]:
+    """/healthz's HTTP status and JSON body (`now`: time.monotonic()). With `standing` (the
+    store's polls, queue and held rows, read as `triage status` and the pages read them) the
+    polls and the outbox are judged from it; without (no store at hand), from the metrics. The
+    heartbeat and the skipped entries are the loop's own, in the metrics."""
     age = (time.monotonic() if now is None else now) - metrics.heartbeat_at
     alive = age <= stale_seconds
-    problems = metrics.problems(failing_polls)
+    if standing is None:
+        problems = metrics.problems(failing_polls)
+        failed = dict(sorted(metrics.failures.items()))
+        held = int(metrics.held)
+    else:
+        problems = metrics.database_problems() + standing.problems(failing_polls) + [
+            f"source {source} degraded: {why}" for source, why in metrics.degraded_sources(failing_polls).items()
+            if not any(source in reason for reason in standing.poll_problems(failing_polls))]
+        failed = {poll.url: poll.failed_in_a_row for poll in standing.polls}
+        held = standing.held
     status = "stuck" if not alive else "degraded" if problems else "ok"
     body: dict = {"status": status, "seconds_since_heartbeat": round(age, 1),
-                  "stale_after_seconds": stale_seconds, "outbox_held": int(metrics.held),
-                  "failed_polls_in_a_row": dict(sorted(metrics.failures.items())),
+                  "stale_after_seconds": stale_seconds, "outbox_held": held,
+                  "failed_polls_in_a_row": failed,
                   "degraded_sources": metrics.degraded_sources(failing_polls),
                   "database": "unreachable" if metrics.database is not None else "ok",
                   "uptime_seconds": round(time.time() - metrics.started_at, 1)}
+    if standing is not None:
+        body["polls"] = standing.polls_line()
+        body["queue"] = standing.queue_counts()
     if not alive:
         problems = [f"the loop has not beaten for {age:.0f} s (over {stale_seconds:g} s)", *problems]
     if problems:
@@ -273,6 +294,7 @@ class HealthServer:
         self.metrics = metrics
         self.stale_seconds = stale_seconds
         self.failing_polls = failing_polls
+        self.site = site
         self.server = WebServer(build_app(site, Health(healthz=self.health, metrics=self.scrape), slack), host, port)
         self.port = self.server.port
 
@@ -280,8 +302,22 @@ class HealthServer:
         return 200, generate_latest(self.metrics.registry), CONTENT_TYPE_LATEST
 
     def health(self) -> tuple[int, bytes, str]:
-        status, body = health_answer(self.metrics, self.stale_seconds, self.failing_polls)
+        status, body = health_answer(self.metrics, self.stale_seconds, self.failing_polls,
+                                     standing=self._standing())
         return status, (json.dumps(body) + "\n").encode(), "application/json"
+
+    def _standing(self) -> Standing | None:
+        """The store's polls and queue, as the pages and `triage status` read them; None without a
+        store, or when it cannot be read now (then the metrics answer, and say nothing of the queue)."""
+        site = self.site
+        if site is None or site.settings is None:
+            return None
+        try:
+            with site.open_store() as store:
+                return standing(store, site.database, site.settings,
+                                timedelta(minutes=site.settings.max_wait_minutes), datetime.now(UTC))
+        except Exception:  # noqa: BLE001 - a store that cannot be read now: the loop's own figures answer
+            return None
 
     def start(self) -> HealthServer:
         self.server.start()

@@ -58,6 +58,7 @@ from triagebot.fix_test import flow as fix_testing
 from triagebot.http_client.protocol import SourceError
 from triagebot.ingest.runner import DAY_BOUND_MARK, LAST_POLL_KEY, IngestResult, PollFailed, describe_error, ingest_once
 from triagebot.ingest.sources import build_source
+from triagebot.lab.standing import next_poll_record
 from triagebot.lifecycle import follow, watch
 from triagebot.logs import event
 from triagebot.notify import outbox
@@ -65,7 +66,7 @@ from triagebot.notify.slack import NotifyError, SlackNotifier
 from triagebot.notify.terminal import TerminalNotifier
 from triagebot.records.states import TriageState
 from triagebot.rules.settings import Settings
-from triagebot.store.protocol import OUTBOX_STATUSES, Store, StoreUnavailable
+from triagebot.store.protocol import OUTBOX_STATUSES, OutboxRow, Store, StoreUnavailable
 from triagebot.web.bounds import fd_soft_limit
 from triagebot.web.views import Site
 
@@ -160,8 +161,8 @@ def _poll_one(source_settings, settings: Settings, store, state: DaemonState, me
         event(log, logging.ERROR if unexpected else logging.WARNING, "poll failed", event="poll.failed",
               source=url, error=describe_error(error), exc_info=unexpected,
               next=next_step(source_settings.poll_minutes, time.time()))
-        store.set_cursor(LAST_POLL_KEY + url,
-                         json.dumps(outcome | {"outcome": "error", "error": describe_error(error)}))
+        store.set_cursor(LAST_POLL_KEY + url, json.dumps(next_poll_record(
+            store.get_cursor(LAST_POLL_KEY + url), outcome | {"outcome": "error", "error": describe_error(error)})))
         metrics.poll_troubled(url, describe_error(error))
         return None
     for line in result.events:
@@ -189,9 +190,9 @@ def _poll_one(source_settings, settings: Settings, store, state: DaemonState, me
                             for message_id in result.new_ids])
     event(log, logging.INFO, "polled", event="poll.done", source=url, new=len(result.new_ids),
           quarantined=len(result.quarantined))
-    store.set_cursor(LAST_POLL_KEY + url, json.dumps(outcome | {
+    store.set_cursor(LAST_POLL_KEY + url, json.dumps(next_poll_record(None, outcome | {
         "outcome": "ok", "new": len(result.new_ids), "events": len(result.events),
-        "quarantined": len(result.quarantined), "skipped": len(result.skipped), "bounded": result.bounded}))
+        "quarantined": len(result.quarantined), "skipped": len(result.skipped), "bounded": result.bounded})))
     return result
 
 
@@ -322,8 +323,14 @@ def _serve(settings: Settings, database: Path, open_store: Callable[[], Abstract
                 event(log, logging.INFO, "held notifications tried again", event="notify.released", rows=released)
 
             def deliver() -> None:
-                result = outbox.deliver(store, notifier, retry_seconds=options.notify_retry_seconds,
-                                        on_sent=lambda row: metrics.notifications.inc())
+                sent: list[str] = []
+
+                def on_sent(row: OutboxRow) -> None:
+                    metrics.notifications.inc()
+                    sent.append(row.kind)
+                result = outbox.deliver(store, notifier, retry_seconds=options.notify_retry_seconds, on_sent=on_sent)
+                if sent:
+                    event(log, logging.INFO, "notifications posted", event="notify.sent", rows=len(sent), kinds=sent)
                 if result.error is not None:
                     metrics.notify_failures.labels(result.error.code).inc()
 
@@ -347,6 +354,7 @@ def _serve(settings: Settings, database: Path, open_store: Callable[[], Abstract
             # the trees' fetches beside the loop (with --once, in the pass: its one pass reads them)
             tree_fetches = watch.TreeFetches() if settings.trees and not options.once else None
             state.connections = (store, dispatcher)
+            owed = 0
             try:
                 while not state.stop:
                     metrics.beat()
@@ -361,7 +369,9 @@ def _serve(settings: Settings, database: Path, open_store: Callable[[], Abstract
                         tree_fetches.close()  # a fetch in flight is killed; the next start fetches again
                     dispatcher.join()  # a stop reaches each run after its sample in progress
                     after_worker.join()
-                    after_runs(store, lab, dispatcher, metrics, state)
+                    collect(lab, dispatcher, metrics, state)  # what the last runs wrote: no new run is started
+                    if options.once and not state.stop:
+                        owed = settle_outbox(store, lab, state, ONCE_POST_WAIT_SECONDS)
                 except StoreUnavailable as error:  # stopping while the database is away: the next start resumes
                     event(log, logging.WARNING, "stopping while the database is unreachable", event="daemon.stopping",
                           error=describe_error(error))
@@ -372,8 +382,12 @@ def _serve(settings: Settings, database: Path, open_store: Callable[[], Abstract
             health.stop()
         if socket is not None:
             socket.close()
-    event(log, logging.INFO, "daemon stopped", event="daemon.stopped")
-    return 0
+    if owed:
+        event(log, logging.ERROR, "notifications left in the outbox: Slack kept failing", event="notify.owed",
+              rows=owed, waited_seconds=ONCE_POST_WAIT_SECONDS,
+              next="the next pass sends them; `triage status` lists them")
+    event(log, logging.INFO, "daemon stopped", event="daemon.stopped", owed=owed)
+    return 1 if owed else 0
 
 
 def _tick(settings: Settings, store, state: DaemonState, lab: flow.DaemonContext, metrics: DaemonMetrics,
@@ -439,16 +453,56 @@ def after_runs(store, lab: flow.DaemonContext, dispatcher: Dispatcher, metrics: 
         _step(metrics, "deliver", lab.deliver, state.connections)
 
 
+def collect(lab: flow.DaemonContext, dispatcher: Dispatcher, metrics: DaemonMetrics, state: DaemonState) -> None:
+    """The daemon is stopping: deliver what the last runs wrote and count them; start nothing."""
+    _step(metrics, "deliver", lab.deliver, state.connections)
+    for done in dispatcher.finished():
+        if done.outcome is not None:
+            metrics.runs.labels(done.outcome).inc()
+
+
 def drain(store, lab: flow.DaemonContext, dispatcher: Dispatcher, metrics: DaemonMetrics,
           state: DaemonState, after_worker: AfterVerdictRunner | None = None) -> None:
     """`--once`: wait for every run the pass started, and the runs freed hosts take after them
-    (and the fix tests and bisections under way)."""
+    (and the fix tests and bisections under way). Done only when the lab was seen with nothing
+    under way BEFORE a dispatch, and that dispatch gave no host a run: a host that a run, fix test
+    or bisection frees between a dispatch and a look is given its next report, and that run is
+    waited for too, never left to a daemon that has stopped."""
+    def under_way() -> bool:
+        return bool(dispatcher.running()) or (after_worker is not None and after_worker.busy())
+
     while not state.stop:
+        idle = not under_way()
         after_runs(store, lab, dispatcher, metrics, state)
-        if not dispatcher.running() and not (after_worker is not None and after_worker.busy()):
-            break
+        if not under_way():
+            if idle:
+                return
+            continue  # it ended since the look: dispatch again before deciding
         dispatcher.wait(1.0)
         metrics.beat()
+
+
+ONCE_POST_WAIT_SECONDS = 300.0  # --once waits this long at most for Slack to take the posts it owes
+
+
+def owed_posts(store: Store) -> list[OutboxRow]:
+    """Notifications not delivered yet that a later try can deliver: pending, or in doubt after a
+    failure, and not behind a row Slack refused (held for an operator: `triage status`)."""
+    held = {row.message_id for row in store.outbox("held")}
+    return [row for row in store.outbox("pending", "sending") if row.message_id not in held]
+
+
+def settle_outbox(store: Store, lab: flow.DaemonContext, state: DaemonState, wait_seconds: float) -> int:
+    """`--once`, every run over: deliver until no post is owed, waiting out Slack's failures (the
+    outbox's retry waits) for at most `wait_seconds`; how many are still owed after that."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        lab.deliver()
+        owed = owed_posts(store)
+        if not owed or state.stop or time.monotonic() >= deadline:
+            return len(owed)
+        while not state.stop and time.monotonic() < deadline and not any(store.due(row) for row in owed):
+            time.sleep(0.2)  # a retry wait is minutes at most; a stop ends it
 
 
 def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonContext, metrics: DaemonMetrics, *,

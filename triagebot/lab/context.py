@@ -20,6 +20,9 @@ T = TypeVar("T")
 class StopRequested(Exception):
     """Raised between samples when the daemon was asked to stop: the run starts over next time."""
 
+    def __init__(self, what: str = "the daemon was asked to stop") -> None:
+        super().__init__(what)
+
 
 @dataclass
 class DaemonContext:

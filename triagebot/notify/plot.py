@@ -1,7 +1,8 @@
 """Notify stage: a run's A/B samples as a PNG strip plot, drawn by matplotlib's Agg backend.
 
 One strip per commit, base on the left and suspect on the right, each labelled with its short
-sha and sample count; the samples of each side in run order across its strip; a black bar at
+sha and sample count (an A/A run's strips are "A (running kernel)" and "A again", no sha: one
+kernel sampled twice); the samples of each side in run order across its strip; a black bar at
 each side's median with its value; and, where the report claimed a change, a dashed line where
 the suspect's median would sit if the claim held (base median × (1 + reported change)). The
 y axis is the plan's metric (with which way is better), the title names the host, and a second
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from triagebot.notify.render import short_commit
 from triagebot.verdict.median import median as samples_median
+from triagebot.verdict.same_kernel import SAME_KERNEL_SIDES, is_same_kernel
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -46,6 +48,7 @@ class PlotText:
     reported_change_percent: float | None = None
     measured_change_percent: float | None = None
     outcome: str | None = None
+    same_kernel: bool = False  # an A/A run: both strips are the host's running kernel, not the commits
 
 
 def _percent(value: float) -> str:
@@ -60,9 +63,12 @@ def _finite(values: Sequence[float]) -> list[float]:
     return [float(value) for value in values if math.isfinite(value)]
 
 
-def _strip_label(name: str, commit: str | None, count: int) -> str:
-    sha = short_commit(commit) if commit else "commit unknown"
-    return f"{name}\n{sha}\n{count} sample{'' if count == 1 else 's'}"
+def _strip_label(name: str, commit: str | None, count: int, same_kernel: bool = False) -> str:
+    """A strip's name, its commit (none for an A/A run's: neither was booted) and its sample count."""
+    samples = f"{count} sample{'' if count == 1 else 's'}"
+    if same_kernel:
+        return f"{name}\n{samples}"
+    return f"{name}\n{short_commit(commit) if commit else 'commit unknown'}\n{samples}"
 
 
 def _draw_side(axes: Any, position: int, name: str, values: list[float], colour: str,
@@ -87,9 +93,12 @@ def _summary(text: PlotText, medians: dict[str, float]) -> str:
     reported, measured = text.reported_change_percent, text.measured_change_percent
     if reported is not None and math.isfinite(reported):
         parts.append(f"reported {_percent(reported)}")
-    same_kernel = text.outcome == "a-a-only"
-    if measured is not None and math.isfinite(measured):
-        parts.append(f"{'noise (one kernel, A/A)' if same_kernel else 'measured'} {_percent(measured)}")
+    same_kernel = text.same_kernel or text.outcome == "a-a-only"
+    if same_kernel and len(medians) == 2 and medians["base"]:  # the figure the two median bars show
+        ratio = medians["suspect"] / medians["base"]
+        parts.append(f"noise (one kernel twice): medians differ by {_percent((ratio - 1) * 100)}")
+    elif measured is not None and math.isfinite(measured) and not same_kernel:
+        parts.append(f"measured {_percent(measured)}")
     elif len(medians) == 2 and medians["base"]:
         ratio = medians["suspect"] / medians["base"]
         parts.append(f"medians differ by {_percent((ratio - 1) * 100)}")
@@ -107,14 +116,16 @@ def samples_figure(base: Sequence[float], suspect: Sequence[float],
     from matplotlib.ticker import FuncFormatter
 
     text = text or PlotText()
+    same_kernel = text.same_kernel or text.outcome == "a-a-only"
     sides = (("base", _finite(base), BASE_COLOUR, text.base_commit),
              ("suspect", _finite(suspect), SUSPECT_COLOUR, text.suspect_commit))
+    names = SAME_KERNEL_SIDES if same_kernel else {"base": "base", "suspect": "suspect"}
     figure = Figure(figsize=(WIDTH_INCHES, HEIGHT_INCHES), dpi=DPI)
     axes = figure.add_subplot()
     medians: dict[str, float] = {}
     for position, (name, values, colour, _) in enumerate(sides):
         if values:
-            medians[name] = _draw_side(axes, position, name, values, colour, not medians)
+            medians[name] = _draw_side(axes, position, names[name], values, colour, not medians)
     reported = text.reported_change_percent
     if reported is not None and math.isfinite(reported) and "base" in medians:
         expected = medians["base"] * (1 + reported / 100)
@@ -123,9 +134,10 @@ def samples_figure(base: Sequence[float], suspect: Sequence[float],
                     label=f"reported change {_percent(reported)} from the base median",
                     gid="reported")
     axes.set_xlim(-0.7, 1.9)
-    axes.set_xticks([0, 1], [_strip_label(name, commit, len(values))
+    # an A/A run's strips are one kernel twice: named so, with no commit (neither was booted)
+    axes.set_xticks([0, 1], [_strip_label(names[name], commit, len(values), same_kernel)
                              for name, values, _, commit in sides])
-    axes.set_xlabel("commit")
+    axes.set_xlabel("the running kernel, sampled twice (A/A)" if same_kernel else "commit")
     metric = text.metric or "value"
     better = text.better in ("higher", "lower")
     axes.set_ylabel(f"{metric} ({text.better} is better)" if better else metric)
@@ -187,7 +199,7 @@ def run_text(run: dict[str, Any]) -> PlotText:
                     base_commit=run.get("base_commit"), suspect_commit=run.get("suspect_commit"),
                     host=run.get("host"), reported_change_percent=reported,
                     measured_change_percent=verdict.get("measured_change_percent"),
-                    outcome=verdict.get("outcome"))
+                    outcome=verdict.get("outcome"), same_kernel=is_same_kernel(run))
 
 
 def run_figure(run: dict[str, Any]) -> Figure:

@@ -25,6 +25,7 @@ class ReportView:
     links: tuple[ReportLink, ...] = ()  # later reports of its regression (also seen) or commit (linked)
     bisects: tuple[dict[str, Any], ...] = ()  # its bisections on the lab, oldest first
     fix_tests: tuple[FixTestRow, ...] = ()  # fixes from its thread tested on the lab, oldest first
+    cut_short_run: dict[str, Any] | None = None  # its newest run, when that was interrupted: samples, no verdict
 
 
 def gather_report(store: Store, key: str) -> ReportView | None:
@@ -42,7 +43,7 @@ def gather_report(store: Store, key: str) -> ReportView | None:
                       latest_run=store.latest_run(key), triage=store.get_triage(key),
                       notifications=store.outbox(message_id=key), moves=tuple(store.moves_of(key)),
                       links=tuple(store.links_of(key)), bisects=tuple(store.bisects(key)),
-                      fix_tests=tuple(store.fix_tests(key)))
+                      fix_tests=tuple(store.fix_tests(key)), cut_short_run=store.cut_short_run(key))
 
 
 def _readable(store: Store, key: str) -> Report | None:

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from triagebot.records.report import Commit, Report
+from triagebot.records.states import RUN_CUT_SHORT
 from triagebot.untrusted.visible import visible
 
 TOP_METRIC_ROWS = 15
@@ -159,17 +160,21 @@ def render_run(run: dict) -> str:
     """The last rerun: its verdict, and each side's samples as a small plot in run order. A run
     whose host could not switch kernels says so: both sides ran one kernel (an A/A run)."""
     from triagebot.verdict.median import median
-    from triagebot.verdict.same_kernel import A_A_ONLY, as_stored, is_same_kernel
+    from triagebot.verdict.same_kernel import A_A_ONLY, SAME_KERNEL_SIDES, as_stored, is_same_kernel
 
     run = as_stored(run)
     base, suspect = short_commit(run["base_commit"]), short_commit(run["suspect_commit"])
-    if is_same_kernel(run):
+    same_kernel = is_same_kernel(run)
+    if same_kernel:
         lines = [f"  rerun:    on {run['host']}, A/A: base and suspect both on its running kernel (it cannot "
                  f"switch kernels; {base} and {suspect} were not booted), {run['status']}"]
     else:
         lines = [f"  rerun:    on {run['host']}, {base} (base) against {suspect} (suspect), {run['status']}"]
     verdict = run.get("verdict")
-    if verdict and verdict.get("outcome") == A_A_ONLY:
+    if run.get("status") == RUN_CUT_SHORT:
+        lines.append(f"  cut short: {run.get('error') or 'interrupted'}; the samples below are kept as taken, "
+                     "with no verdict (a new run starts over)")
+    elif verdict and verdict.get("outcome") == A_A_ONLY:
         lines.append(f"  outcome:  {A_A_ONLY} (no verdict on the commit): {verdict['reason']}")
     elif verdict:
         lines.append(f"  verdict:  {verdict['outcome']}: {verdict['reason']}")
@@ -183,7 +188,8 @@ def render_run(run: dict) -> str:
             side = [sample["value"] for sample in samples if sample["role"] == role]
             if side:
                 middle = median(side)
-                lines.append(f"  {role + ':':9} {sample_plot(side, low, high)}  median {middle:.6g} over "
+                name = SAME_KERNEL_SIDES[role] if same_kernel else role
+                lines.append(f"  {name + ':':9} {sample_plot(side, low, high)}  median {middle:.6g} over "
                              f"{len(side)} runs ({low:.6g} .. {high:.6g})")
     return "\n".join(lines)
 

@@ -19,6 +19,10 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
+# A stored run's status when it was interrupted (Ctrl-C, SIGTERM, the daemon stopping): the
+# samples it took are kept, it has no verdict, and it is never resumed (reproduce/runner.py).
+RUN_CUT_SHORT = "cut-short"
+
 
 class TriageState(StrEnum):
     """Where a report is; compares equal to its stored text. Declared in the order shown."""

@@ -7,7 +7,13 @@ plan collects are kept with the parsed metric. A failed sample is retried a boun
 times, then the run ends as an error with the reason. Rounds of samples go to the adaptive
 verdict until it decides or the budget is spent. On a host that cannot switch kernels both
 sides run on its running kernel: the run ends in `a-a-only` with the noise it measured, never
-in a verdict on the commit (verdict/same_kernel.py).
+in a verdict on the commit (verdict/same_kernel.py), after its first round: more samples of one
+kernel cannot say anything more about a commit.
+
+A run interrupted between or during samples (Ctrl-C, SIGTERM, a daemon asked to stop) is
+`cut-short`: the samples it took are kept in its record, handed to `on_cut_short` before the
+interruption goes on, so the caller stores them (shown by `triage show`, never resumed: a
+verdict is made from samples of one sitting, so the next run starts over).
 
 Nothing here builds a command from message text: argv comes from a validated plan, hooks from
 the operator's hosts.toml.
@@ -20,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
 from triagebot.errors import TriageError
+from triagebot.records.states import RUN_CUT_SHORT
 from triagebot.reproduce.executors.protocol import ConnectionLost, Executor, ExecutorError, Limits
 from triagebot.reproduce.limits import describe_limits, host_limits
 from triagebot.reproduce.outputs import OutputError, parse_output
@@ -68,7 +75,7 @@ class RunRecord:
     plan: dict
     started_at: str
     samples: list[Sample] = field(default_factory=list)
-    status: str = "running"  # running / done / error
+    status: str = "running"  # running / done / error / cut-short (CUT_SHORT)
     error: str | None = None
     finished_at: str | None = None
     verdict: dict | None = None
@@ -244,15 +251,32 @@ class Runner:
 
 # The verdict's default looks (6, 10, 15, 20 a side), built once.
 DEFAULT_ROUNDS = LookSchedule()
+CUT_SHORT = RUN_CUT_SHORT  # a run's status when it was interrupted: its samples kept, no verdict
+
+
+def first_round_only(rounds: LookSchedule) -> LookSchedule:
+    """The looks of an A/A run: its first round alone (its outcome is a-a-only whatever follows)."""
+    return LookSchedule(rounds=rounds.rounds[:1], alpha=rounds.alpha, no_repro_error=rounds.no_repro_error,
+                        same_fraction=rounds.same_fraction)
+
+
+def interruption_text(interruption: BaseException) -> str:
+    """What stopped a run, in a few words."""
+    if isinstance(interruption, KeyboardInterrupt):
+        return "interrupted (Ctrl-C, SIGINT)"
+    return str(interruption) or type(interruption).__name__
 
 
 def rerun(plan: Plan, host: Host, executor: Executor, base_commit: str, suspect_commit: str, *,
           rounds: LookSchedule = DEFAULT_ROUNDS, floor_percent: float | None = None,
           on_sample: Callable[[Sample], None] | None = None, retries: int = 2,
-          limits: Limits | None = None) -> RunRecord:
+          limits: Limits | None = None, on_cut_short: Callable[[RunRecord], None] | None = None) -> RunRecord:
     """Interleaved base/suspect samples in adaptive rounds, ending with the verdict (or an error).
 
-    The plan's commands run under `limits`, by default those scaled from the host (host_limits)."""
+    The plan's commands run under `limits`, by default those scaled from the host (host_limits).
+    Interrupted (any exception but a TriageError: KeyboardInterrupt, a stop raised by
+    `on_sample`), the record is marked cut short and given to `on_cut_short`, and the
+    interruption goes on."""
     record = RunRecord(host=host.name, base_commit=base_commit, suspect_commit=suspect_commit,
                        plan=plan.to_json(), started_at=_now(), same_kernel=not host.can_switch_kernel)
     limits = limits if limits is not None else host_limits(host)
@@ -264,8 +288,10 @@ def rerun(plan: Plan, host: Host, executor: Executor, base_commit: str, suspect_
     record.events.extend(f"storage differs from the report's: {item}" for item in plan.storage_differs)
     floor = floor_percent if floor_percent is not None else load_floors().floor_for(plan.report_metric or plan.metric)
     if not host.can_switch_kernel:
+        rounds = first_round_only(rounds)
         record.events.append(f"host {host.name} cannot switch kernels: base and suspect both run on the "
-                             "running kernel (an A/A run; no evidence about the commit)")
+                             "running kernel (an A/A run; no evidence about the commit): one round of "
+                             f"{rounds.rounds[0]} a side, since more samples of one kernel say nothing more")
 
     def run_round(size: int) -> tuple[list[float], list[float]]:
         base: list[float] = []
@@ -283,6 +309,13 @@ def rerun(plan: Plan, host: Host, executor: Executor, base_commit: str, suspect_
         adaptive = decide_adaptively(run_round, plan.better, plan.reported_change_percent, floor, rounds)
     except TriageError as error:  # a sample failed every attempt, a hook failed, the host is gone
         record.status, record.error = "error", str(error)
+    except BaseException as interruption:  # Ctrl-C, SIGTERM, a stop: the samples taken are kept
+        record.status = CUT_SHORT
+        record.error = f"cut short after {len(record.samples)} samples: {interruption_text(interruption)}"
+        record.finished_at = _now()
+        if on_cut_short is not None:
+            on_cut_short(record)
+        raise
     else:
         record.status = "done"
         record.verdict = adaptive.verdict.to_json() | {"looks": len(adaptive.looks),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from triagebot.records.states import RUN_CUT_SHORT
 from triagebot.records.threads import normalize_message_id
 from triagebot.store.database import Database
 from triagebot.store.protocol import FIX_TEST_STATUSES, FixTestRow, StoreError
@@ -43,12 +44,22 @@ class Runs:
         return run_id
 
     def latest_run(self, message_id: str) -> dict[str, Any] | None:
-        """The last stored rerun of a report (run JSON with its samples and verdict), or None."""
+        """The last stored rerun of a report that ran to its end (run JSON with its samples and
+        verdict, or its error), or None; runs cut short are not: see `cut_short_run`."""
         row = self._database.execute(
             "SELECT r.run_json FROM runs r JOIN plans p ON p.plan_id = r.plan_id"
+            " WHERE p.message_id = ? AND r.status <> ? ORDER BY r.run_id DESC LIMIT 1",
+            (normalize_message_id(message_id), RUN_CUT_SHORT)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def cut_short_run(self, message_id: str) -> dict[str, Any] | None:
+        """The report's newest run when it was cut short (interrupted: its samples, no verdict),
+        None when its newest run ran to its end or it has none."""
+        row = self._database.execute(
+            "SELECT r.status, r.run_json FROM runs r JOIN plans p ON p.plan_id = r.plan_id"
             " WHERE p.message_id = ? ORDER BY r.run_id DESC LIMIT 1",
             (normalize_message_id(message_id),)).fetchone()
-        return json.loads(row[0]) if row else None
+        return json.loads(row[1]) if row and row[0] == RUN_CUT_SHORT else None
 
     def save_bisect(self, message_id: str, bisect_json: dict[str, Any], bisect_id: int | None = None) -> int:
         """Store a bisection as it stands (a new one, or `bisect_id` replaced); its id."""

@@ -474,7 +474,12 @@ class RunStore(Protocol):
         ...
 
     def latest_run(self, message_id: str) -> dict[str, Any] | None:
-        """The last stored rerun of a report (run JSON with its samples and verdict), or None."""
+        """The last stored rerun of a report that ran to its end (run JSON with its samples and
+        verdict, or its error), or None; a run cut short is not one (`cut_short_run`)."""
+        ...
+
+    def cut_short_run(self, message_id: str) -> dict[str, Any] | None:
+        """The report's newest run when it was cut short (its samples kept, no verdict), else None."""
         ...
 
     def save_bisect(self, message_id: str, bisect_json: dict[str, Any], bisect_id: int | None = None) -> int:

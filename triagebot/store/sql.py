@@ -205,6 +205,7 @@ class SqlStore:
     # -- finished reruns --------------------------------------------------------------------
     save_run = _Exposed("_runs", Runs.save_run)
     latest_run = _Exposed("_runs", Runs.latest_run)
+    cut_short_run = _Exposed("_runs", Runs.cut_short_run)
     save_bisect = _Exposed("_runs", Runs.save_bisect)
     bisects = _Exposed("_runs", Runs.bisects)
     queue_fix_test = _Exposed("_runs", Runs.queue_fix_test)

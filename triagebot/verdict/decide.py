@@ -12,7 +12,9 @@ Statistics, in the order they are applied:
 - All runs identical: both p-values are 1 and the interval is [0, 0], a no-repro as soon as
   there are runs enough to bound the interval (4+4 at 95%).
 - The change is the Hodges-Lehmann shift of suspect over base (median of all pairwise ratios
-  when every value is positive) with its distribution-free rank confidence interval.
+  when every value is positive) with its distribution-free rank confidence interval; the
+  reason names it so ("Hodges-Lehmann shift −24.3%"), since it may differ from the change of
+  the two medians shown beside it when the samples are skewed or bimodal.
 - The "claimed direction" is the sign of the reported change, or the metric's worse direction
   when there is no report.
 - ``confirmed``: different, the whole interval on the claimed side of 0, and the estimate at
@@ -217,7 +219,7 @@ def _reason(why: str, shift: stats.ShiftEstimate, p_value: float, alpha: float, 
     else:
         interval = (f"{signed_percent(shift.ci_low_percent)} to "
                     f"{signed_percent(shift.ci_high_percent)}")
-    evidence = (f"{measured} ({signed_percent(change)}, {level} CI {interval}), "
+    evidence = (f"{measured} (Hodges-Lehmann shift {signed_percent(change)}, {level} CI {interval}), "
                 f"{stats.format_p_value(p_value)} over {runs_base}+{runs_suspect} runs")
     said = "no reported change" if reported is None else f"report said {signed_percent(reported)}"
     ruled_out = signed_percent(claimed * bound)

@@ -13,9 +13,13 @@ import math
 import statistics
 from typing import Any
 
+from triagebot.verdict.median import median
 from triagebot.verdict.outcome import Outcome, signed_percent
 
 A_A_ONLY = str(Outcome.A_A_ONLY)
+# What an A/A run's two sides are called wherever they are shown (the plot, `triage show`): the
+# same kernel twice, never the commits' names, which were not booted.
+SAME_KERNEL_SIDES = {"base": "A (running kernel)", "suspect": "A again"}
 # What a statistics verdict keeps in an A/A one: the numbers, never its outcome or its reason.
 _KEPT = ("measured_change_percent", "ci_low", "ci_high", "confidence", "p_value", "p_mann_whitney",
          "p_kolmogorov_smirnov", "alpha", "runs_base", "runs_suspect", "better",
@@ -40,30 +44,42 @@ def is_same_kernel(run: dict[str, Any]) -> bool:
 def a_a_verdict(verdict: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     """The A/A outcome of a same-kernel run, from the statistics' verdict JSON and the run's samples.
 
-    The reason says what was run and the noise measured; the interval is kept as "noise"."""
+    The reason says what was run and the noise measured, each figure named by its statistic and
+    one a reader can check against the samples shown beside it: the two sides' medians (as
+    `triage show` prints them) and their change first, then the statistics' shift (the median
+    of all pairwise ratios, Hodges-Lehmann) with its interval, then the run-to-run spread."""
     samples = run.get("samples") or []
-    values = {role: [sample["value"] for sample in samples if sample.get("role") == role]
-              for role in ("base", "suspect")}
+    values = {role: [sample["value"] for sample in samples if sample.get("role") == role
+                     and math.isfinite(sample["value"])] for role in ("base", "suspect")}
     spread = spread_percent(values["base"] + values["suspect"])
     kept = {key: verdict[key] for key in _KEPT if key in verdict}
     change = verdict.get("measured_change_percent")
     low, high = verdict.get("ci_low"), verdict.get("ci_high")
     confidence = verdict.get("confidence")
+    medians = {role: median(side) for role, side in values.items() if side}
+    median_change = None
+    if len(medians) == 2 and medians["base"]:
+        median_change = (medians["suspect"] / medians["base"] - 1) * 100
     noise = []
+    if median_change is not None:
+        noise.append(f"medians {medians['base']:.6g} ({SAME_KERNEL_SIDES['base']}) and {medians['suspect']:.6g} "
+                     f"({SAME_KERNEL_SIDES['suspect']}): {signed_percent(median_change)}")
     if change is not None:
-        noise.append(f"the two sides differ by {signed_percent(change)}")
+        shift = f"median of the pairwise ratios {signed_percent(change)}"
         if low is not None and high is not None:
             level = f"{confidence:.0%} " if isinstance(confidence, (int, float)) else ""
-            noise[-1] += f" ({level}CI {signed_percent(low)} to {signed_percent(high)})"
+            shift += f" ({level}CI {signed_percent(low)} to {signed_percent(high)})"
+        noise.append(shift)
     if spread is not None:
-        noise.append(f"run-to-run spread ±{spread:.1f}%")
+        noise.append(f"run-to-run spread ±{spread:.1f}% (standard deviation over the mean)")
     runs = f"{len(values['base'])}+{len(values['suspect'])} runs"
     reason = (f"base and suspect both ran on the running kernel of {run.get('host', 'the host')}, which cannot "
               f"switch kernels: an A/A run measures noise, not the commit; "
               + ("; ".join(noise) if noise else "no noise figure") + f" over {runs}")
     return kept | {"outcome": A_A_ONLY, "reason": reason, "host_can_switch_kernel": False,
                    "noise": {"change_percent": change, "ci_low": low, "ci_high": high,
-                             "spread_percent": spread}}
+                             "spread_percent": spread, "medians": medians or None,
+                             "median_change_percent": median_change}}
 
 
 def as_stored(run: dict[str, Any]) -> dict[str, Any]:

@@ -128,9 +128,14 @@ def _page_routes(site: Site, page: Page, problem: Callable[[Request, int, str, s
     def index(request: Request) -> Response:
         def show(store: Store) -> Response:
             filters = views.filters_from(list(request.query_params.multi_items()))
-            sections = views.index_view(store, site, filters)
+            try:
+                found = views.standing_of(store, site)
+            except TriageError:
+                found = None  # no hosts.toml: the reports are listed all the same, with no place in a lab
+            sections = views.index_view(store, site, filters, found)
             return page(request, "index.html", sections=sections, filters=filters.query(),
-                        kinds=views.REPORT_KINDS, states=views.INDEX_STATES)
+                        kinds=views.REPORT_KINDS, states=views.INDEX_STATES,
+                        polls=found.polls_line() if found is not None else None)
         return with_store(request, show)
 
     def report(request: Request) -> Response:

@@ -10,6 +10,7 @@ served at all.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import shlex
@@ -23,6 +24,7 @@ from urllib.parse import quote
 
 from triagebot.errors import TriageError
 from triagebot.lab.queue import BUSY_ELSEWHERE, lab_view
+from triagebot.lab.standing import Standing, standing
 from triagebot.lifecycle.detect import cause_text
 from triagebot.notify.render import STATE_MEANING, commit_url, lore_url, percent, short_commit
 from triagebot.present.dates import parse_since
@@ -36,6 +38,8 @@ from triagebot.rules.hosts import DEFAULT_MAX_WAIT_MINUTES
 from triagebot.rules.settings import Settings
 from triagebot.store.protocol import Store, TriageRow, UnreadableRecord
 from triagebot.untrusted.whole_numbers import BadNumber, whole_number
+from triagebot.verdict.median import median
+from triagebot.verdict.same_kernel import run_outcome
 
 REPORT_KINDS = ("lkp-regression", "lkp-improvement", "lkp-functional", "human-report", "human-bug", "syzbot")
 NOT_TAKEN_ON = "not-taken-on"  # the index's section of stored reports the daemon has not taken on
@@ -49,6 +53,9 @@ _PARENT_SUFFIX = re.compile(r"[~^][0-9~^]*$")  # "c0ffee1234ab^": the culprit's 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}")  # a list or testcase name in a filter
 INDEX_STATES = (*(state.value for state in TriageState), NOT_TAKEN_ON)  # the sections, in order
 FILTERS = ("kind", "list", "since", "testcase", "state", "limit")
+# the states a run ends a report in: where a report rerun by hand is listed
+RUN_OUTCOME_STATES = (TriageState.CONFIRMED.value, TriageState.NOT_REPRODUCED.value, TriageState.INCONCLUSIVE.value,
+                      TriageState.A_A_ONLY.value, TriageState.ERROR.value)
 
 
 class BadRequest(TriageError):
@@ -185,6 +192,8 @@ class Listed:
     subject: str
     host: str | None  # where it is queued or ran (team pages only)
     since: str | None  # when it reached its state
+    note: str | None = None  # how it got there when the daemon did not take it on (a rerun by hand)
+    place: str | None = None  # where a waiting or running report stands in the lab (lab/standing.py's words)
 
 
 @dataclass(frozen=True)
@@ -229,15 +238,42 @@ def _may_show(store: Store, site: Site, key: str, report: Report) -> bool:
     return routing.is_public(report, list_name)
 
 
-def index_view(store: Store, site: Site, filters: Filters) -> list[Section]:
+HAND_RERUN = "rerun by hand (triage rerun); not taken on by the daemon"
+
+
+def _hand_rerun(store: Store, key: str, public: bool) -> tuple[str, str | None, str | None] | None:
+    """(state, host, when) of a report the daemon never took on but `triage rerun` ran to its
+    end: the state its run's outcome names (a-a-only for an A/A run), so the index shows it as
+    what it is; None when it has no such run."""
+    run = store.latest_run(key)
+    outcome = run_outcome(run)
+    if run is None or outcome not in RUN_OUTCOME_STATES:
+        return None
+    return outcome, None if public else run.get("host"), run.get("finished_at")
+
+
+def standing_of(store: Store, site: Site, now: datetime | None = None) -> Standing | None:
+    """The lab and the polls as the team pages, `triage status` and /healthz all word them; None
+    in public (the lab is not shown there) or without the rules."""
+    settings = site.settings
+    if site.public or settings is None:
+        return None
+    return standing(store, site.database, settings, timedelta(minutes=settings.max_wait_minutes),
+                    now or datetime.now(UTC))
+
+
+def index_view(store: Store, site: Site, filters: Filters, lab_standing: Standing | None = None) -> list[Section]:
     """The reports by triage state (in TriageState's order), then the stored reports the daemon
-    has not taken on; newest first within each, at most `filters.limit` a section."""
+    has not taken on; newest first within each, at most `filters.limit` a section. A report the
+    daemon has not taken on but `triage rerun` ran is in the section its run's outcome names
+    (an A/A run's: a-a-only), marked as a rerun by hand."""
     kinds = _kinds(filters.kinds)
     since = parse_since(filters.since) if filters.since else None
+    lab = None if site.public else lab_standing
     rows = store.triage_in(*TriageState)
     taken = {row.message_id for row in rows}
     newest = []
-    if filters.state in (None, NOT_TAKEN_ON):
+    if filters.state in (None, NOT_TAKEN_ON, *RUN_OUTCOME_STATES):
         # The newest records, enough for the last section: the daemon takes on reports as they
         # arrive, so most triaged ones are among them and are not read a second time below.
         newest = store.list_records(kind=kinds, list_name=filters.list_name, since=since,
@@ -264,15 +300,29 @@ def index_view(store: Store, site: Site, filters: Filters) -> list[Section]:
             continue
         if not _may_show(store, site, row.message_id, report):
             continue
-        found[row.state].append((dated, _listed(row.message_id, report, row, site.public)))
+        listed = _listed(row.message_id, report, row, site.public)
+        place = lab.place(row.message_id) if lab is not None else None
+        if place is not None:
+            listed = dataclasses.replace(listed, place=place.text())
+        found[row.state].append((dated, listed))
+    rest = []
+    for record in newest:
+        if record.key in taken or not _may_show(store, site, record.key, record.report):
+            continue
+        by_hand = _hand_rerun(store, record.key, site.public)
+        if by_hand is None:
+            rest.append(record)
+        elif filters.state in (None, by_hand[0]):
+            state, host, when = by_hand
+            shown = _listed(record.key, record.report, None, site.public)
+            found[state].append((_moment(record.report.date) or _moment(when),
+                                 dataclasses.replace(shown, host=host, since=when, note=HAND_RERUN)))
     result = []
     for state, items in found.items():
         items.sort(key=lambda item: item[0].timestamp() if item[0] else float("-inf"), reverse=True)
         result.append(Section(state, STATE_MEANING[TriageState(state)],
                               [listed for _, listed in items[:filters.limit]], len(items) > filters.limit))
     if filters.state in (None, NOT_TAKEN_ON):
-        rest = [listed for listed in newest if listed.key not in taken
-                and _may_show(store, site, listed.key, listed.report)]
         result.append(Section(NOT_TAKEN_ON, "stored, not taken on by the daemon (older than --admit-days, "
                               "or a kind it does not rerun)",
                               [_listed(item.key, item.report, None, site.public) for item in rest[:filters.limit]],
@@ -337,6 +387,18 @@ def _number(value: Any) -> str:
     return f"{value:.3g}" if isinstance(value, int | float) and math.isfinite(value) else "n/a"
 
 
+def _medians(samples: Sequence[Mapping[str, Any]]) -> str:
+    """Each side's median and their change, as `triage show` prints the medians."""
+    sides = {role: [item["value"] for item in samples if item.get("role") == role
+                    and isinstance(item.get("value"), int | float) and math.isfinite(item["value"])]
+             for role in ("base", "suspect")}
+    if not sides["base"] or not sides["suspect"]:
+        return ""
+    base, suspect = median(sides["base"]), median(sides["suspect"])
+    change = f", {percent((suspect / base - 1) * 100)}" if base else ""
+    return f"{base:.6g} and {suspect:.6g}{change}"
+
+
 def _run_view(run: Mapping[str, Any] | None, report: Report, public: bool) -> dict[str, Any] | None:
     if not run:
         return None
@@ -357,7 +419,7 @@ def _run_view(run: Mapping[str, Any] | None, report: Report, public: bool) -> di
         "samples": {role: len([item for item in samples if item.get("role") == role]) for role in ("base", "suspect")},
         "plot": any(item.get("role") == "base" for item in samples)
         and any(item.get("role") == "suspect" for item in samples),
-        "verdict": None}
+        "medians": _medians(samples), "verdict": None}
     if verdict:
         confidence = verdict.get("confidence")
         view["verdict"] = {
@@ -481,9 +543,11 @@ def report_view(store: Store, site: Site, key: str) -> dict[str, Any] | None:
     plan_json = (triage.plan if triage is not None else None) or (view.latest_run or {}).get("plan")
     plan = _plan_view(plan_json)
     run = _run_view(view.latest_run, report, site.public)
-    names = host_names(site, triage.host if triage else None, (view.latest_run or {}).get("host"))
+    cut_short = _run_view(view.cut_short_run, report, site.public)
+    names = host_names(site, triage.host if triage else None, (view.latest_run or {}).get("host"),
+                       (view.cut_short_run or {}).get("host"))
     if site.public:
-        plan, run = _public_plan(plan, names), _scrub(run, names)
+        plan, run, cut_short = _public_plan(plan, names), _scrub(run, names), _scrub(cut_short, names)
     state = None
     if triage is not None:
         state = {"state": triage.state, "meaning": STATE_MEANING[TriageState(triage.state)],
@@ -492,7 +556,7 @@ def report_view(store: Store, site: Site, key: str) -> dict[str, Any] | None:
                  "channel": None if site.public else triage.channel,
                  "note": None if site.public else triage.note}
     return {"key": key, "href": report_href(key), "report": report, "lore": lore_url(report.message_id),
-            "lines": lines, "state": state, "plan": plan, "run": run,
+            "lines": lines, "state": state, "plan": plan, "run": run, "cut_short": cut_short,
             "thread": _thread(view, store, site), "moves": _lifecycle(view, store, site)}
 
 
@@ -524,7 +588,8 @@ def hosts_view(store: Store, site: Site, limit: int = DEFAULT_LIMIT, now: dateti
     hosts = settings.need_hosts() if settings is not None else ()
     max_wait = timedelta(minutes=settings.max_wait_minutes if settings is not None else DEFAULT_MAX_WAIT_MINUTES)
     now = now or datetime.now(UTC)
-    view = lab_view(store, site.database, hosts, max_wait, now)
+    found = standing_of(store, site, now)
+    view = found.lab if found is not None else lab_view(store, site.database, hosts, max_wait, now)
     rows = {row.message_id: row for row in store.triage_in(TriageState.NEW, TriageState.PLANNED,
                                                             TriageState.RUNNING)}
 
@@ -537,9 +602,11 @@ def hosts_view(store: Store, site: Site, limit: int = DEFAULT_LIMIT, now: dateti
                 report = store.get_record(message_id)
             except UnreadableRecord:
                 report = None
+        place = found.place(message_id) if found is not None else None
         return {"href": report_href(message_id), "key": message_id, "state": row.state if row else "?",
                 "since": row.updated_at if row else "?", "waited": describe_wait(waited) if waited else None,
-                "subject": (report.subject if report else None) or "(no record)"}
+                "subject": (report.subject if report else None) or "(no record)",
+                "place": place.text() if place is not None else None}
 
     known = {host.name for host in hosts}
     lab = []
@@ -563,7 +630,7 @@ def hosts_view(store: Store, site: Site, limit: int = DEFAULT_LIMIT, now: dateti
     # new, planned for no host that can rerun it, or `running` on no busy host (cut short: the
     # daemon plans it again)
     unplaced = [row for row in rows.values() if row.message_id not in placed]
-    return {"hosts": lab, "max_wait": describe_wait(max_wait),
+    return {"hosts": lab, "max_wait": describe_wait(max_wait), "polls": found.polls_line() if found else None,
             "unplaced": [item(row.message_id) | {"host": row.host if row.host and row.host not in known else None}
                          for row in unplaced[:limit]],
             "unplaced_more": max(0, len(unplaced) - limit)}

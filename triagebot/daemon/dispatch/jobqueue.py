@@ -37,6 +37,7 @@ from triagebot.daemon.dispatch.protocol import Finished, JobsNow, RunJob
 from triagebot.lab.context import DaemonContext
 from triagebot.lab.job_table import (
     TASK_NAME,
+    LabJob,
     jobs_by_host,
     lab_jobs,
     lock_for,
@@ -152,7 +153,7 @@ class JobQueueDispatcher:
         """The job table read once: every job's host and report (a host's after-verdict job
         makes it busy too, with the report it was deferred for), and the hosts whose job is still
         `todo`; a rerun's job gone since the last read is finished."""
-        every = self._read(lambda: lab_jobs(self._store.connection))
+        every = [job for job in self._read(lambda: lab_jobs(self._store.connection)) if not self._ended(job)]
         jobs = jobs_by_host(every)
         reruns = {host: job.message_id for host, job in jobs_by_host([job for job in every
                                                                       if not job.after_verdict]).items()}
@@ -166,6 +167,17 @@ class JobQueueDispatcher:
         return JobsNow({host: job.message_id for host, job in jobs.items()},
                        frozenset(host for host, job in jobs.items() if not job.doing),
                        frozenset(job.message_id for job in every if not job.after_verdict))
+
+    def _ended(self, job: LabJob) -> bool:
+        """A rerun job whose run is over (its report left `running` on that host: decided, or
+        waiting again) while its worker is still returning from it. Its host counts as free: the
+        worker's NOTIFY comes before procrastinate marks the job done, and waiting for the next
+        wake-up to see it done would hold every freed host up to a second. A job deferred for the
+        host meanwhile starts once this one is marked done (the host's lock)."""
+        if job.after_verdict or not job.doing:
+            return False
+        row = self._store.get_triage(job.message_id)
+        return row is None or row.state != TriageState.RUNNING or row.host != job.host
 
     def after_verdict_runner(self, lab: DaemonContext) -> AfterVerdictJobs:
         """The daemon's after-verdict work on PostgreSQL: one job per host with work, for the

@@ -10,7 +10,8 @@ for DRAIN_SECONDS, then no longer.
 
 Resource limits are set in the child before exec (setrlimit in preexec_fn: no wrapper program
 appears in the argv); `Limits.processes` also becomes a pids cgroup the child joins there, when
-this process may make one (root, or a delegated cgroup): see pids_cgroup.py. Without one the
+this process may make one (root, or a delegated cgroup), named uniquely and removed once empty:
+see pids_cgroup.py. Without one the
 process count is bounded only by RLIMIT_NPROC, which root ignores; `limit_notes` says so.
 A command that runs in a scratch directory sees that directory mounted over /tmp, in a mount
 namespace of its own, where this process may do that (root): see private_tmp.py.
@@ -149,7 +150,7 @@ class LocalExecutor:
         cgroup = None
         if limits is not None and limits.processes is not None and self._pids_cgroups().available():
             try:
-                cgroup = self._pids_cgroups().make(limits.processes)
+                cgroup = self._pids_cgroups().make(limits.processes, self.name)
             except OSError as error:
                 raise ExecutorError(f"{self.name}: cannot make a pids cgroup: {error.strerror}") from error
         # a command in a scratch directory (a plan's, not a hook) sees it as its /tmp
@@ -160,8 +161,8 @@ class LocalExecutor:
         try:
             return self._run(argv, timeout, cwd, env, _limit_setter(limits, cgroup, tmp, keep))
         finally:
-            if cgroup is not None:
-                PidsCgroups.remove(cgroup)
+            if cgroup is not None:  # after what the command left there is gone
+                self._pids_cgroups().release(cgroup)
 
     def _run(self, argv: tuple[str, ...], timeout: float, cwd: str, env: Mapping[str, str] | None,
              preexec: Callable[[], None] | None) -> Completed:
@@ -182,13 +183,18 @@ class LocalExecutor:
             return Completed(argv, 126, b"", f"{argv[0]}: cannot start under its limits: {error}\n".encode(),
                              time.monotonic() - started, False)
         deadline = started + timeout
-        stdout, stderr, timed_out = self._collect(process, deadline)
-        if not timed_out:
-            # both pipes closed, but a command may close them and go on running
-            try:
-                process.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                timed_out = True
+        try:
+            stdout, stderr, timed_out = self._collect(process, deadline)
+            if not timed_out:
+                # both pipes closed, but a command may close them and go on running
+                try:
+                    process.wait(timeout=max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+        except BaseException:  # Ctrl-C, SIGTERM: the command ends with us (its own session hears neither)
+            _kill_group(process.pid)
+            process.wait()
+            raise
         _kill_group(process.pid)  # whatever is left of its group
         returncode = process.wait()
         return Completed(argv, returncode, stdout, stderr, time.monotonic() - started, timed_out)
@@ -277,3 +283,5 @@ class LocalExecutor:
     def close(self) -> None:
         for path in sorted(self._scratch):
             self.remove_scratch(path)
+        if self._cgroups is not None:
+            self._cgroups.retry_leftover()

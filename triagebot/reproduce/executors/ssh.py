@@ -28,6 +28,7 @@ is started detached, checked before each run, and dropped on reconnect and close
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -213,6 +214,11 @@ class SshExecutor:
                 pass
             process.communicate()
             raise ConnectionLost(f"{self.name}: no answer within {timeout:.0f}s") from error
+        except BaseException:  # Ctrl-C, SIGTERM: the client ends with us, its command with its link
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            raise
         self._raise_for(process.returncode, stderr)
         return process.returncode, stdout, stderr, time.monotonic() - started
 
