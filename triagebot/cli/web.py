@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from triagebot.store.sqlite import SqliteStore
     from triagebot.web.app import build_app
-    from triagebot.web.server import WebServer
+    from triagebot.web.server import WebServer, cannot_listen
     from triagebot.web.views import Site
 
     if not args.port.isdigit() or int(args.port) > 65535:
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         server = WebServer(build_app(site), args.address, int(args.port))
     except OSError as error:
-        raise TriageError(f"--port {args.port}: cannot listen on {args.address}: {error}") from None
+        raise TriageError(cannot_listen(error, args.address, args.port)) from None
     audience = "public view: no host names, channels or notes" if args.public else "team view"
     print(f"triage web: serving {server.url}/ ({audience}) from {database}; Ctrl-C stops", file=sys.stderr,
           flush=True)

@@ -65,6 +65,7 @@ from triagebot.notify.terminal import TerminalNotifier
 from triagebot.records.states import TriageState
 from triagebot.rules.settings import Settings
 from triagebot.store.protocol import OUTBOX_STATUSES, Store
+from triagebot.web.server import cannot_listen
 from triagebot.web.views import Site
 
 log = logging.getLogger("triagebot.daemon")
@@ -290,8 +291,8 @@ def _serve(settings: Settings, database: Path, open_store: Callable[[], Abstract
             health = HealthServer(metrics, host=options.health_address, port=port, site=site,
                                   slack=slack if slack is not None and slack.signing_secret else None).start()
         except OSError as error:
-            raise TriageError(f"--health-port {port}: cannot listen on {options.health_address}:{port}: "
-                              f"{error}") from None
+            raise TriageError(cannot_listen(error, options.health_address, port, address_option="--health-address",
+                                            port_option="--health-port")) from None
         event(log, logging.INFO, "health and metrics served", event="health.listening",
               url=f"http://{options.health_address}:{health.port}/healthz", port=health.port)
     notifier = make_notifier(database)
