@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from triagebot.present.headline import headline_text
 from triagebot.records.report import Commit, Report
 from triagebot.untrusted.visible import visible
 
@@ -56,8 +57,7 @@ def summary_lines(report: Report, *, all_rows: bool = False) -> list[SummaryLine
              _field("from", report.from_),
              _field("date", report.date or "(unknown)")]
     if report.headline:
-        headline = report.headline
-        lines.append(_field("headline", f"{headline.metric} {headline.change_percent:+g}% {headline.direction}"))
+        lines.append(_field("headline", headline_text(report)))
     for commit in report.commits:
         subject = f' ("{commit.subject}")' if commit.subject else ""
         where = f"  [{commit.tree} {commit.branch}]" if commit.tree else ""

@@ -26,6 +26,7 @@ from triagebot.lab.queue import BUSY_ELSEWHERE, lab_view
 from triagebot.lifecycle.detect import cause_text
 from triagebot.notify.render import STATE_MEANING, commit_url, lore_url, percent, short_commit
 from triagebot.present.dates import parse_since
+from triagebot.present.headline import change_text
 from triagebot.present.report_view import ReportView, gather_report
 from triagebot.present.summary import stance_evidence, summary_lines
 from triagebot.records.report import KINDS, Report
@@ -204,7 +205,7 @@ def _moment(text: str | None) -> datetime | None:
 
 
 def _listed(key: str, report: Report, row: TriageRow | None, public: bool) -> Listed:
-    change = f"{report.headline.change_percent:+g}%" if report.headline else ""
+    change = change_text(report)
     host = None if public or row is None else (row.host or None)
     return Listed(key=key, href=report_href(key), date=(report.date or "")[:10], kind=report.kind, change=change,
                   subject=report.subject or "(no subject)", host=host, since=row.updated_at if row else None)
