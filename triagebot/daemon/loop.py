@@ -450,7 +450,7 @@ def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonCont
     # the git trees rules/trees.toml names: a fix or a revert landing (each tree bounded, its failure its own)
     if not state.stop and settings.trees:
         step("trees", lambda: watch.watch_trees(store, settings.trees, lab.database.parent, clock(),
-                                                fetches=tree_fetches))
+                                                fetches=tree_fetches, rules=settings.tree_rules))
     # after a confirmed verdict: a fix series in the thread to test, a merge or range to bisect
     step("queue after verdict", lambda: (fix_testing.queue_fix_tests(store, state.fix_threads_looked),
                                          bisect_flow.queue_bisects(store)))

@@ -30,7 +30,7 @@ from triagebot.rules.loader import PACKAGED_RULES, read_file, rules_dir
 from triagebot.rules.routing import ROUTING_FILE, Routing, routing_from
 from triagebot.rules.sources import SOURCES_FILE, SourceSettings, parse_bounds, parse_sources
 from triagebot.rules.templates import TEMPLATES_DIR, Templates, load_templates, missing_templates
-from triagebot.rules.trees import WatchedTree, load_trees
+from triagebot.rules.trees import TreeRules, WatchedTree, load_tree_rules
 
 __all__ = ["PACKAGED_RULES", "Settings", "SourceSettings", "load_settings", "rules_dir", "settings_for"]
 
@@ -47,6 +47,7 @@ class Settings:
     floors: MetricFloors = field(default_factory=MetricFloors)
     max_wait_minutes: float = DEFAULT_MAX_WAIT_MINUTES  # hosts.toml: a report's wait for its host, at most
     trees: tuple[WatchedTree, ...] = ()  # trees.toml: git trees the daemon fetches for fixes (none when absent)
+    tree_rules: TreeRules = field(default_factory=TreeRules)  # trees.toml whole: its trees and where regressions live
 
     def need_hosts(self) -> tuple[Host, ...]:
         """The lab hosts; RulesError when the rules directory has no hosts.toml."""
@@ -79,6 +80,7 @@ def load_settings(rules: Path) -> Settings:
     hosts_file = read_file(hosts_path) if hosts_path.exists() else None
     routing_path = _own_or_packaged(rules, ROUTING_FILE)
     floors_path = _own_or_packaged(rules, FLOORS_FILE)
+    tree_rules = load_tree_rules(rules)
     return Settings(
         rules_dir=rules, http=http, sources=sources, bounds=bounds,
         hosts=hosts_from(hosts_file) if hosts_file is not None else None,
@@ -86,7 +88,7 @@ def load_settings(rules: Path) -> Settings:
         templates=load_templates(rules) if (rules / TEMPLATES_DIR).is_dir() else None,
         routing=routing_from(read_file(routing_path)) if routing_path else Routing(),
         floors=floors_from(read_file(floors_path)) if floors_path else MetricFloors(),
-        trees=load_trees(rules),
+        trees=tree_rules.trees, tree_rules=tree_rules,
     )
 
 

@@ -24,6 +24,7 @@ from urllib.parse import quote
 from triagebot.errors import TriageError
 from triagebot.lab.queue import BUSY_ELSEWHERE, lab_view
 from triagebot.lifecycle.detect import cause_text
+from triagebot.lifecycle.follow import where_of
 from triagebot.notify.render import STATE_MEANING, commit_url, lore_url, percent, short_commit
 from triagebot.present.dates import parse_since
 from triagebot.present.headline import change_text
@@ -393,7 +394,8 @@ def _lifecycle(view: ReportView, public: bool) -> list[dict[str, Any]]:
         moves.append({"at": triage.updated_at, "what": f"{triage.state} since", "detail": triage.note
                       if not public else None})
     for move in view.moves:  # after the verdict: fixed, reverted, … with the message that moved it
-        moves.append({"at": move.moved_at, "what": f"{move.state}: {move.note}",
+        where = where_of(move)
+        moves.append({"at": move.moved_at, "what": f"{move.state}{' ' + where if where else ''}: {move.note}",
                       "detail": cause_text(move.cause_id) if move.cause_id else None})
     for link in view.links:  # later reports of the same regression (or commit)
         moves.append({"at": link.linked_at, "what": f"{link.relation}: <{link.joined_id}>", "detail": link.rule})
