@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from triagebot.verdict.outcome import DEFAULT_ALPHA, signed_percent
+from triagebot.verdict.outcome import DEFAULT_ALPHA, confidence_text, signed_percent
 from triagebot.verdict.sequential import LookSchedule
 
 Json = dict[str, Any]
@@ -157,7 +157,7 @@ def _verdict_numbers(verdict: Json) -> str:
     p_value = verdict.get("p_value")
     p_text = "p=?" if p_value is None else ("p<0.001" if p_value < 0.001 else f"p={p_value:.2g}")
     return (f"{verdict['outcome']} {number(verdict.get('measured_change_percent'))} "
-            f"({verdict.get('confidence', 0.95) * 100:.3g}% CI {number(verdict.get('ci_low'))} to "
+            f"({confidence_text(verdict.get('confidence', 0.95))} CI {number(verdict.get('ci_low'))} to "
             f"{number(verdict.get('ci_high'))}), {p_text}, "
             f"{verdict.get('runs_base')}+{verdict.get('runs_suspect')} runs")
 

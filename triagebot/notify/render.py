@@ -20,6 +20,7 @@ from triagebot.present.headline import headline_text
 from triagebot.present.summary import metric_order, short_commit
 from triagebot.records.report import Report, report_to_json
 from triagebot.records.states import TriageState
+from triagebot.verdict.outcome import confidence_text
 from triagebot.verdict.same_kernel import A_A_ONLY
 
 Payload = dict[str, Any]
@@ -378,7 +379,7 @@ def verdict_reply(verdict: Json | None, run: Json | None = None) -> Payload:
     emoji = STATE_EMOJI[TriageState(outcome)] if outcome in _STATE_TEXTS else ""
     confidence = verdict.get("confidence")
     interval = (f"[{percent(verdict.get('ci_low'))}, {percent(verdict.get('ci_high'))}]"
-                + (f" at {confidence:.0%}" if isinstance(confidence, (int, float)) else ""))
+                + (f" at {confidence_text(confidence)}" if isinstance(confidence, (int, float)) else ""))
     p_value = verdict.get("p_value")
     fields = [
         f"*Measured*\n{percent(verdict.get('measured_change_percent'))} {interval}",

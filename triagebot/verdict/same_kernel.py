@@ -13,7 +13,7 @@ import math
 import statistics
 from typing import Any
 
-from triagebot.verdict.outcome import Outcome, signed_percent
+from triagebot.verdict.outcome import Outcome, confidence_text, signed_percent
 
 A_A_ONLY = str(Outcome.A_A_ONLY)
 # What a statistics verdict keeps in an A/A one: the numbers, never its outcome or its reason.
@@ -53,7 +53,7 @@ def a_a_verdict(verdict: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     if change is not None:
         noise.append(f"the two sides differ by {signed_percent(change)}")
         if low is not None and high is not None:
-            level = f"{confidence:.0%} " if isinstance(confidence, (int, float)) else ""
+            level = f"{confidence_text(confidence)} " if isinstance(confidence, (int, float)) else ""
             noise[-1] += f" ({level}CI {signed_percent(low)} to {signed_percent(high)})"
     if spread is not None:
         noise.append(f"run-to-run spread ±{spread:.1f}%")

@@ -37,6 +37,7 @@ from triagebot.reproduce.schedule import describe_wait
 from triagebot.rules.hosts import DEFAULT_MAX_WAIT_MINUTES
 from triagebot.rules.settings import Settings
 from triagebot.store.protocol import Store, TriageRow, UnreadableRecord
+from triagebot.verdict.outcome import confidence_text
 
 REPORT_KINDS = ("lkp-regression", "lkp-improvement", "lkp-functional", "human-report", "human-bug", "syzbot")
 NOT_TAKEN_ON = "not-taken-on"  # the index's section of stored reports the daemon has not taken on
@@ -355,7 +356,7 @@ def _run_view(run: Mapping[str, Any] | None, report: Report, public: bool) -> di
             "outcome": verdict.get("outcome") or "?", "reason": verdict.get("reason") or "",
             "measured": percent(verdict.get("measured_change_percent")),
             "interval": f"{percent(verdict.get('ci_low'))} to {percent(verdict.get('ci_high'))}",
-            "confidence": f"{confidence:.0%}" if isinstance(confidence, int | float) else "",
+            "confidence": confidence_text(confidence) if isinstance(confidence, int | float) else "",
             "reported": percent(verdict.get("reported_change_percent")),
             "p_value": _number(verdict.get("p_value")), "alpha": _number(verdict.get("alpha")),
             "runs": f"{verdict.get('runs_base', '?')} base + {verdict.get('runs_suspect', '?')} suspect",
