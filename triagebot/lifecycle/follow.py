@@ -183,11 +183,15 @@ def mark_stale(store: Store, now: datetime | None = None, days: float = DEFAULT_
 
 def where_of(move: LifecycleMove) -> str:
     """Where a move happened, as every display says it: `in TREE` for a watched tree's commit,
-    `posted` for a mail (a fix posted is proposed, not landed), '' for a move nothing caused."""
+    `posted` for a fix a mail proposed (posted, not landed), `lab` for a fix the lab tested,
+    `mail` for another move a mail caused (invalid), '' for a move nothing caused (stale)."""
     commit = commit_of_cause(move.cause_id) if move.cause_id else None
     if commit is not None:
         return f"in {commit[0]}"
-    return "posted" if move.cause_id else ""
+    if not move.cause_id:
+        return ""
+    return {LifecycleState.FIX_PROPOSED: "posted", LifecycleState.FIX_TESTED: "lab"}.get(
+        LifecycleState(move.state), "mail")
 
 
 def render_moves(moves: list[LifecycleMove]) -> str:
