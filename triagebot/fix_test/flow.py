@@ -117,8 +117,8 @@ def run_fix_test(store: Store, settings: Settings, database: Path, message_id: s
                 _store_failure(store, message_id, fix_test_id, "refused", reason)
             return FixTestOutcome("refused", fix_test_id, {"reason": reason})
         mbox = fix.mbox.read_bytes()
-    announce(f"test-fix of {message_id} on {confirmed.host.name}: v{fix.version}, {len(fix.subjects)} patches on "
-             f"{confirmed.suspect}")
+    announce(f"test-fix of {message_id} on {confirmed.host.name}: v{fix.version}, {patches_text(len(fix.subjects))} "
+             f"on {confirmed.suspect}")
     for subject in fix.subjects:
         announce(f"  {subject}")
     floor = settings.floors.floor_for(confirmed.plan.report_metric or confirmed.plan.metric)
@@ -134,7 +134,8 @@ def run_fix_test(store: Store, settings: Settings, database: Path, message_id: s
             with executor_for(confirmed.host) as executor:
                 result = measure_fix(confirmed.host, executor, confirmed.plan, floor, confirmed.suspect,
                                      confirmed.regression_percent, fix, mbox, rounds=rounds_within(budget),
-                                     on_sample=on_sample)
+                                     on_sample=on_sample,
+                                     recovery_floor_percent=settings.fix_tests.recovery_floor_percent)
         except TriageError as error:
             reason = f"the fix's run failed: {' '.join(str(error).split())[:500]}"
             _store_failure(store, message_id, fix_test_id, "error", reason, fix)
@@ -142,6 +143,11 @@ def run_fix_test(store: Store, settings: Settings, database: Path, message_id: s
     draft = fix_draft(result, tester)
     store_fix_result(store, message_id, fix_test_id, result | {"draft": draft})
     return FixTestOutcome("done", fix_test_id, result, draft, fix)
+
+
+def patches_text(count: int) -> str:
+    """`1 patch`, `2 patches`."""
+    return f"{count} patch" if count == 1 else f"{count} patches"
 
 
 def _new_row(store: Store, message_id: str, fix: PreparedFix) -> int:
