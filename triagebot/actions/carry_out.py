@@ -135,6 +135,7 @@ def send_upstream(store: Store, settings: Settings, message_id: str, requested_b
     """As `triage reply MESSAGE-ID --send`: the stored reply, else a new draft, sent once."""
     from triagebot.parse.report import parse_message
     from triagebot.reply.draft import NoReply, draft_reply
+    from triagebot.reply.record import on_record
     from triagebot.reply.send import ReplyInDoubt, SmtpTransport, read_mail, send_reply
 
     rules = load_mail_rules(settings.rules_dir)
@@ -154,7 +155,8 @@ def send_upstream(store: Store, settings: Settings, message_id: str, requested_b
         try:
             message = draft_reply(raw, report, str(triage.state) if triage else "", store.latest_run(message_id),
                                   from_=rules.from_, base_url=rules.base_url,
-                                  reply_message_id=make_msgid("triage", domain=domain), date=datetime.now(UTC))
+                                  reply_message_id=make_msgid("triage", domain=domain), date=datetime.now(UTC),
+                                  record=on_record(store, message_id))
         except NoReply as refused:
             return False, str(refused)
     try:
