@@ -422,6 +422,24 @@ def _thread(view: ReportView) -> list[dict[str, Any]]:
     return messages
 
 
+def _bisections(view: ReportView) -> list[dict[str, Any]]:
+    """The report's bisections: each one's outcome, or, while it runs, where it is (its stored
+    progress, the line a terminal prints a sample) and its estimate."""
+    if not view.bisects:
+        return []
+    from triagebot.bisect.search import bisect_summary  # the verdict's numpy, only for a page with one
+
+    found = []
+    for item in view.bisects:
+        status = str(item.get("status") or "?")
+        progress = (item.get("progress") or {}).get("line") if status == "running" else None
+        text = "" if status == "running" else (bisect_summary(item) if status in ("found", "inconclusive")
+                                                else str(item.get("reason") or ""))
+        found.append({"id": item.get("bisect_id"), "host": item.get("host"), "status": status, "text": text,
+                      "progress": progress, "estimate": list((item.get("estimate") or {}).get("lines") or [])})
+    return found
+
+
 def report_view(store: Store, site: Site, key: str) -> dict[str, Any] | None:
     """Everything the report page shows; None when no report is stored under `key` (or, in
     public, when routing keeps it inside the team)."""
@@ -442,9 +460,11 @@ def report_view(store: Store, site: Site, key: str) -> dict[str, Any] | None:
     plan_json = (triage.plan if triage is not None else None) or (view.latest_run or {}).get("plan")
     plan = _plan_view(plan_json)
     run = _run_view(view.latest_run, report, site.public)
-    names = host_names(site, triage.host if triage else None, (view.latest_run or {}).get("host"))
+    bisections = _bisections(view)
+    names = host_names(site, triage.host if triage else None, (view.latest_run or {}).get("host"),
+                       *(item["host"] for item in bisections))
     if site.public:
-        plan, run = _scrub(plan, names), _scrub(run, names)
+        plan, run, bisections = _scrub(plan, names), _scrub(run, names), _scrub(bisections, names)
     state = None
     if triage is not None:
         state = {"state": triage.state, "meaning": STATE_MEANING[TriageState(triage.state)],
@@ -454,7 +474,7 @@ def report_view(store: Store, site: Site, key: str) -> dict[str, Any] | None:
                  "note": None if site.public else triage.note}
     return {"key": key, "href": report_href(key), "report": report, "lore": lore_url(report.message_id),
             "lines": lines, "state": state, "plan": plan, "run": run,
-            "thread": _thread(view), "moves": _lifecycle(view, site.public)}
+            "bisections": bisections, "thread": _thread(view), "moves": _lifecycle(view, site.public)}
 
 
 def plot_run(store: Store, site: Site, key: str) -> dict[str, Any] | None:
