@@ -7,6 +7,11 @@ Report's own reproducers, which a message classified `other` does not get). A me
 right only when its whole list is right. The misses are printed with what was expected.
 
     PYTHONPATH=$PWD python3 bench/commands.py [--labels FILE] [--shared DIR]
+    PYTHONPATH=$PWD python3 bench/commands.py --scan PATH...   # every command line read, as JSON lines
+
+`--scan` prints what the extraction reads from each message's own text of the inputs given
+(["INPUT#N", kind, command] a line), so a rule change is measured on the same mail before and
+after (run it on both, diff the sorted outputs).
 """
 from __future__ import annotations
 
@@ -96,11 +101,28 @@ def measure(labels: list[dict], messages: dict[tuple[str, str], bytes]) -> dict:
     return {"labels": len(labels), "extracted": right_extracted, "recorded": right_recorded, "misses": misses}
 
 
+def scan(paths: Iterable[str]) -> int:
+    """Every command line the extraction reads from each message's own text, as JSON lines."""
+    found = 0
+    for path in paths:
+        for entry in iter_inputs(path):
+            if entry.raw is None:
+                continue
+            for kind, command in extracted(entry.raw):
+                print(json.dumps([entry.name, kind, command], ensure_ascii=False))
+                found += 1
+    print(f"{found} command lines", file=sys.stderr)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--labels", type=Path, default=LABELS)
     parser.add_argument("--shared", type=Path, default=SHARED)
+    parser.add_argument("--scan", nargs="+", metavar="PATH", help="print every command line read from these inputs")
     args = parser.parse_args()
+    if args.scan:
+        return scan(args.scan)
     if not (args.shared / "corpus").is_dir():
         print(f"{args.shared}/corpus: not found (the labelled messages are read from ../shared)", file=sys.stderr)
         return 2

@@ -123,3 +123,74 @@ def test_budget_values_are_checked() -> None:
         BisectBudget(max_runs=0)
     with pytest.raises(ValueError):
         bisect([], GOOD, lab_measure(FIRST_BAD))
+
+
+# --- issue 36, finding 6: fewer runs where the evidence is clear, an estimate, progress, the log ---
+
+def test_a_step_whose_evidence_is_clear_ends_at_its_first_look() -> None:
+    """The default first look is 7+7, which can confirm at a step's share of alpha (6+6 could not:
+    every bad step ran 10+10); a clear step, good or bad, takes 14 runs."""
+    result = bisect(COMMITS, GOOD, lab_measure(FIRST_BAD))
+    assert result["status"] == "found" and result["first_bad"] == COMMITS[FIRST_BAD]
+    for step in result["steps"]:
+        [attempt] = step["attempts"]
+        assert (attempt["verdict"]["runs_base"], attempt["verdict"]["runs_suspect"]) == (7, 7), step["step"]
+    assert result["runs_used"] == 14 * len(result["steps"])
+    # the error rates did not move: alpha and the no-repro error are split across attempts as before
+    assert BisectBudget().schedule(1).alpha == pytest.approx(0.01 / 3)
+
+
+def test_every_attempt_is_announced_with_its_step_of_the_likely_steps() -> None:
+    seen: list[tuple[int, int, str]] = []
+    result = bisect(COMMITS, GOOD, lab_measure(FIRST_BAD), on_step=lambda *step: seen.append(step))
+    assert seen[0] == (1, 7, COMMITS[-1])  # the check of the ends, of 1 + log2(63) rounded up
+    assert [step for step, _total, _suspect in seen] == list(range(1, len(result["steps"]) + 1))
+    assert all(total == len(result["steps"]) for _step, total, _suspect in seen)
+
+
+def test_the_estimate_from_the_hosts_stored_runs() -> None:
+    from triagebot.bisect.estimate import estimate, host_times
+
+    def sample(start: str, end: str, seconds: float) -> dict:
+        return {"started_at": f"2026-01-01T00:{start}+00:00", "finished_at": f"2026-01-01T00:{end}+00:00",
+                "seconds": seconds}
+
+    runs = [{"host": "lab-1", "samples": [sample("00:00", "02:00", 60.0), sample("02:00", "04:10", 60.0),
+                                          sample("04:10", "06:00", 50.0)]},
+            {"host": "other", "samples": [sample("00:00", "59:00", 1.0)]}]  # another host's: not read
+    times = host_times(runs, "lab-1")
+    assert times is not None and (times.samples, times.sample_seconds, times.switch_seconds) == (3, 60.0, 60.0)
+    planned = estimate(39, BisectBudget(), times)  # the 40-commit tree: 39 after good
+    assert (planned.steps, planned.runs_a_step, planned.runs, planned.most_runs) == (7, 14, 98, 280)
+    assert planned.seconds == 98 * 120.0 and planned.over_budget() is None
+    assert planned.lines() == [
+        "estimate: 39 commits, 7 steps (the check of the ends, then ~log2 39 = 6)",
+        "  runs: 14 a step when its evidence is clear, up to 40 on a first attempt: 98 likely, 280 at most before a "
+        "retry",
+        "  time a run: 60 s switch (build, boot) + 60 s sample, the medians of 3 samples on lab-1",
+        "  total: 3.3 h likely, 9.3 h at most; budget 24.0 h, 1000 runs"]
+    tight = estimate(39, BisectBudget(max_seconds=3 * 3600), times)
+    assert tight.over_budget() == "it likely takes 3.3 h, more than the 3.0 h --max-hours allows"
+    unknown = estimate(39, BisectBudget(max_seconds=60), host_times(runs, "lab-2"))
+    assert unknown.seconds is None and unknown.over_budget() is None  # no history: no time said, none refused
+    assert "  time: unknown (no stored run on this host says how long a sample takes)" in unknown.lines()
+
+
+def test_progress_says_the_step_the_sample_the_time_and_the_time_left() -> None:
+    from triagebot.bisect.progress import progress
+
+    early = progress(1, 7, 0, 0, 0.0, runs_a_step=14, history_run_seconds=120.0)
+    assert early.line() == "bisect: step 1 of ~7, sample 0, 0 s elapsed, about 3.3 h left"
+    later = progress(3, 7, 5, 33, 33 * 60.0, runs_a_step=14)  # a minute a run so far
+    assert later.line() == "bisect: step 3 of ~7, sample 5, 33 min elapsed, about 65 min left"  # (9 + 4 x 14) min
+    assert progress(1, 7, 0, 0, 0.0, runs_a_step=14).line() == "bisect: step 1 of ~7, sample 0, 0 s elapsed"
+
+
+def test_the_log_names_both_ends_by_sha_and_says_which_name_is_which() -> None:
+    result = bisect(COMMITS, GOOD, lab_measure(FIRST_BAD))
+    tagged = result | {"good": "v1.0", "good_sha": GOOD, "bad_given": "v1.1"}
+    lines = bisect_log(tagged).splitlines()
+    assert lines[0] == f"git bisect start {COMMITS[-1]} {GOOD}"
+    assert lines[1] == f"# good v1.0 is {GOOD}; bad v1.1 is {COMMITS[-1]}"
+    unresolved = bisect_log(result | {"good": "v1.0"}).splitlines()
+    assert unresolved[:2] == [f"git bisect start {COMMITS[-1]} v1.0", "# good v1.0 (not resolved to a sha by the host)"]

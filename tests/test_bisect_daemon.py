@@ -12,6 +12,7 @@ bisected at all is a pure rule, tested on records.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import sqlite3
@@ -38,6 +39,7 @@ pytestmark = pytest.mark.skipif(not (shutil.which("sysbench") and shutil.which("
                                 reason="the lab needs sysbench and git (apt-get install sysbench git)")
 
 REPORT_ID = "20240415071244.lab1@tberg-ws"
+RESULT = re.compile(r"bisect-\d+")  # the bisection's one result reply (bisect-progress-N is its progress)
 MERGE_SUBJECT = "Merge branch 'sched/wakeup' into main"
 
 
@@ -111,7 +113,7 @@ def test_the_daemon_bisects_a_confirmed_merge_and_posts_the_first_bad_commit_onc
         try:
             wait_for(lambda: final_state(slack.messages(CHANNEL_ID)) == "confirmed", 600, "the verdict", daemon, log)
             wait_for(lambda: [message for message in slack.messages(CHANNEL_ID)
-                              if kind_of(message).startswith("bisect-")], 1500, "the bisection's reply", daemon, log)
+                              if RESULT.fullmatch(kind_of(message))], 1500, "the bisection's reply", daemon, log)
             assert stop_daemon(daemon) == 0
         finally:
             if daemon.poll() is None:
@@ -119,14 +121,19 @@ def test_the_daemon_bisects_a_confirmed_merge_and_posts_the_first_bad_commit_onc
             subprocess.run([*HOOK, "stop", str(world.state)], check=False)
         messages = slack.messages(CHANNEL_ID)
     parent = next(message for message in messages if kind_of(message) == "parent")
-    replies = [message for message in messages if kind_of(message).startswith("bisect-")]
+    replies = [message for message in messages if RESULT.fullmatch(kind_of(message))]
     assert len(replies) == 1 and replies[0]["thread_ts"] == parent["ts"]
+    # and its one progress message in the thread, edited in place, never a post a sample
+    [progress] = [message for message in messages if kind_of(message).startswith("bisect-progress-")]
+    assert progress["thread_ts"] == parent["ts"] and progress["text"].startswith("Bisect ended: ")
     assert replies[0]["text"].startswith(f"Bisect: first bad commit {branch[9]} (")
     show = subprocess.run([sys.executable, "-m", "triagebot.cli", "show", "--db", str(database), REPORT_ID],
                           capture_output=True, text=True, cwd=PROJECT, env=env)
     assert show.returncode == 0, show.stderr
     assert f"  bisect 1 on lab-local: first bad commit {branch[9]}" in show.stdout
-    assert f"git bisect start {merge} {merge[:12]}^" in show.stdout  # good: the merge's first parent
+    first_parent = git(tmp_path / "linux", "rev-parse", f"{merge}^").strip()
+    assert f"git bisect start {merge} {first_parent}" in show.stdout  # good: the merge's first parent, by sha
+    assert f"# good {merge[:12]}^ is {first_parent}" in show.stdout
     with sqlite3.connect(database) as connection:
         (stored,) = connection.execute("SELECT bisect_json FROM bisects").fetchone()
     result = json.loads(stored)

@@ -78,15 +78,22 @@ def test_the_first_bad_of_64_commits_in_seven_steps_stored_shown_and_posted_once
         stored = store.bisects(MESSAGE_ID)
         rows = [row for row in store.outbox(message_id=MESSAGE_ID) if row.kind.startswith("bisect-")]
         assert [item["steps"] for item in stored] == [result["steps"]]  # every step's verdict, stored
-        assert len(rows) == 1  # one message per result
+        # one message per result, one progress message, and its edits coalesced while pending: one
+        assert [row.kind for row in rows] == ["bisect-progress-1", "bisect-1"]
+        assert [row.kind for row in store.outbox(message_id=MESSAGE_ID) if row.kind.startswith("edit-")] == [
+            "edit-bisect-progress-1-1"]
         with FakeSlack(token=TOKEN, channels={CHANNEL_ID: "perf-triage"}) as slack:
             delivered = outbox.deliver(store, SlackNotifier(TOKEN, base_url=slack.base_url, timeout_seconds=5))
-            assert delivered.sent == 2 and outbox.deliver(store, SlackNotifier(
+            assert delivered.sent == 4 and outbox.deliver(store, SlackNotifier(
                 TOKEN, base_url=slack.base_url, timeout_seconds=5)).sent == 0
             posted = [message["text"] for message in slack.messages(CHANNEL_ID)
                       if message.get("thread_ts") not in (None, message["ts"])]  # replies in the thread
-    assert len(posted) == 1 and posted[0].startswith(f"Bisect: first bad commit {shas[FIRST_SLOW]} (−")
-    assert posted[0].endswith(f"good to bad; {len(result['steps'])} steps, {result['runs_used']} runs)")
+            edits = slack.calls_to("chat.update")
+    assert len(posted) == 2 and posted[1].startswith(f"Bisect: first bad commit {shas[FIRST_SLOW]} (−")
+    assert posted[1].endswith(f"good to bad; {len(result['steps'])} steps, {result['runs_used']} runs)")
+    # the progress message, edited in place to its end: no post a sample
+    assert posted[0].startswith(f"Bisect ended: {len(result['steps'])} steps, {result['runs_used']} runs: first bad")
+    assert len(edits) == 1
     shown = triage("show", "--db", str(database), MESSAGE_ID).stdout
     assert f"# first bad commit: {shas[FIRST_SLOW]}" in shown
     assert f"git bisect start {shas[63]} {shas[0]}" in shown
@@ -123,3 +130,116 @@ def test_a_small_budget_ends_it_inconclusive_with_the_range_left(lab) -> None:
     assert (low, high) == (31, 47) and result["left"] == 16  # two steps taken: 31 good, 47 bad
     shown = triage("show", "--db", str(database), MESSAGE_ID).stdout
     assert f"# range left: {shas[31]}..{shas[47]} (16 commits)" in shown
+
+
+# --- issue 36, finding 6: an estimate before it starts, progress a sample while it runs ----------
+
+HISTORY_REPORT = FIXTURES / "mail" / "lkp" / "improvement-2024.eml"
+HISTORY_ID = "202407081422.9d3e6b57-oliver.sang@intel.com"
+
+
+def store_history(database: Path, run_seconds: float) -> None:
+    """A rerun of another report on lab-local as the host's history: each sample `run_seconds` of
+    wall time, 1 s of it the benchmark (the rest its kernel switch)."""
+    from datetime import UTC, datetime, timedelta
+
+    assert triage("ingest", "--db", str(database), str(HISTORY_REPORT)).returncode == 0
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    samples = [{"role": "base" if index % 2 == 0 else "suspect", "commit": "x", "value": 1.0, "seconds": 1.0,
+                "started_at": (start + timedelta(seconds=index * run_seconds)).isoformat(),
+                "finished_at": (start + timedelta(seconds=(index + 1) * run_seconds)).isoformat()}
+               for index in range(12)]
+    with SqliteStore(database) as store:
+        store.save_run(HISTORY_ID, {"kind": "plan"}, {"host": "lab-local", "status": "done", "samples": samples})
+
+
+def test_a_bisection_likely_over_its_hours_is_refused_before_any_run(lab) -> None:
+    rules, _, database, shas = lab
+    store_history(database, run_seconds=600.0)  # ten minutes a run on this host
+    status, stderr = bisect_refused(rules, database, shas[0], shas[63], "--max-hours", "2")
+    assert status == 1
+    assert "estimate: 63 commits, 7 steps (the check of the ends, then ~log2 63 = 6)" in stderr
+    assert "  time a run: 10 min switch (build, boot) + 1 s sample, the medians of 12 samples on lab-local" in stderr
+    assert stderr.strip().endswith(f"{MESSAGE_ID}: not started: it likely takes 16.3 h, more than the 2.0 h "
+                                   "--max-hours allows (raise --max-hours/--max-runs, or give a narrower --good/--bad)")
+    with SqliteStore(database) as store:
+        assert store.bisects(MESSAGE_ID) == []  # nothing run, nothing stored
+
+
+def bisect_refused(rules: Path, database: Path, good: str, bad: str, *options: str) -> tuple[int, str]:
+    result = triage("bisect", MESSAGE_ID, "--db", str(database), "--rules", str(rules), "--no-fetch",
+                    "--good", good, "--bad", bad, *options)
+    return result.returncode, result.stderr
+
+
+def test_at_a_terminal_it_asks_then_says_each_sample_and_the_log_resolves_the_tag(lab) -> None:
+    import os
+    import pty
+
+    from tests.support.lab import git
+
+    rules, _, database, shas = lab
+    git(rules.parent / "linux", "tag", "v1.0", shas[35])
+    store_history(database, run_seconds=600.0)
+    leader, follower = pty.openpty()
+    printed = rules.parent / "bisect.json"  # a file, not a pipe: a pipe left full would stop it mid-way
+    with printed.open("wb") as stdout:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "triagebot.cli", "bisect", MESSAGE_ID, "--db", str(database), "--rules",
+             str(rules), "--no-fetch", "--good", "v1.0", "--bad", shas[39], "--rounds", "6", "--attempts", "1",
+             "--max-hours", "1", "--json"], stdin=follower, stderr=follower, stdout=stdout)
+    os.close(follower)
+    shown, answered = b"", False
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the terminal's other side closed
+            break
+        if not chunk:
+            break
+        shown += chunk
+        if not answered and b"Start it anyway? [y/N] " in shown:
+            os.write(leader, b"y\n")
+            answered = True
+    os.close(leader)
+    assert process.wait(timeout=60) == 0, shown.decode(errors="replace")
+    out = printed.read_bytes()
+    text = shown.decode().replace("\r\n", "\n")
+    assert "triage bisect: it likely takes 6.0 h, more than the 60 min --max-hours allows.\nStart it anyway? [y/N] y" \
+        in text
+    result = json.loads(out)
+    assert result["status"] == "found" and result["first_bad"] == shas[FIRST_SLOW]
+    # one line a sample, on the terminal: the step of the likely steps, the sample, the times
+    lines = [line.strip() for line in text.splitlines() if line.strip().startswith("bisect: step ")]
+    assert len(lines) == result["runs_used"] and result["runs_used"] == 12 * len(result["steps"])
+    assert lines[0].startswith("bisect: step 1 of ~3, sample 1, ") and "left" in lines[0]
+    assert lines[12].startswith("bisect: step 2 of ~3, sample 1, ")
+    # the log names the tag's commit, and which name it was
+    shown_log = triage("show", "--db", str(database), MESSAGE_ID).stdout
+    assert f"git bisect start {shas[39]} {shas[35]}" in shown_log and f"# good v1.0 is {shas[35]}" in shown_log
+    # the stored bisection kept its estimate and its last progress: the web page shows them
+    with SqliteStore(database) as store:
+        [stored] = store.bisects(MESSAGE_ID)
+        assert stored["progress"]["runs"] == result["runs_used"] and stored["estimate"]["steps"] == 3
+        running = {key: value for key, value in stored.items() if key != "bisect_id"} | {"status": "running"}
+        store.save_bisect(MESSAGE_ID, running)  # as a crash would leave one, mid-way
+    html = web_page(database)
+    assert "bisect 1</strong> on <strong>lab-local</strong>: <span class=\"state state-found\">found</span> first " \
+           f"bad commit {shas[FIRST_SLOW]}" in html
+    assert f"<p class=\"progress\">{stored['progress']['line']}</p>" in html  # the running one: where it is
+    assert "estimate: 4 commits, 3 steps" in html
+
+
+def web_page(database: Path) -> str:
+    import urllib.request
+
+    from triagebot.web.app import build_app
+    from triagebot.web.server import WebServer
+    from triagebot.web.views import Site, report_href
+
+    server = WebServer(build_app(Site(lambda: SqliteStore(database))), "127.0.0.1", 0).start()
+    try:
+        with urllib.request.urlopen(server.url + report_href(MESSAGE_ID), timeout=60) as answer:
+            return answer.read().decode()
+    finally:
+        server.stop()

@@ -158,6 +158,42 @@ def test_programs_named_in_prose_are_no_command(sentence: str) -> None:
     assert pairs(sentence + "\n") == []
 
 
+@pytest.mark.parametrize("sentence", [
+    # the lab report's opening line (fixtures/lab): `sysbench cpu` then a sentence
+    "sysbench cpu on my build box lost about a quarter of its events per second between",
+    # linux-ext4 2024 (20240308-fahrdienst-torten-eae8f3eed3b4@brauner), a command inside a sentence
+    'mount -o usrjquota /dev/sda1 /mnt that "usrjquota" is supposed to be',
+    "sysbench memory results were a bit lower too",
+])
+def test_a_sentence_that_names_a_program_and_its_words_is_no_command(sentence: str) -> None:
+    assert pairs(sentence + "\n") == []
+
+
+@pytest.mark.parametrize("line,kind", [
+    ("sysbench cpu run", "sysbench"),
+    ("phoronix-test-suite benchmark pts/fio", "phoronix"),
+    ("fio jobfile | grep iops in this run", "fio"),  # words after a pipe are another command's
+    ("$ sysbench cpu on my box", "sysbench"),  # at a shell prompt: what the writer typed
+])
+def test_a_command_with_a_few_plain_words_stays_a_command(line: str, kind: str) -> None:
+    assert [found for found, _ in pairs(line + "\n")] == [kind]
+
+
+def test_the_lab_report_lists_its_command_not_its_opening_sentence() -> None:
+    report = parse_message((FIXTURES / "lab" / "sysbench-cpu-regression.eml").read_bytes(), Source("eml"))
+    assert [(item.kind, item.command) for item in report.reproducers] == [
+        ("sysbench", "sysbench cpu --threads=2 --time=1 run")]
+
+
+def test_the_prose_rule_is_validated_data() -> None:
+    assert load_commands().prose_words == 3
+    assert parse_commands("[prose]\nwords_in_a_row = 5\n", "commands.toml").prose_words == 5
+    with pytest.raises(RulesError, match="words_in_a_row"):
+        parse_commands("[prose]\nwords_in_a_row = 1\n", "commands.toml")
+    with pytest.raises(RulesError, match="colour"):
+        parse_commands('[prose]\ncolour = "blue"\n', "commands.toml")
+
+
 def test_a_labelled_command_after_a_colon() -> None:
     assert pairs("mkfs: mkfs.btrfs -d raid0 -m raid0 /dev/sdb /dev/sdc\n") == [
         ("command", "mkfs.btrfs -d raid0 -m raid0 /dev/sdb /dev/sdc")]

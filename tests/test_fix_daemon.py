@@ -144,7 +144,7 @@ def test_the_daemon_tests_v2_of_a_fix_series_posted_in_a_confirmed_thread(tmp_pa
                           capture_output=True, text=True, cwd=PROJECT, env=env)
     assert show.returncode == 0, show.stderr
     assert "fix test 1 (v2, done, " in show.stdout and result["recovery"]["sentence"] in show.stdout
-    assert ("fix-tested    v2 on lab-local, by the daemon: host lab-local is marked untrusted_code = true: "
+    assert ("fix-tested    lab       v2 on lab-local, by the daemon: host lab-local is marked untrusted_code = true: "
             in show.stdout) and f"<{cause_id}>" in show.stdout
     assert "    built by the daemon: host lab-local is marked untrusted_code = true\n" in show.stdout
     if kill:

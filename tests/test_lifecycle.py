@@ -1,5 +1,7 @@
-"""Lifecycle: later mail moves a report taken on (fixed, reverted, fix proposed, invalid, stale),
-each move stored with its message, shown by `triage show`, and the Slack parent edited in place."""
+"""Lifecycle: later mail moves a report taken on (fix proposed, invalid, stale), each move stored
+with its message, shown by `triage show`, and the Slack parent edited in place. A mail is a fix
+posted, never one landed: a `Fixes:` patch or a revert posted is fix-proposed (issue 36); fixed,
+fix-queued and reverted come from a watched tree's commits (tests/test_tree_watch.py)."""
 from __future__ import annotations
 
 import subprocess
@@ -48,41 +50,45 @@ def deliver(store: SqliteStore, slack: FakeSlack) -> outbox.Delivery:
     return outbox.deliver(store, SlackNotifier(TOKEN, base_url=slack.base_url, timeout_seconds=5))
 
 
-def test_a_later_mail_with_fixes_culprit_moves_the_report_to_fixed_and_edits_the_parent(
+def test_a_posted_patch_with_fixes_culprit_is_a_fix_proposed_only_and_edits_the_parent(
         store: SqliteStore, slack: FakeSlack) -> None:
     deliver(store, slack)
     [parent] = slack.messages(CHANNEL)
     new = store_mail(store, "fix-patch")
     moves = follow.observe(store, new)
+    # a patch nobody merged yet: incoming, not fixed (regzbot's meaning)
     assert [(move.state, move.cause_id) for move in moves] == [
-        ("fixed", "20250121081455.31337-1-mara.quist@example.org")]
-    assert moves[0].note == ("Fixes: 5c3f9e2a71d0 in sched/fair: stop the LLC scan at the first idle group again")
+        ("fix-proposed", "20250121081455.31337-1-mara.quist@example.org")]
+    assert [move.state for move in store.moves_of(REPORT)] == ["fix-proposed"]
+    assert moves[0].note == "Fixes: 5c3f9e2a71d0 in sched/fair: stop the LLC scan at the first idle group again"
     assert deliver(store, slack).sent == 1
     # one parent, edited: no new post, no thread reply
     [edited] = slack.messages(CHANNEL)
     assert edited["ts"] == parent["ts"] and "thread_ts" not in edited
     updates = slack.calls_to("chat.update")
     assert len(updates) == 1 and updates[0].params["ts"] == parent["ts"]
-    assert "*fixed*" in str(updates[0].params["blocks"]) and "20250121081455.31337" in str(updates[0].params["blocks"])
+    blocks = str(updates[0].params["blocks"])
+    assert "*fix-proposed* posted" in blocks and "20250121081455.31337" in blocks and "*fixed*" not in blocks
     # seen again (a second poll, the daemon restarted): nothing moves twice
     assert follow.observe(store, new) == []
 
 
-def test_a_revert_of_the_culprit_moves_it_to_reverted(store: SqliteStore, slack: FakeSlack) -> None:
+def test_a_posted_revert_of_the_culprit_is_a_fix_proposed(store: SqliteStore, slack: FakeSlack) -> None:
     deliver(store, slack)
     moves = follow.observe(store, store_mail(store, "revert-patch"))
-    assert [move.state for move in moves] == ["reverted"]
+    assert [move.state for move in moves] == ["fix-proposed"]  # reverted when the revert lands in the tree
     assert moves[0].cause_id == "20250123164002.GA4471@noisy.programming.kicks-ass.net"
+    assert moves[0].note.startswith("revert of 5c3f9e2a71d0: ")
     deliver(store, slack)
-    assert "*reverted*" in str(slack.calls_to("chat.update")[-1].params["blocks"])
-    # reverted is final: a fix arriving later changes nothing
-    assert follow.observe(store, store_mail(store, "fix-patch")) == []
+    assert "*fix-proposed*" in str(slack.calls_to("chat.update")[-1].params["blocks"])
+    # another fix posted after it is another proposal
+    assert [move.state for move in follow.observe(store, store_mail(store, "fix-patch"))] == ["fix-proposed"]
 
 
-def test_a_patch_in_the_thread_is_a_fix_proposed_then_the_fix_lands(store: SqliteStore) -> None:
+def test_a_patch_in_the_thread_then_a_fixes_patch_are_two_proposals(store: SqliteStore) -> None:
     assert [move.state for move in follow.observe(store, store_mail(store, "patch-in-thread"))] == ["fix-proposed"]
-    assert [move.state for move in follow.observe(store, store_mail(store, "fix-patch"))] == ["fixed"]
-    assert [move.state for move in store.moves_of(REPORT)] == ["fix-proposed", "fixed"]
+    assert [move.state for move in follow.observe(store, store_mail(store, "fix-patch"))] == ["fix-proposed"]
+    assert [move.state for move in store.moves_of(REPORT)] == ["fix-proposed", "fix-proposed"]
 
 
 def test_a_person_saying_invalid_in_the_thread(store: SqliteStore) -> None:
@@ -110,7 +116,7 @@ def test_no_activity_for_n_days_is_stale_and_a_fix_still_moves_it(store: SqliteS
     [stale] = follow.mark_stale(store, now=later, days=30)
     assert stale.state == "stale" and stale.cause_id == ""
     assert follow.mark_stale(store, now=later, days=30) == []  # stale once
-    assert [move.state for move in follow.observe(store, store_mail(store, "fix-patch"))] == ["fixed"]
+    assert [move.state for move in follow.observe(store, store_mail(store, "fix-patch"))] == ["fix-proposed"]
 
 
 @pytest.mark.parametrize(("one", "other", "same"), [
@@ -129,11 +135,11 @@ def test_triage_show_lists_each_move_with_its_message(store: SqliteStore, tmp_pa
     shown = subprocess.run([sys.executable, "-m", "triagebot.cli", "show", REPORT, "--db", str(store.path)],
                            capture_output=True, text=True, cwd=PROJECT, check=True).stdout
     lines = [line for line in shown.splitlines() if line.startswith(("  after:", "    20"))]
-    assert lines[0] == "  after:    fixed"
-    assert "fix-proposed  patch: sched/fair: try one more group before giving up " \
+    assert lines[0] == "  after:    fix-proposed"
+    assert "fix-proposed  posted    patch: sched/fair: try one more group before giving up " \
            "<20250108090217.8812-1-mara.quist@example.org>" in lines[1]
-    assert "fixed         Fixes: 5c3f9e2a71d0 in sched/fair: stop the LLC scan at the first idle group again " \
-           "<20250121081455.31337-1-mara.quist@example.org>" in lines[2]
+    assert "fix-proposed  posted    Fixes: 5c3f9e2a71d0 in sched/fair: stop the LLC scan at the first idle " \
+           "group again <20250121081455.31337-1-mara.quist@example.org>" in lines[2]
 
 
 def test_the_web_page_lists_the_moves(store: SqliteStore) -> None:
@@ -151,7 +157,8 @@ def test_the_web_page_lists_the_moves(store: SqliteStore) -> None:
             html = answer.read().decode()
     finally:
         server.stop()
-    assert "fixed: Fixes: 5c3f9e2a71d0 in sched/fair: stop the LLC scan at the first idle group again" in html
+    assert "fix-proposed posted: Fixes: 5c3f9e2a71d0 in sched/fair: stop the LLC scan at the first idle group again" \
+        in html
     assert "&lt;20250121081455.31337-1-mara.quist@example.org&gt;" in html
     assert "also-seen: &lt;202502031517.9b7e05fa-lkp@intel.com&gt;" in html
 
@@ -267,7 +274,7 @@ def test_closes_the_report_in_a_patch_fixes_it_a_link_in_a_reply_does_not(store:
     [move] = follow.observe(store, message("patch", "[PATCH] sched/fair: bound the scan",
                                            "Bound it.\n\nCloses: https://lore.kernel.org/oe-lkp/" + REPORT
                                            + "\nSigned-off-by: A <a@example.org>\n"))
-    assert move.state == "fixed" and move.note == "Closes: the report, in sched/fair: bound the scan"
+    assert move.state == "fix-proposed" and move.note == "Closes: the report, in sched/fair: bound the scan"
 
 
 def test_a_daemon_pass_follows_what_its_poll_stored(store: SqliteStore, tmp_path: Path, monkeypatch) -> None:
@@ -291,7 +298,7 @@ def test_a_daemon_pass_follows_what_its_poll_stored(store: SqliteStore, tmp_path
     daemon.run_pass(settings, store, daemon.DaemonState(), SimpleNamespace(deliver=lambda: None), DaemonMetrics(),
                     admit_days=14)
     assert [(move.state, move.cause_id) for move in store.moves_of(REPORT)] == [
-        ("fixed", "20250121081455.31337-1-mara.quist@example.org")]
+        ("fix-proposed", "20250121081455.31337-1-mara.quist@example.org")]
     assert [link.joined_id for link in store.links_of(REPORT)] == ["202502031517.9b7e05fa-lkp@intel.com"]
 
 

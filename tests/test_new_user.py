@@ -384,3 +384,49 @@ def test_list_verdict_finds_a_stored_verdict(listed: Path) -> None:
     assert len(found) == 1 and found[0].endswith(f"<{message_id}>")
     assert message_id not in triage("list", "--db", str(listed), "--verdict", "none", "--limit", "0").stdout
     assert message_id not in triage("list", "--db", str(listed), "--verdict", "a-a-only").stdout
+
+
+# --- issue 36, finding 13: the wrong command names what is wrong ------------------------------
+
+def test_an_option_the_command_does_not_know_shows_that_commands_usage() -> None:
+    result = triage("show", "--jsn", "20240415071244.lab1@tberg-ws")
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[0].startswith("usage: triage show ")  # show's, not the top level's
+    assert result.stderr.splitlines()[-1] == "triage show: error: unrecognized arguments: --jsn"
+    before = triage("--jsn", "show", "x")  # before the command's name: the top level's own option
+    assert before.stderr.splitlines()[-1] == "triage: error: unrecognized arguments: --jsn"
+
+
+def test_an_address_that_is_no_address_is_named_not_the_port(tmp_path: Path) -> None:
+    database = tmp_path / "t.db"
+    assert triage("ingest", "--db", str(database), str(LAB_REPORT)).returncode == 0
+    result = triage("web", "--db", str(database), "--address", "0.0.0.0.0", "--port", "0")
+    assert result.returncode == 1
+    line = one_line(result.stderr)
+    assert line.startswith("triage web: --address 0.0.0.0.0: not an address this machine can listen on (")
+    assert "--port" not in line
+
+
+def test_a_database_in_a_folder_that_takes_no_files_names_the_folder() -> None:
+    """/proc answers a new file with ENOENT, as if the folder were missing: say what is wrong."""
+    result = triage("ingest", str(LAB_REPORT), env={**os.environ, "TRIAGE_DB": "/proc/triage.db"})
+    assert result.returncode == 1
+    line = one_line(result.stderr)
+    assert line.startswith("triage ingest: /proc/triage.db: cannot make the database: its folder /proc "), line
+    assert "No such file or directory" not in line
+
+
+def test_an_ingest_warning_names_the_file_and_the_message_number(tmp_path: Path) -> None:
+    folder = tmp_path / "messages"
+    folder.mkdir()
+    shutil.copy(LAB_REPORT, folder / "a-report.eml")
+    (folder / "b-notes.txt").write_text("just some notes, no headers at all\n")
+    result = triage("ingest", "--db", str(tmp_path / "t.db"), str(folder))
+    assert result.returncode == 0
+    assert one_line(result.stderr) == (f"triage ingest: {folder}: {folder / 'b-notes.txt'}: no mail headers (no Date, "
+                                       f"From or Message-ID): stored undated, as `other`; is it a mail file?")
+    mbox = tmp_path / "list.mbox"
+    mbox.write_bytes(b"From x Mon Jan  1 00:00:00 2024\n" + LAB_REPORT.read_bytes()
+                     + b"\nFrom x Mon Jan  1 00:00:00 2024\nno headers in this one\n")
+    result = triage("ingest", "--db", str(tmp_path / "t.db"), str(mbox))
+    assert one_line(result.stderr).startswith(f"triage ingest: {mbox}: {mbox}, message 2: no mail headers")

@@ -214,3 +214,30 @@ def test_the_terminal_gets_the_same_thread(store, tmp_path: Path) -> None:
 
 def test_state_meanings_cover_every_state() -> None:
     assert set(render.STATE_MEANING) == set(TriageState) == set(render.STATE_EMOJI)
+
+
+def test_a_progress_message_is_posted_once_and_edited_in_place(store: SqlStore, slack: FakeSlack) -> None:
+    """A bisection's progress (issue 36): one message in the thread, its edits while pending
+    replaced by the newest text (one Slack update a delivery, never a post a sample)."""
+    store.enqueue("one@example.org", "parent", "#perf-triage", text("parent"))
+    store.enqueue("one@example.org", "bisect-progress-1", "#perf-triage", text("step 1 of ~7, sample 0"))
+    kinds = {store.edit_notification("one@example.org", "bisect-progress-1", "#perf-triage",
+                                     text(f"step 1 of ~7, sample {number}")) for number in range(1, 15)}
+    assert kinds == {"edit-bisect-progress-1-1"}  # fourteen samples, one pending edit
+    notifier = notifier_for(slack)
+    assert outbox.deliver(store, notifier).sent == 3
+    assert [label for label, _ in shape(slack)] == ["parent", "step 1 of ~7, sample 14"]  # the edit's text
+    [update] = slack.calls_to("chat.update")
+    assert update.params["ts"] == slack.messages(CHANNEL_ID)[1]["ts"]  # the progress message, not the parent
+    # the next edit, after the first went out, is a row of its own
+    assert store.edit_notification("one@example.org", "bisect-progress-1", "#perf-triage",
+                                   text("ended")) == "edit-bisect-progress-1-2"
+    assert outbox.deliver(store, notifier).sent == 1
+    assert [label for label, _ in shape(slack)] == ["parent", "ended"] and len(slack.messages(CHANNEL_ID)) == 2
+
+
+def test_an_edit_waits_for_the_message_it_edits(store: SqlStore, slack: FakeSlack) -> None:
+    store.enqueue("one@example.org", "parent", "#perf-triage", text("parent"))
+    store.edit_notification("one@example.org", "bisect-progress-9", "#perf-triage", text("sample 1"))
+    delivered = outbox.deliver(store, notifier_for(slack))
+    assert (delivered.sent, delivered.waiting) == (1, 1) and slack.calls_to("chat.update") == []

@@ -353,3 +353,55 @@ def test_starttls_and_a_login_with_the_password_from_its_variable(database: Path
                               env=env)
         assert done.returncode == 0, done.stderr
         assert server.logins == ["perf-triage"] and len(server.received) == 1
+
+
+# --- issue 36, finding 5: the reply carries the fix test and the bisection on record -------------
+
+FIRST_BAD = "5b4940749aa5c0ffee0123456789abcdef012345"
+PATCHED = "2ad7d75cbeb9d3a1f0e5c2b4a6d8f0e1c3b5a7d9"
+
+
+def on_record(store: SqliteStore) -> None:
+    """A bisection that found the first bad commit, one left inconclusive, a fix test that recovers
+    and one refused (nothing measured: not told), as the lab stores them."""
+    store.save_bisect(REPORT, {"kind": "bisect", "status": "found", "good": BASE, "bad": CULPRIT, "commits": 40,
+                               "first_bad": FIRST_BAD, "range": [FIRST_BAD, FIRST_BAD], "left": 1,
+                               "steps": [{"step": number} for number in range(1, 8)], "runs_used": 132,
+                               "regression_percent": -11.0, "host": "lab-spr-2s", "reason": "found"})
+    store.save_bisect(REPORT, {"kind": "bisect", "status": "queued", "good": BASE, "bad": CULPRIT, "steps": []})
+    tested = store.queue_fix_test(REPORT, "v2:cover@example.org", "cover@example.org")
+    refused = store.queue_fix_test(REPORT, "v3:cover3@example.org", "cover3@example.org")
+    assert tested is not None and refused is not None
+    store.set_fix_test(tested, "done", {
+        "kind": "test-fix", "host": "lab-spr-2s", "suspect": CULPRIT, "patched": PATCHED, "version": 2,
+        "series": "cover@example.org", "verdict": {"outcome": "confirmed", "measured_change_percent": 11.9,
+                                                   "ci_low": 10.8, "ci_high": 12.7, "confidence": 0.991667,
+                                                   "runs_base": 10, "runs_suspect": 10},
+        "recovery": {"call": "recovers", "sentence": "the fix recovers 96% of the regression (99.2% CI 88–103%)"}})
+    store.set_fix_test(refused, "refused", {"reason": "refused: part 2 of 2 is not in the thread"})
+
+
+def test_the_reply_tells_the_bisection_and_the_fix_test_on_record(database: Path, rules: Path) -> None:
+    before = triage("reply", REPORT, "--db", str(database), "--rules", str(rules))
+    assert before.returncode == 0 and "bisected" not in before.stdout and "of the fix" not in before.stdout
+    with SqliteStore(database) as store:
+        on_record(store)
+    done = triage("reply", REPORT, "--db", str(database), "--rules", str(rules))
+    assert done.returncode == 0, done.stderr
+    body = done.stdout.split("\n\n", 1)[1]
+    assert ("\nWe bisected it on our lab:\n\n"
+            "  host:      lab-spr-2s\n"
+            f"  range:     {BASE}..{CULPRIT} (40 commits)\n"
+            f"  first bad: {FIRST_BAD}\n"
+            "  steps:     7 steps, 132 runs; good to bad -11.0%\n") in body
+    assert ("\nWe tested v2 of the fix on our lab:\n\n"
+            "  series:    v2 <cover@example.org>\n"
+            "  host:      lab-spr-2s\n"
+            f"  kernels:   {CULPRIT} against it patched (2ad7d75cbeb9)\n"
+            "  runs:      10 unpatched, 10 patched\n"
+            "  change:    +11.9% (99.2% interval +10.8% .. +12.7%)\n"
+            "  recovery:  the fix recovers 96% of the regression (99.2% CI 88–103%)\n") in body
+    assert "v3" not in body and body.count("We bisected") == 1  # nothing measured, nothing told
+    # in the plain style of the rest, after the verdict, before the links and the regzbot line
+    assert body.index("Verdict: confirmed.") < body.index("We bisected") < body.index("Every sample")
+    assert body.rstrip().endswith(f"#regzbot introduced: {CULPRIT} ^")

@@ -21,7 +21,7 @@ from triagebot.lifecycle.git_tree import GitTree, parse_commit_object
 from triagebot.notify import outbox
 from triagebot.notify.slack import SlackNotifier
 from triagebot.rules.loader import parse_text
-from triagebot.rules.trees import TreeBounds, WatchedTree, trees_from
+from triagebot.rules.trees import TreeBounds, TreeRules, WatchedTree, tree_rules_from, trees_from
 from triagebot.store.sqlite import SqliteStore
 
 pytestmark = pytest.mark.skipif(git_daemon_missing() is not None, reason=str(git_daemon_missing()))
@@ -99,8 +99,8 @@ def test_a_fix_commit_moves_the_report_to_fixed_with_its_commit_and_edits_the_pa
     shown = subprocess.run([sys.executable, "-m", "triagebot.cli", "show", REPORT, "--db", str(store.path)],
                            capture_output=True, text=True, cwd=PROJECT, check=True).stdout
     assert "  after:    fixed" in shown
-    assert f"fixed         Fixes: 5c3f9e2a71d0 in sched/fair: stop the LLC scan at the first idle group again " \
-           f"(commit {fix[:12]} in mainline) commit {fix} in mainline" in shown
+    assert f"fixed         in mainline Fixes: 5c3f9e2a71d0 in sched/fair: stop the LLC scan at the first idle group " \
+           f"again (commit {fix[:12]} in mainline) commit {fix} in mainline" in shown
     # the next pass: not due yet, nothing read again, nothing moved twice
     [again] = watch.watch_trees(store, [tree_of(url)], state_dir(store), NOW + timedelta(minutes=5))
     assert (again.fetched, again.read, again.moves) == (False, 0, ())
@@ -210,7 +210,8 @@ def test_a_daemon_pass_watches_the_trees_on_its_clock(served, store: SqliteStore
     [fix] = tree.commit(FIX, when=LANDED)
     for name in ("admit", "plan_new", "run_planned"):  # the lab's steps are not this test's
         monkeypatch.setattr(flow_module, name, lambda *args, **kwargs: [])
-    settings = SimpleNamespace(http=None, bounds=PollBounds(), sources=[], trees=(tree_of(url),))
+    settings = SimpleNamespace(http=None, bounds=PollBounds(), sources=[], trees=(tree_of(url),),
+                               tree_rules=TreeRules((tree_of(url),)))
     daemon.run_pass(settings, store, daemon.DaemonState(),
                     SimpleNamespace(deliver=lambda: None, database=Path(store.path)), DaemonMetrics(), admit_days=14,
                     clock=lambda: NOW)
@@ -386,7 +387,7 @@ def test_the_packaged_rules_watch_no_tree() -> None:
     assert load_settings(PROJECT / "rules").trees == ()
     # its [bounds] are read and checked all the same, and are the defaults it documents
     assert trees_from(read_file(PROJECT / "rules" / "trees.toml")) == ()
-    bounds = parse_text((PROJECT / "rules" / "trees.toml").read_text() + '[[tree]]\nname = "t"\n'
+    bounds = parse_text((PROJECT / "rules" / "trees.toml").read_text() + '[[tree]]\nname = "mainline"\n'
                         'url = "file:///srv/t.git"\nbranch = "master"\n', "trees.toml")
     assert trees_from(bounds)[0].bounds == TreeBounds()
 
@@ -415,3 +416,82 @@ def test_a_fetch_writes_one_pack_and_the_packs_are_made_one_past_max_packs(serve
         assert loose_objects() == 0
         packs.append(reader.packs())
     assert packs == [1, 2, 3, 1, 2]  # the fourth fetch's pack made four: repacked into one
+
+
+# --- issue 36: fixed as regzbot means it ---------------------------------------------------------
+
+NEXT_FIX = FIX.replace("The scan of busy groups", "In linux-next: the scan of busy groups")
+
+
+@pytest.fixture
+def two_trees(tmp_path: Path) -> Iterator[tuple[ServedTree, ServedTree, ServedTree, str]]:
+    """mainline, linux-next (upstream of mainline) and an unrelated maintainer tree, served by one git daemon."""
+    base = tmp_path / "served"
+    base.mkdir()
+    served = [ServedTree(base, name) for name in ("mainline", "linux-next", "other")]
+    for tree in served:
+        tree.commit(f"init: {tree} first commit\n", when=LANDED - timedelta(days=3))
+    with git_daemon(base) as url:
+        yield served[0], served[1], served[2], url
+
+
+def test_a_fix_in_linux_next_is_queued_and_fixed_only_when_it_lands_in_mainline(two_trees, store: SqliteStore) -> None:
+    mainline, linux_next, other, url = two_trees
+    rules = tree_rules_from(parse_text(
+        f'regression_tree = "mainline"\n\n[[tree]]\nname = "mainline"\nurl = "{url}mainline.git"\nbranch = "master"\n\n'
+        f'[[tree]]\nname = "linux-next"\nurl = "{url}linux-next.git"\nbranch = "master"\nupstream_of = ["mainline"]\n\n'
+        f'[[tree]]\nname = "other"\nurl = "{url}other.git"\nbranch = "master"\n', "trees.toml"))
+    [unrelated] = other.commit(FIX, when=LANDED)  # a tree neither the regression's nor upstream of it
+    [queued] = linux_next.commit(NEXT_FIX, when=LANDED)
+    passes = watch.watch_trees(store, rules.trees, state_dir(store), NOW, rules=rules)
+    assert [(item.tree, [move.state for move in item.moves]) for item in passes] == [
+        ("mainline", []), ("linux-next", ["fix-queued"]), ("other", [])]
+    [move] = passes[1].moves
+    assert move.cause_id == f"commit:linux-next:{queued}" and unrelated not in move.cause_id
+    assert move.note.endswith(f"(commit {queued[:12]} in linux-next, upstream of mainline)")
+    [landed] = mainline.commit(FIX, when=LANDED + timedelta(days=2))
+    later = watch.watch_trees(store, rules.trees, state_dir(store), NOW + timedelta(hours=2), rules=rules)
+    assert [move.state for item in later for move in item.moves] == ["fixed"]
+    assert [(move.state, move.cause_id) for move in store.moves_of(REPORT)] == [
+        ("fix-queued", f"commit:linux-next:{queued}"), ("fixed", f"commit:mainline:{landed}")]
+    shown = subprocess.run([sys.executable, "-m", "triagebot.cli", "show", REPORT, "--db", str(store.path)],
+                           capture_output=True, text=True, cwd=PROJECT, check=True).stdout
+    assert "  after:    fixed" in shown
+    assert "fix-queued    in linux-next Fixes: 5c3f9e2a71d0 in " in shown  # each move says which tree
+    assert "fixed         in mainline Fixes: 5c3f9e2a71d0 in " in shown
+
+
+def test_where_a_regression_lives_and_what_a_tree_is_to_it() -> None:
+    rules = tree_rules_from(parse_text(
+        '[[tree]]\nname = "mainline"\nurl = "https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git"\n'
+        'branch = "master"\n\n[[tree]]\nname = "linux-next"\n'
+        'url = "https://git.kernel.org/pub/scm/linux/kernel/git/next/linux-next.git"\nbranch = "master"\n'
+        'upstream_of = ["mainline"]\n', "trees.toml"))
+    assert rules.regression_tree == "mainline"  # the default
+    # LKP names the culprit's tree by its cgit URL; the rules by the git remote's: the same repository
+    assert rules.regression_tree_of("https://git.kernel.org/cgit/linux/kernel/git/next/linux-next.git") == "linux-next"
+    assert rules.regression_tree_of("https://git.kernel.org/cgit/linux/kernel/git/tytso/ext4.git") == "mainline"
+    assert rules.regression_tree_of(None) == "mainline"
+    assert rules.relation("mainline", "mainline") == "own"
+    assert rules.relation("linux-next", "mainline") == "upstream"
+    assert rules.relation("mainline", "linux-next") is None  # mainline is not on its way to linux-next
+    assert rules.relation("linux-next", "linux-next") == "own"  # a linux-next regression is fixed there
+
+
+@pytest.mark.parametrize(("text", "error"), [
+    ('[[tree]]\nname = "mainline"\nurl = "https://e.org/l.git"\nbranch = "master"\nupstream_of = ["next"]\n',
+     "trees.toml:1: [[tree]] entry 1 (mainline): upstream_of names 'next': no [[tree]] of this file"),
+    ('[[tree]]\nname = "mainline"\nurl = "https://e.org/l.git"\nbranch = "master"\nupstream_of = ["mainline"]\n',
+     "trees.toml:1: [[tree]] entry 1 (mainline): upstream_of names the tree itself ('mainline')"),
+    ('[[tree]]\nname = "mainline"\nurl = "https://e.org/l.git"\nbranch = "master"\nupstream_of = ["next"]\n'
+     '[[tree]]\nname = "next"\nurl = "https://e.org/n.git"\nbranch = "master"\nupstream_of = ["mainline"]\n',
+     "trees.toml:1: [[tree]] entry 1 (mainline): upstream_of makes a cycle through 'mainline'"),
+    ('[[tree]]\nname = "linus"\nurl = "https://e.org/l.git"\nbranch = "master"\n',
+     "trees.toml: regression_tree 'mainline' (the default) is no [[tree]] of this file"),
+    ('regression_tree = "next"\n[[tree]]\nname = "linus"\nurl = "https://e.org/l.git"\nbranch = "master"\n',
+     "trees.toml:1: regression_tree 'next' is no [[tree]] of this file"),
+])
+def test_which_tree_is_upstream_of_which_is_validated(text: str, error: str) -> None:
+    with pytest.raises(RulesError) as raised:
+        tree_rules_from(parse_text(text, "trees.toml"))
+    assert str(raised.value).startswith(error)

@@ -362,3 +362,16 @@ def test_adaptive_a_a_error_rate_stays_under_alpha() -> None:
 def test_bad_plans_raise(options: dict) -> None:
     with pytest.raises(ValueError):
         LookSchedule(**options)
+
+
+def test_one_precision_for_every_ci_level() -> None:
+    """A bisection step's look is at 99.1667%: its reason and the bisection log said "99.1667% CI"
+    beside "99.2%"; every display now shows a level as verdict/outcome.confidence_text does."""
+    from triagebot.bisect.search import _verdict_numbers
+    from triagebot.verdict.outcome import confidence_text
+
+    assert [confidence_text(level) for level in (0.95, 0.975, 0.991667, 0.99, 0.9996)] == [
+        "95%", "97.5%", "99.2%", "99%", "99.96%"]
+    verdict = decide(BASE, SLOWER, "higher", -28.3, 1.5, confidence=1 - 2 * 0.05 / 3 / 4)
+    assert "99.2% CI" in verdict.reason and "99.1667" not in verdict.reason
+    assert "(99.2% CI " in _verdict_numbers(verdict.to_json())

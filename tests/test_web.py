@@ -592,6 +592,37 @@ def test_chromium_renders_the_index_and_a_report(lab_store, tmp_path: Path) -> N
             shutil.copy(shot, Path(keep) / shot.name)
 
 
+WIDTHS = (360, 1280, 1920)  # a phone, a laptop, a wide screen (issue 36, finding 9)
+
+
+def test_every_page_wraps_at_any_width_from_a_phone_to_a_wide_screen(lab_store, tmp_path: Path) -> None:
+    """No page is wider than the window: long culprit lines, parameters and metric names wrap, or
+    scroll inside their own box (the metric rows), never the page behind a horizontal scrollbar."""
+    from tests.support.browser import Browser, chromium
+
+    if chromium() is None:
+        pytest.skip("no headless Chromium (apt-get install chromium)")
+    team = lab_store["team"]
+    pages = {"index": team + "/", "report": team + f"/r/{LAB_ID}", "lkp-report": team + f"/r/{PRIVATE_ID}",
+             "hostile": team + report_href(HOSTILE_ID), "public": lab_store["public"] + f"/r/{LAB_ID}",
+             "hosts": team + "/hosts"}
+    too_wide = []
+    with Browser(tmp_path / "profile") as browser:
+        for width in WIDTHS:
+            for name, url in pages.items():
+                shot = tmp_path / f"{name}-{width}.png"
+                measured = browser.measure(url, width, 900, shot)
+                assert measured.width == width and shot.stat().st_size > 0
+                if measured.scroll_width > measured.width:
+                    too_wide.append(f"{name} at {width} px: {measured.scroll_width} px wide; "
+                                    f"past the edge: {measured.overflowing[-3:]}")
+    keep = os.environ.get("TRIAGEBOT_SCREENSHOTS")  # a directory to look at them in (never committed)
+    if keep:
+        for shot in tmp_path.glob("*.png"):
+            shutil.copy(shot, Path(keep) / shot.name)
+    assert too_wide == []
+
+
 def test_routing_says_which_reports_are_public_and_is_checked() -> None:
     routing = parse_routing(ROUTING, "routing.toml")
     assert routing.public_default is True and routing.routes[0].public is False

@@ -219,14 +219,15 @@ def git(repo: Path, *args: str) -> str:
                           env=environment).stdout
 
 
-def make_bisect_repo(repo: Path, commits: int, first_slow: int) -> list[str]:
+def make_bisect_repo(repo: Path, commits: int, first_slow: int, slow_factor: float = SLOW_FACTOR) -> list[str]:
     """A real git repository of `commits` commits in a line; those from number `first_slow`
-    (0-based) on have a `lab-factor` of SLOW_FACTOR, the ones before 1.0. Their shas, oldest first."""
+    (0-based) on have a `lab-factor` of `slow_factor` (SLOW_FACTOR), the ones before 1.0. Their
+    shas, oldest first."""
     repo.mkdir(parents=True)
     git(repo, "init", "-q", "-b", "main")
     shas = []
     for number in range(commits):
-        (repo / FACTOR_FILE).write_text(f"{SLOW_FACTOR if number >= first_slow else 1.0}\n")
+        (repo / FACTOR_FILE).write_text(f"{slow_factor if number >= first_slow else 1.0}\n")
         (repo / "history.txt").open("a").write(f"change {number}\n")
         git(repo, "add", FACTOR_FILE, "history.txt")
         git(repo, "commit", "-q", "-m", f"lab change {number}")

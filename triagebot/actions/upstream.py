@@ -18,6 +18,7 @@ from email.message import EmailMessage
 from email.utils import make_msgid, parseaddr, parsedate_to_datetime
 
 from triagebot.reply.draft import MAIL_POLICY, NoReply, draft_reply
+from triagebot.reply.record import on_record
 from triagebot.reply.send import envelope, read_mail
 from triagebot.rules.mail import MailRules, load_mail_rules
 from triagebot.rules.settings import Settings
@@ -60,7 +61,8 @@ def reply_for(store: Store, message_id: str, rules: MailRules, *, reply_message_
                            from_=rules.from_, base_url=rules.base_url,
                            reply_message_id=f"<{reply_message_id}>" if reply_message_id
                            else make_msgid("triage", domain=domain),
-                           date=date or datetime.now(UTC).replace(microsecond=0), rules=rules)
+                           date=date or datetime.now(UTC).replace(microsecond=0), rules=rules,
+                           record=on_record(store, message_id))
     except NoReply as refused:
         return str(refused)
 

@@ -5,7 +5,8 @@ whose culprit is a merge or whose report names a range (bisect_reason, pure; a r
 lists as one commit, the culprit, is skipped: stored, not posted); `run_queued_bisects`
 runs them on the host of the report's confirmed rerun with its plan (after_verdict.bisect_on_lab,
 the same code `triage bisect` runs), stored after every attempt and posted once when it ends
-(outbox row `bisect-N`, written with the result). A bisection a crash or a stop cut short starts
+(outbox row `bisect-N`, written with the result); one whose estimate is over the default budget
+is refused before any run, and that is posted once. A bisection a crash or a stop cut short starts
 over on its own row, so its one message is still one.
 
 What a bisection builds is asked of the same decision as a fix test (rules/trust.py
@@ -19,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from triagebot.bisect.lab import bisect_on_lab, bisect_reply, list_commits
+from triagebot.bisect.lab import BisectRefused, bisect_on_lab, bisect_reply, list_commits
 from triagebot.bisect.search import ERROR, BisectBudget
 from triagebot.errors import TriageError
 from triagebot.lab.context import DaemonContext, StopRequested, patiently
@@ -38,6 +39,7 @@ log = logging.getLogger("triagebot.daemon")
 
 QUEUED = "queued"
 SKIPPED = "skipped"  # a range of one commit: nothing to bisect (stored, not posted)
+REFUSED = "refused"  # likely over its budget (bisect/estimate.py): not started, posted once
 MERGE_MARK = "the culprit "
 BY_DAEMON = {"queued_by": "daemon"}  # kept in the bisection's JSON: the daemon takes up only its own
 
@@ -148,7 +150,8 @@ def _run_one(store: Store, lab: DaemonContext, message_id: str, bisection: dict,
     except Exception as error:  # noqa: BLE001 - one bisection's failure is its error, said in the thread
         reason = " ".join(str(error).split())[:500] if isinstance(error, TriageError) \
             else f"{type(error).__name__}: {error}"
-        failed = queued | {"status": ERROR, "reason": reason}
+        # likely over its budget: refused before any run (the estimate says why), posted once
+        failed = queued | {"status": REFUSED if isinstance(error, BisectRefused) else ERROR, "reason": reason}
         row = store.get_triage(message_id)
 
         def store_failure() -> None:

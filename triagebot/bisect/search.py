@@ -11,6 +11,12 @@ runs, up to `attempts` times, and never guessed: a step still inconclusive ends 
 inconclusive with the range left. Alpha and the no-repro error of a step are split across its
 attempts (Bonferroni), so retrying does not raise a step's error rates.
 
+A step's first attempt looks at 7, 10, 15 and 20 runs a side (rounds 7,3,5,5). With alpha split
+across three attempts (0.0033 each) a first look of 6+6 could never confirm (its smallest p,
+0.0043, is over the half of alpha a first look may take), so every step ran at least 10+10;
+7+7 can (0.0012), so a step whose evidence is clear ends at its first look, 14 runs, with the
+same error rates (bench/bisection.py: the 40-commit tree).
+
 A budget of runs (samples, both sides, all steps) and of wall time bounds the whole: an attempt
 starts only when the runs it may take still fit, and only while the time is not spent (the time
 is checked before each attempt, so the last attempt may run past it). Running out ends the
@@ -19,17 +25,26 @@ base/suspect comparison (triagebot.reproduce.runner.rerun) and returns its run J
 """
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from triagebot.verdict.outcome import DEFAULT_ALPHA, signed_percent
+from triagebot.verdict.outcome import DEFAULT_ALPHA, confidence_text, signed_percent
 from triagebot.verdict.sequential import LookSchedule
 
 Json = dict[str, Any]
 # base commit, suspect commit, the attempt's looks, the change to judge against -> run JSON
 Measure = Callable[[str, str, LookSchedule, float | None], Json]
+# step number (from 1), the steps the whole bisection likely takes, the suspect: before each attempt
+OnStep = Callable[[int, int, str], None]
+DEFAULT_ROUNDS = (7, 3, 5, 5)  # a step's first attempt: looks at 7, 10, 15, 20 a side (see the module text)
+
+
+def steps_for(commits: int) -> int:
+    """Bisection steps to narrow `commits` (after good, the last bad) to one: ceil(log2)."""
+    return math.ceil(math.log2(commits)) if commits > 1 else 0
 
 FOUND, INCONCLUSIVE, NOT_REPRODUCED, ERROR, RUNNING = "found", "inconclusive", "not-reproduced", "error", "running"
 
@@ -40,7 +55,7 @@ class BisectBudget:
 
     max_runs: int = 1000  # samples in all, both sides of every attempt of every step
     max_seconds: float = 24 * 3600.0  # wall time, checked before each attempt
-    rounds: tuple[int, ...] = (6, 4, 5, 5)  # a step's first attempt: the rerun's looks (20 a side at most)
+    rounds: tuple[int, ...] = DEFAULT_ROUNDS  # a step's first attempt's looks (20 a side at most)
     attempts: int = 3  # an inconclusive step is taken again with twice the runs, this many times in all
     no_repro_error: float = 0.05  # as a rerun's, split across a step's attempts
 
@@ -56,9 +71,12 @@ class BisectBudget:
 
 
 def _samples(run: Json) -> list[Json]:
-    """A run's samples as kept with a bisection: no stdout (a step's evidence is its numbers)."""
+    """A run's samples as kept with a bisection: no stdout (a step's evidence is its numbers),
+    and when each began and ended (a later estimate of the host's switch and sample times)."""
     return [{"role": sample["role"], "commit": sample["commit"], "value": sample["value"],
-             "running_kernel": sample.get("running_kernel")} for sample in run.get("samples", [])]
+             "running_kernel": sample.get("running_kernel"), "seconds": sample.get("seconds"),
+             "started_at": sample.get("started_at"), "finished_at": sample.get("finished_at")}
+            for sample in run.get("samples", [])]
 
 
 def _attempt_json(number: int, schedule: LookSchedule, run: Json) -> Json:
@@ -69,10 +87,11 @@ def _attempt_json(number: int, schedule: LookSchedule, run: Json) -> Json:
 
 def bisect(commits: list[str], good: str, measure: Measure, budget: BisectBudget = BisectBudget(), *,
            reported_change_percent: float | None = None, clock: Callable[[], float] = time.monotonic,
-           on_progress: Callable[[Json], None] | None = None) -> Json:
+           on_progress: Callable[[Json], None] | None = None, on_step: OnStep | None = None) -> Json:
     """Bisect `commits` (after `good`, oldest first, the last one bad); the result JSON.
 
-    `on_progress` gets the result as it stands after every attempt (to store it)."""
+    `on_progress` gets the result as it stands after every attempt (to store it); `on_step` is told
+    before each attempt which step it is of how many the bisection likely takes."""
     if not commits:
         raise ValueError(f"no commits after {good} to bisect")
     started = clock()
@@ -89,10 +108,12 @@ def bisect(commits: list[str], good: str, measure: Measure, budget: BisectBudget
             on_progress(result)
         return result
 
-    def step(kind: str, base: str, suspect: str, reported: float | None) -> Json | str:
-        """One step's final verdict (a dict), or why the bisection ends (a str, status set)."""
+    def step(kind: str, base: str, suspect: str, reported: float | None, left: int) -> Json | str:
+        """One step's final verdict (a dict), or why the bisection ends (a str, status set).
+        `left`: the commits still to narrow, this step's one included."""
         record: Json = {"step": len(result["steps"]) + 1, "kind": kind, "base": base, "suspect": suspect,
                         "attempts": [], "call": None}
+        likely = record["step"] + max(steps_for(left) - (0 if kind == "check" else 1), 0)
         result["steps"].append(record)
         verdict: Json = {}
         for attempt in range(1, budget.attempts + 1):
@@ -106,6 +127,8 @@ def bisect(commits: list[str], good: str, measure: Measure, budget: BisectBudget
                 end(INCONCLUSIVE, f"budget: {budget.max_seconds:g} s of wall time spent before step "
                                   f"{record['step']} attempt {attempt}")
                 return INCONCLUSIVE
+            if on_step is not None:
+                on_step(record["step"], likely, suspect)
             run = measure(base, suspect, schedule, reported)
             record["attempts"].append(_attempt_json(attempt, schedule, run))
             result["runs_used"] += len(run.get("samples", []))
@@ -125,7 +148,7 @@ def bisect(commits: list[str], good: str, measure: Measure, budget: BisectBudget
                           f"attempts: {verdict.get('reason')}")
         return INCONCLUSIVE
 
-    checked = step("check", good, commits[-1], reported_change_percent)
+    checked = step("check", good, commits[-1], reported_change_percent, len(commits))
     if isinstance(checked, str):
         return result
     if checked["outcome"] != "confirmed":
@@ -136,7 +159,7 @@ def bisect(commits: list[str], good: str, measure: Measure, budget: BisectBudget
     while high - low > 1:
         middle = (low + high) // 2
         base = good if low < 0 else commits[low]
-        verdict = step("bisect", base, commits[middle], regression)
+        verdict = step("bisect", base, commits[middle], regression, high - low)
         if isinstance(verdict, str):
             return result
         if verdict["outcome"] == "confirmed":
@@ -157,7 +180,7 @@ def _verdict_numbers(verdict: Json) -> str:
     p_value = verdict.get("p_value")
     p_text = "p=?" if p_value is None else ("p<0.001" if p_value < 0.001 else f"p={p_value:.2g}")
     return (f"{verdict['outcome']} {number(verdict.get('measured_change_percent'))} "
-            f"({verdict.get('confidence', 0.95) * 100:.3g}% CI {number(verdict.get('ci_low'))} to "
+            f"({confidence_text(verdict.get('confidence', 0.95))} CI {number(verdict.get('ci_low'))} to "
             f"{number(verdict.get('ci_high'))}), {p_text}, "
             f"{verdict.get('runs_base')}+{verdict.get('runs_suspect')} runs")
 
@@ -167,9 +190,26 @@ def short(commit: str) -> str:
     return commit[:12] if len(commit) > 12 and all(char in "0123456789abcdef" for char in commit) else commit
 
 
+def _is_sha(commit: str) -> bool:
+    return 7 <= len(commit) <= 64 and all(char in "0123456789abcdef" for char in commit)
+
+
 def bisect_log(result: Json) -> str:
-    """The bisection like `git bisect log`, each step's verdict and every attempt as numbers."""
-    lines = [f"git bisect start {result['bad']} {result['good']}"]
+    """The bisection like `git bisect log`, each step's verdict and every attempt as numbers. The
+    start line names both ends by sha: a tag or ref given (`--good v1.0`) is resolved by the host
+    (`good_sha`), and a comment says which name is which sha; one the host could not resolve is
+    kept as given, and the comment says so."""
+    good, bad = result["good"], result["bad"]
+    good_sha = result.get("good_sha") or (good if _is_sha(good) else None)
+    lines = [f"git bisect start {bad} {good_sha or good}"]
+    names = []
+    if not _is_sha(good):
+        names.append(f"good {good} is {good_sha}" if good_sha else f"good {good} (not resolved to a sha by the host)")
+    given_bad = result.get("bad_given")
+    if given_bad and given_bad != bad:
+        names.append(f"bad {given_bad} is {bad}")
+    if names:
+        lines.append(f"# {'; '.join(names)}")
     for step in result["steps"]:
         for attempt in step["attempts"]:
             verdict = attempt.get("verdict")

@@ -8,6 +8,11 @@ one, and every step is an adaptive base/suspect run decided by the verdict's sta
 (triagebot.reproduce.bisect). The bisection is stored after every attempt; its result is posted
 to the report's Slack thread through the outbox (one message per bisection) when the daemon has
 taken the report on. Exit 0 when the first bad commit is found, 1 otherwise.
+
+Before the first run it prints its estimate (commits, steps, runs a step, the host's switch and
+sample times from its stored runs, the total) and refuses one likely over --max-hours or
+--max-runs; at a terminal it asks instead. On a terminal it prints one line a sample while it
+runs: `bisect: step 3 of ~7, sample 5, 2 min elapsed, about 9 min left`.
 """
 from __future__ import annotations
 
@@ -15,7 +20,8 @@ import argparse
 import json
 import sys
 
-from triagebot.bisect.lab import NO_BISECT_HOST, bisect_on_lab, plan_bisect
+from triagebot.bisect.estimate import Estimate
+from triagebot.bisect.lab import NO_BISECT_HOST, BisectRefused, bisect_on_lab, plan_bisect
 from triagebot.bisect.search import FOUND, BisectBudget, bisect_log, bisect_summary
 from triagebot.cli.common import add_db_argument, add_json_argument, add_rules_argument, database_path, open_store
 from triagebot.errors import TriageError
@@ -73,6 +79,14 @@ def _host(hosts: tuple[Host, ...], args: argparse.Namespace, report):
     return match
 
 
+def ask(_estimate: Estimate, why: str) -> bool:
+    """At a terminal: whether the person wants a bisection over its budget to start all the same."""
+    # asked on stderr, as every other line of its talk: stdout holds only the result (--json)
+    print(f"triage bisect: {why}.", file=sys.stderr)
+    print("Start it anyway? [y/N] ", end="", file=sys.stderr, flush=True)
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
 def run(args: argparse.Namespace) -> int:
     settings = settings_for(args.rules)
     message_id = normalize_message_id(args.message_id)
@@ -95,9 +109,16 @@ def run(args: argparse.Namespace) -> int:
         plan, good, bad = setup.plan, setup.good, setup.bad
         print(f"bisect of {message_id} on {host.name}: {good}..{bad}", file=sys.stderr)
         print(f"  plan: {' '.join(plan.argv)}  -> {plan.output_metric}, {plan.better} is better", file=sys.stderr)
-        stored, bisect_id, posted = bisect_on_lab(
-            store, database_path(args), message_id, host, plan, setup.floor_percent, good, bad, budget,
-            announce=lambda line: print(f"  {line}", file=sys.stderr))
+        terminal = sys.stderr.isatty()
+        try:
+            stored, bisect_id, posted = bisect_on_lab(
+                store, database_path(args), message_id, host, plan, setup.floor_percent, good, bad, budget,
+                announce=lambda line: print(f"  {line}", file=sys.stderr),
+                confirm=ask if terminal and sys.stdin.isatty() else None,
+                announce_sample=(lambda line: print(f"  {line}", file=sys.stderr, flush=True)) if terminal else None)
+        except BisectRefused as refused:
+            print(f"triage bisect: {message_id}: {refused}", file=sys.stderr)
+            return 1
     if args.json:
         print(json.dumps(stored | {"bisect_id": bisect_id}, ensure_ascii=False))
     else:

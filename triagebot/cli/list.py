@@ -12,6 +12,7 @@ import json
 from triagebot.cli.common import add_db_argument, add_json_argument, database_location, open_store
 from triagebot.cli.keys import record_key
 from triagebot.present.dates import SINCE_FORMS, parse_since
+from triagebot.present.headline import change_text
 from triagebot.records.certainty import uncertain_reasons
 from triagebot.records.report import KINDS, report_to_json
 from triagebot.untrusted.visible import visible
@@ -118,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
                 data["uncertain"] = list(reasons[listed.key])
             print(json.dumps(data, ensure_ascii=False))
             continue
-        change = f"{report.headline.change_percent:+g}% " if report.headline else ""
+        change = f"{change_text(report)} " if report.headline else ""
         # a subject or Message-ID is anyone's text: bidi controls and zero-width characters are
         # shown as escapes, so what a terminal shows is what was sent
         print(f"{(report.date or 'undated')[:10]:10}  {report.kind:15}  {change}"

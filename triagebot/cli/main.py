@@ -79,13 +79,26 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         if name == chosen:
             module = importlib.import_module(module_name)
             module.add_arguments(command)
-            command.set_defaults(handler=module.run)
+            command.set_defaults(handler=module.run, subparser=command)
     return parser
+
+
+def parse_arguments(parser: argparse.ArgumentParser, argv: list[str] | None = None) -> argparse.Namespace:
+    """The arguments; an option the command does not know is refused with the command's own usage
+    (`triage show --jsn ID` shows show's options, where argparse would show the top level's)."""
+    words = list(argv if argv is not None else sys.argv[1:])
+    args, unknown = parser.parse_known_args(words)
+    if unknown:
+        # an unknown option before the command's name is the top level's to refuse
+        before = words[:words.index(args.command)] if args.command in words else words
+        (parser if any(word in before for word in unknown) else args.subparser).error(
+            f"unrecognized arguments: {' '.join(unknown)}")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    args = parse_arguments(parser, argv)
     try:
         return args.handler(args)
     except TriageError as error:

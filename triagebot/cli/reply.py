@@ -19,6 +19,7 @@ from triagebot.cli.common import add_db_argument, add_rules_argument, database_p
 from triagebot.cli.keys import KeyRefused, asked_key, resolve_key
 from triagebot.errors import TriageError
 from triagebot.reply.draft import MAIL_POLICY, draft_reply
+from triagebot.reply.record import on_record
 from triagebot.reply.send import SmtpTransport, envelope, send_reply
 from triagebot.rules.loader import rules_dir
 from triagebot.rules.mail import MAIL_FILE, load_mail_rules
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
             domain = (parseaddr(rules.from_)[1].rpartition("@")[2] if rules.from_ else "") or "triagebot.invalid"
             message = draft_reply(raw, report, state, run_json, from_=rules.from_, base_url=base_url,
                                   reply_message_id=make_msgid("triage", domain=domain), date=datetime.now(UTC),
-                                  rules=rules)
+                                  rules=rules, record=on_record(store, message_id))
         if not args.send:
             sys.stdout.flush()
             sys.stdout.buffer.write(printable(message))

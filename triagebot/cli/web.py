@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from triagebot.store.protocol import Store
     from triagebot.untrusted.whole_numbers import BadNumber, whole_number
     from triagebot.web.app import build_app
-    from triagebot.web.server import WebServer
+    from triagebot.web.server import WebServer, cannot_listen
     from triagebot.web.views import Site
 
     try:
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         server = WebServer(build_app(site), args.address, port)
     except OSError as error:
-        raise TriageError(f"--port {args.port}: cannot listen on {args.address}: {error}") from None
+        raise TriageError(cannot_listen(error, args.address, args.port)) from None
     audience = "public view: no host names, channels or notes" if args.public else "team view"
     print(f"triage web: serving {server.url}/ ({audience}) from {location}; Ctrl-C stops", file=sys.stderr,
           flush=True)

@@ -68,6 +68,7 @@ from triagebot.records.states import TriageState
 from triagebot.rules.settings import Settings
 from triagebot.store.protocol import OUTBOX_STATUSES, OutboxRow, Store, StoreUnavailable
 from triagebot.web.bounds import fd_soft_limit
+from triagebot.web.server import cannot_listen
 from triagebot.web.views import Site
 
 log = logging.getLogger("triagebot.daemon")
@@ -305,8 +306,8 @@ def _serve(settings: Settings, database: Path, open_store: Callable[[], Abstract
             health = HealthServer(metrics, host=options.health_address, port=port, site=site,
                                   slack=slack if slack is not None and slack.signing_secret else None).start()
         except OSError as error:
-            raise TriageError(f"--health-port {port}: cannot listen on {options.health_address}:{port}: "
-                              f"{error}") from None
+            raise TriageError(cannot_listen(error, options.health_address, port, address_option="--health-address",
+                                            port_option="--health-port")) from None
         limits = health.server.limits
         event(log, logging.INFO, "health and metrics served", event="health.listening",
               url=f"http://{options.health_address}:{health.port}/healthz", port=health.port,
@@ -542,7 +543,7 @@ def run_pass(settings: Settings, store, state: DaemonState, lab: flow.DaemonCont
     # the git trees rules/trees.toml names: a fix or a revert landing (each tree bounded, its failure its own)
     if not state.stop and settings.trees:
         step("trees", lambda: watch.watch_trees(store, settings.trees, lab.database.parent, clock(),
-                                                fetches=tree_fetches))
+                                                fetches=tree_fetches, rules=settings.tree_rules))
     # after a confirmed verdict: a fix series in the thread to test, a merge or range to bisect
     step("queue after verdict", lambda: (fix_testing.queue_fix_tests(store, state.fix_threads_looked),
                                          bisect_flow.queue_bisects(store)))

@@ -145,8 +145,8 @@ def run_fix_test(store: Store, settings: Settings, database: Path, message_id: s
         mbox = fix.mbox.read_bytes()
     to, cc = series_addressees(thread, fix.message_id, store.get_raw(message_id) or b"", report,
                                load_mail_rules(settings.rules_dir))
-    announce(f"test-fix of {message_id} on {confirmed.host.name}: v{fix.version}, {len(fix.subjects)} patches on "
-             f"{confirmed.suspect} ({decision.reason})")
+    announce(f"test-fix of {message_id} on {confirmed.host.name}: v{fix.version}, {patches_text(len(fix.subjects))} "
+             f"on {confirmed.suspect} ({decision.reason})")
     for subject in fix.subjects:
         announce(f"  {subject}")
     floor = settings.floors.floor_for(confirmed.plan.report_metric or confirmed.plan.metric)
@@ -163,7 +163,8 @@ def run_fix_test(store: Store, settings: Settings, database: Path, message_id: s
             with executor_for(confirmed.host) as executor:
                 result = measure_fix(confirmed.host, executor, confirmed.plan, floor, confirmed.suspect,
                                      confirmed.regression_percent, fix, mbox, rounds=rounds_within(budget),
-                                     on_sample=on_sample)
+                                     on_sample=on_sample,
+                                     recovery_floor_percent=settings.fix_tests.recovery_floor_percent)
         except TriageError as error:
             reason = f"the fix's run failed: {' '.join(str(error).split())[:500]}"
             _store_failure(store, message_id, fix_test_id, "error", reason, fix, asked=trusted)
@@ -200,6 +201,9 @@ def _waiting_row(store: Store, message_id: str, fix_test_id: int | None, patches
     if made is not None:
         return made
     return next(row.fix_test_id for row in store.fix_tests(message_id) if row.series_key == key)
+def patches_text(count: int) -> str:
+    """`1 patch`, `2 patches`."""
+    return f"{count} patch" if count == 1 else f"{count} patches"
 
 
 def _new_row(store: Store, message_id: str, fix: PreparedFix) -> int:

@@ -11,6 +11,7 @@ from triagebot.fix_test.series import PreparedFix
 from triagebot.reproduce.executors.protocol import Executor
 from triagebot.reproduce.plan import Plan
 from triagebot.reproduce.runner import Sample, rerun
+from triagebot.rules.fix_tests import DEFAULT_RECOVERY_FLOOR_PERCENT
 from triagebot.rules.hosts import Host
 from triagebot.verdict.sequential import LookSchedule
 
@@ -19,7 +20,8 @@ Json = dict[str, Any]
 
 def measure_fix(host: Host, executor: Executor, plan: Plan, floor_percent: float, suspect: str,
                 regression_percent: float, fix: PreparedFix, mbox: bytes, *, rounds: LookSchedule,
-                on_sample: Callable[[Sample], None] | None = None) -> Json:
+                on_sample: Callable[[Sample], None] | None = None,
+                recovery_floor_percent: float = DEFAULT_RECOVERY_FLOOR_PERCENT) -> Json:
     """Suspect against suspect+fix on `host` (its lock held by the caller): the host's
     build_patched hook applies b4's mbox on the suspect, then the rerun's plan and statistics
     judge the patched kernel against the suspect. The result; TriageError when the run fails."""
@@ -34,7 +36,7 @@ def measure_fix(host: Host, executor: Executor, plan: Plan, floor_percent: float
             "version": fix.version, "subjects": list(fix.subjects), "trailers": list(fix.trailers),
             "series": fix.message_id, "series_subject": fix.subject, "metric": plan.output_metric,
             "verdict": run_json["verdict"], "samples": run_json.get("samples", []),
-            "recovery": fix_result(regression_percent, run_json["verdict"])}
+            "recovery": fix_result(regression_percent, run_json["verdict"], recovery_floor_percent)}
 
 
 def fix_draft(result: Json, tester: str, to: str = "", cc: str = "") -> str:

@@ -102,16 +102,18 @@ class FileSource:
             raise InputError(str(self.path), "no such file or directory")
         maildir = self._maildir()
         if maildir is not None:
-            for kind, raw in _maildir_messages(self.path, maildir):
-                yield FetchedMessage(raw, kind, source_url=None, list_name=self.list_name)
+            for key, kind, raw in _maildir_messages(self.path, maildir):
+                yield FetchedMessage(raw, kind, source_url=None, list_name=self.list_name,
+                                     origin=f"{self.path} message {key}")
             return
         for file in self._files():
             reason = _not_mail(file) if self.path.is_dir() else None
             if reason is not None:  # a file named on its own is read as given
                 self._skipped.append(f"{file}: skipped, not mail, a page or a paste: {reason}")
                 continue
-            for _, kind, raw in read_messages(str(file)):
-                yield FetchedMessage(raw, kind, source_url=None, list_name=self.list_name)
+            for name, kind, raw in read_messages(str(file)):
+                yield FetchedMessage(raw, kind, source_url=None, list_name=self.list_name,
+                                     origin=origin_of(name, str(file)))
 
     def _next(self) -> FetchedMessage | None:
         """The next message of the open stream, None at its end."""
@@ -161,9 +163,17 @@ def _maildir_keys(maildir: mailbox.Maildir) -> list[str]:
     return sorted(key for key in maildir.keys() if not key.startswith("."))
 
 
-def _maildir_messages(path: Path, maildir: mailbox.Maildir) -> Iterator[tuple[str, bytes]]:
-    """(source kind, raw bytes) of each message, read as asked for; InputError naming one too
-    large to be a message."""
+def origin_of(name: str, file: str) -> str:
+    """A message's place as a warning names it: the file, then its number in an mbox or a pasted
+    thread (`read_messages` names it `FILE#N`) as a detail of its own."""
+    if name != file and name.startswith(file + "#") and name[len(file) + 1:].isdigit():
+        return f"{file}, message {name[len(file) + 1:]}"
+    return name
+
+
+def _maildir_messages(path: Path, maildir: mailbox.Maildir) -> Iterator[tuple[str, str, bytes]]:
+    """(key, source kind, raw bytes) of each message, read as asked for; InputError naming one
+    too large to be a message."""
     for key in _maildir_keys(maildir):
         try:
             with maildir.get_file(key) as handle:
@@ -173,7 +183,7 @@ def _maildir_messages(path: Path, maildir: mailbox.Maildir) -> Iterator[tuple[st
         if len(raw) > MAX_MESSAGE_BYTES:
             raise InputError(f"{path} message {key}", f"larger than the"
                              f" {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB a single message may be")
-        yield ("eml" if key.endswith((".eml", ".mbox")) else "text"), raw
+        yield key, ("eml" if key.endswith((".eml", ".mbox")) else "text"), raw
 
 
 def _not_mail(path: Path) -> str | None:

@@ -28,6 +28,9 @@ class FetchedMessage:
     source_kind: str  # record.md source.kind: lore / openwall / mbox / eml / text
     source_url: str | None = None
     list_name: str | None = None
+    # where in a local input it was read, as a person names it in a warning: the file, and in an
+    # mbox the message's number (`…/2024.mbox, message 58`); None for a server's message
+    origin: str | None = None
 
 
 # `QuarantineRow.source_name` of a list entry skipped by a poll (not a message the parser failed

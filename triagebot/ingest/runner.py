@@ -202,7 +202,8 @@ def store_batch(store: Store, source_key: str, batch: Batch, *, jobs: int, clock
     False, with nothing stored and `result.stopped` set, when `should_stop` said yes while the
     batch was parsed (checked between messages)."""
     result.events.extend(batch.events)
-    named = [(fetched.source_url or f"{source_key}#{index}", fetched.source_kind, fetched.raw, fetched.source_url)
+    named = [(fetched.source_url or fetched.origin or f"{source_key}#{index}", fetched.source_kind, fetched.raw,
+              fetched.source_url)
              for index, fetched in enumerate(batch.messages)]
     received_at = clock()
     parsed: list[tuple[FetchedMessage, str, dict]] = []

@@ -1,17 +1,25 @@
-"""Lifecycle stage: which moves one message causes for one report. Pure: records and text in.
+"""Lifecycle stage: which moves one message or one commit causes for one report. Pure: records
+and text in.
 
-The rules, in the order they are tried (the first that matches gives the move):
-
-- reverted: the message's subject is `Revert "<the culprit's subject>"` (after `[PATCH …]` and
-  `Re:`), or its own (unquoted) text says `This reverts commit <culprit sha>`;
-- fixed: a `Fixes: <sha>` trailer naming the culprit (7 hex digits or more, either a prefix of
+What a patch or a commit says about a report (`fix_in`, the first that matches):
+- a revert: its subject is `Revert "<the culprit's subject>"` (after `[PATCH …]` and `Re:`), or its
+  own (unquoted) text says `This reverts commit <culprit sha>`;
+- a fix: a `Fixes: <sha>` trailer naming the culprit (7 hex digits or more, either a prefix of
   the other), or, in a patch or commit (`[PATCH`, a Signed-off-by line, a diff), a
   `Closes:`/`Link:` trailer naming the report's Message-ID (a reply pointing at the report is
-  not a fix);
-- invalid: a `#regzbot invalid` line in a message of the report's thread (a person said so);
-- fix proposed: a `[PATCH …]` message, or a diff in the writer's own text, in the report's thread;
-  once per series version (same_series_version): the cover letter or the first of its patches to
-  arrive moves the report, the version's other mails do not, a later version moves it again.
+  not a fix).
+
+A MAIL is a fix posted, not a fix landed (regzbot's meaning): a revert or a fix found in it moves
+the report to fix-proposed, in any watched list, in the thread or not. Else, in the report's
+thread only:
+- invalid: a `#regzbot invalid` line (a person said so);
+- fix proposed: a `[PATCH …]` message, or a diff in the writer's own text; once per series
+  version (same_series_version): the cover letter or the first of its patches to arrive moves
+  the report, the version's other mails do not, a later version moves it again.
+
+A COMMIT of a watched tree (`commit_move`) lands the fix: in the regression's own tree it is
+fixed (reverted, for a revert); in a tree upstream of it (linux-next for a mainline regression)
+it is fix-queued; a tree with neither relation says nothing (rules/trees.py `relation`).
 
 Quoted text never moves anything: a reply quoting the fix is not the fix.
 """
@@ -24,6 +32,7 @@ from triagebot.lifecycle.states import LifecycleState
 from triagebot.parse.objections import read_trailers
 from triagebot.parse.patches import PatchMail
 from triagebot.records.report import Report, Trailer
+from triagebot.rules.trees import OWN, UPSTREAM
 
 MIN_SHA = 7
 _REVERTS = re.compile(r"^[ \t]*This reverts commit ([0-9a-f]{7,40})\b", re.MULTILINE)
@@ -39,6 +48,7 @@ class Target:
     key: str  # the report's Message-ID
     culprit: str | None  # the culprit's sha
     culprit_subject: str | None
+    tree: str = ""  # the watched tree the regression lives in (rules/trees.py regression_tree_of)
 
 
 @dataclass(frozen=True)
@@ -46,6 +56,16 @@ class Move:
     state: LifecycleState
     note: str  # what in the message caused it, in a few words
 
+
+REVERT, FIX = "revert", "fix"
+
+
+@dataclass(frozen=True)
+class Found:
+    """What a patch or a commit is to a report: a REVERT of its culprit or a FIX of it."""
+
+    kind: str
+    note: str
 
 def same_commit(one: str, other: str) -> bool:
     """Two shas name the same commit: the shorter (7 digits at least) is a prefix of the longer."""
@@ -84,42 +104,52 @@ def _names_report(value: str, key: str) -> bool:
     return key.lower() in value.lower()
 
 
-def landed_move(subject: str, trailers: tuple[Trailer, ...], own_text: str, target: Target, *,
-                is_patch: bool) -> Move | None:
-    """The reverted or fixed move a patch, a commit or a mail causes (the module's first two rules);
+def fix_in(subject: str, trailers: tuple[Trailer, ...], own_text: str, target: Target, *,
+           is_patch: bool) -> Found | None:
+    """Whether a patch, a commit or a mail reverts or fixes the report (the module's first rules);
     `subject` is bare (bare_subject). Shared by mail (move_for) and a watched tree's commits (commit_move)."""
     culprit = target.culprit
     if culprit:
         reverted = _REVERT_SUBJECT.match(subject)
         if reverted and target.culprit_subject and bare_subject(reverted.group(1)) == bare_subject(
                 target.culprit_subject):
-            return Move(LifecycleState.REVERTED, f"revert of {culprit[:12]}: {subject}")
+            return Found(REVERT, f"revert of {culprit[:12]}: {subject}")
         for match in _REVERTS.finditer(own_text):
             if same_commit(match.group(1), culprit):
-                return Move(LifecycleState.REVERTED, f"This reverts commit {match.group(1)}: {subject}")
+                return Found(REVERT, f"This reverts commit {match.group(1)}: {subject}")
     for trailer in trailers:
         if trailer.name == "Fixes" and culprit and (sha := _SHA.match(trailer.value.lower())):
             if same_commit(sha.group(1), culprit):
-                return Move(LifecycleState.FIXED, f"Fixes: {sha.group(1)} in {subject}")
+                return Found(FIX, f"Fixes: {sha.group(1)} in {subject}")
         if trailer.name in ("Closes", "Link") and is_patch and _names_report(trailer.value, target.key):
-            return Move(LifecycleState.FIXED, f"{trailer.name}: the report, in {subject}")
+            return Found(FIX, f"{trailer.name}: the report, in {subject}")
     return None
 
 
-def commit_move(message: str, target: Target) -> Move | None:
-    """The move a commit of a watched git tree causes for `target` (fixed or reverted; a commit is
-    always a change, so a `Closes:`/`Link:` to the report counts). `message` is the commit's whole
-    message: its first line the subject."""
+def commit_move(message: str, target: Target, tree: str, relation: str | None, sha: str = "") -> Move | None:
+    """The move a commit of the watched tree `tree` causes for `target`: `relation` is the tree's
+    to the regression's (rules/trees.py: OWN, UPSTREAM or None). A commit is always a change, so a
+    `Closes:`/`Link:` to the report counts. `message` is the commit's whole message: its first
+    line the subject. The note names the commit and its tree."""
+    if relation not in (OWN, UPSTREAM):
+        return None
     subject = message.split("\n", 1)[0].strip()
-    return landed_move(subject, read_trailers(message), message, target, is_patch=True)
+    found = fix_in(subject, read_trailers(message), message, target, is_patch=True)
+    if found is None:
+        return None
+    commit = f"commit {sha[:12]} in {tree}" if sha else f"in {tree}"
+    if relation == UPSTREAM:
+        return Move(LifecycleState.FIX_QUEUED, f"{found.note} ({commit}, upstream of {target.tree or 'its tree'})")
+    state = LifecycleState.REVERTED if found.kind == REVERT else LifecycleState.FIXED
+    return Move(state, f"{found.note} ({commit})")
 
 
 def move_for(message: Report, own_text: str, target: Target, *, in_thread: bool) -> Move | None:
     """The move `message` causes for the report `target`, or None (see the module text)."""
     subject = bare_subject(message.subject)
-    landed = landed_move(subject, message.trailers, own_text, target, is_patch=_is_patch(message, own_text))
-    if landed is not None:
-        return landed
+    found = fix_in(subject, message.trailers, own_text, target, is_patch=_is_patch(message, own_text))
+    if found is not None:  # a fix or a revert posted: incoming, not landed
+        return Move(LifecycleState.FIX_PROPOSED, found.note)
     if not in_thread:
         return None
     for trailer in message.trailers:

@@ -28,6 +28,7 @@ from triagebot.parse.message import decode_message
 from triagebot.parse.patches import patch_subject
 from triagebot.records.report import Report
 from triagebot.records.states import TriageState
+from triagebot.rules.trees import TreeRules
 from triagebot.store.lifecycle_protocol import LifecycleMove
 from triagebot.store.protocol import Store, TriageRow, UnreadableRecord, utc_text
 
@@ -42,8 +43,15 @@ def culprit_of(report: Report) -> tuple[str | None, str | None]:
     return (commit.sha, commit.subject) if commit else (None, None)
 
 
-def targets(store: Store) -> list[tuple[TriageRow, Target]]:
-    """The reports followed (every one taken on), each with what a message or commit is matched against."""
+def regression_tree(report: Report, rules: TreeRules) -> str:
+    """The watched tree the report's regression lives in (the culprit's tree, else the rules')."""
+    commit = next((commit for commit in report.commits if commit.role == "culprit"), None)
+    return rules.regression_tree_of(commit.tree if commit else None)
+
+
+def targets(store: Store, rules: TreeRules | None = None) -> list[tuple[TriageRow, Target]]:
+    """The reports followed (every one taken on), each with what a message or commit is matched
+    against; with the trees' `rules`, the tree each regression lives in."""
     found = []
     for row in store.triage_in(*TriageState):
         try:
@@ -53,7 +61,8 @@ def targets(store: Store) -> list[tuple[TriageRow, Target]]:
         if report is None:
             continue
         sha, subject = culprit_of(report)
-        found.append((row, Target(row.message_id, sha, subject)))
+        tree = regression_tree(report, rules) if rules is not None else ""
+        found.append((row, Target(row.message_id, sha, subject, tree)))
     return found
 
 
@@ -63,8 +72,9 @@ def parent_payload(store: Store, row: TriageRow) -> dict:
     report = store.get_record(row.message_id)
     assert report is not None
     payload = render.parent_message(report, row.state, plan=row.plan, run=store.latest_run(row.message_id))
-    lines = [f"{EMOJI.get(LifecycleState(move.state), '')} *{move.state}* {move.moved_at[:10]}: "
-             f"{render.escape(move.note)}" + _cause_link(move.cause_id) for move in store.moves_of(row.message_id)]
+    lines = [f"{EMOJI.get(LifecycleState(move.state), '')} *{move.state}* {render.escape(where_of(move))} "
+             f"{move.moved_at[:10]}: {render.escape(move.note)}".replace("*  ", "* ") + _cause_link(move.cause_id)
+             for move in store.moves_of(row.message_id)]
     for link in store.links_of(row.message_id):
         joined = store.get_record(link.joined_id)
         label = joined.subject if joined is not None else link.joined_id
@@ -171,12 +181,26 @@ def mark_stale(store: Store, now: datetime | None = None, days: float = DEFAULT_
     return made
 
 
+def where_of(move: LifecycleMove) -> str:
+    """Where a move happened, as every display says it: `in TREE` for a watched tree's commit,
+    `posted` for a fix a mail proposed (posted, not landed), `lab` for a fix the lab tested,
+    `mail` for another move a mail caused (invalid), '' for a move nothing caused (stale)."""
+    commit = commit_of_cause(move.cause_id) if move.cause_id else None
+    if commit is not None:
+        return f"in {commit[0]}"
+    if not move.cause_id:
+        return ""
+    return {LifecycleState.FIX_PROPOSED: "posted", LifecycleState.FIX_TESTED: "lab"}.get(
+        LifecycleState(move.state), "mail")
+
+
 def render_moves(moves: list[LifecycleMove]) -> str:
-    """The moves as `triage show` prints them: one line each, with the message that caused it."""
+    """The moves as `triage show` prints them: one line each, where it happened (`in TREE` or
+    `posted`), and the message or commit that caused it."""
     lines = [f"  after:    {current([move.state for move in moves])}"]
     for move in moves:
         cause = f" {cause_text(move.cause_id)}" if move.cause_id else ""
-        lines.append(f"    {move.moved_at}  {move.state:13} {move.note}{cause}")
+        lines.append(f"    {move.moved_at}  {move.state:13} {where_of(move):9} {move.note}{cause}".rstrip())
     return "\n".join(lines)
 
 

@@ -1,7 +1,8 @@
 """Lifecycle stage: the git trees rules/trees.toml names — fetched on their interval, their new
 commits read (oldest first, `commits_per_pass` a pass) for a fix or a revert of a report's culprit
-(detect.commit_move). A move is stored like a mail's (follow.record_move: once, with the Slack
-parent edited), its cause the commit: `commit:TREE:SHA`.
+(detect.commit_move): fixed or reverted in the regression's own tree, fix-queued in a tree
+upstream of it. A move is stored like a mail's (follow.record_move: once, with the Slack parent
+edited), its cause the commit: `commit:TREE:SHA`.
 
 The daemon fetches in the background (TreeFetches: threads that run git only); the commits a
 fetch brought are read, and the moves stored, in the loop at the pass after it ended.
@@ -18,7 +19,7 @@ import logging
 from collections.abc import Callable, Sequence
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from triagebot.lifecycle.follow import record_move, targets
 from triagebot.lifecycle.git_tree import GitTree
 from triagebot.lifecycle.tree_protocol import TreeError, TreeReader
 from triagebot.logs import event
-from triagebot.rules.trees import WatchedTree
+from triagebot.rules.trees import DEFAULT_REGRESSION_TREE, TreeRules, WatchedTree
 from triagebot.store.lifecycle_protocol import LifecycleMove
 from triagebot.store.protocol import Store, utc_text
 
@@ -132,7 +133,7 @@ def _fetch(tree: WatchedTree, reader: TreeReader, state: dict, now: datetime, st
 
 
 def watch_tree(store: Store, tree: WatchedTree, reader: TreeReader, now: datetime, *, state_dir: Path | None = None,
-               fetches: TreeFetches | None = None) -> TreePass:
+               fetches: TreeFetches | None = None, rules: TreeRules | None = None) -> TreePass:
     """Fetch the tree if due (in the background with `fetches`: its commits are read at the
     pass after it ends), then read up to `commits_per_pass` of its new commits."""
     state = tree_state(store, tree.name)
@@ -144,7 +145,7 @@ def watch_tree(store: Store, tree: WatchedTree, reader: TreeReader, now: datetim
             return TreePass(tree.name, fetched)
         walked = int(state.get("walked") or 0)
         commits = reader.commits(walked, tree.bounds.commits_per_pass)
-        moves = _moves(store, tree, commits)
+        moves = _moves(store, tree, commits, rules or TreeRules((tree,), tree.name))  # alone: its own
         state["walked"] = walked + len(commits)
         if commits:
             state["last_commit"] = commits[-1].sha
@@ -164,15 +165,14 @@ def watch_tree(store: Store, tree: WatchedTree, reader: TreeReader, now: datetim
         store.set_cursor(CURSOR_PREFIX + tree.name, json.dumps(state, sort_keys=True))
 
 
-def _moves(store: Store, tree: WatchedTree, commits: Sequence) -> list[LifecycleMove]:
-    followed = targets(store)
+def _moves(store: Store, tree: WatchedTree, commits: Sequence, rules: TreeRules) -> list[LifecycleMove]:
+    followed = targets(store, rules)
     made = []
     for commit in commits:
         for row, target in followed:
-            move = commit_move(commit.message, target)
+            move = commit_move(commit.message, target, tree.name, rules.relation(tree.name, target.tree), commit.sha)
             if move is None:
                 continue
-            move = replace(move, note=f"{move.note} (commit {commit.sha[:12]} in {tree.name})")
             stored = record_move(store, row, move, commit_cause(tree.name, commit.sha))
             if stored is not None:
                 made.append(stored)
@@ -184,8 +184,14 @@ def _moves(store: Store, tree: WatchedTree, commits: Sequence) -> list[Lifecycle
 
 def watch_trees(store: Store, trees: Sequence[WatchedTree], state_dir: Path, now: datetime,
                 reader_for: Callable[[WatchedTree, Path], TreeReader] = GitTree,
-                fetches: TreeFetches | None = None) -> list[TreePass]:
+                fetches: TreeFetches | None = None, rules: TreeRules | None = None) -> list[TreePass]:
     """Each tree's share of a pass, one after the other; one tree's failure is its own. Without
-    `fetches` each due tree is fetched here, in turn; with them, in the background."""
-    return [watch_tree(store, tree, reader_for(tree, state_dir), now, state_dir=state_dir, fetches=fetches)
-            for tree in trees]
+    `fetches` each due tree is fetched here, in turn; with them, in the background. `rules` say
+    where regressions live and which tree is upstream of which (rules/trees.py); without them
+    regressions live in `mainline` when it is one of the trees, else in the first."""
+    if rules is None:
+        names = [tree.name for tree in trees]
+        rules = TreeRules(tuple(trees), DEFAULT_REGRESSION_TREE if DEFAULT_REGRESSION_TREE in names or not names
+                          else names[0])
+    return [watch_tree(store, tree, reader_for(tree, state_dir), now, state_dir=state_dir, fetches=fetches,
+                       rules=rules) for tree in trees]

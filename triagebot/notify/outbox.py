@@ -12,6 +12,10 @@ whether a post with its key exists (`Notifier.find`), and if so that post is tak
 delivery. So a crash never posts twice and never loses a post. The same holds after a failure
 that leaves delivery in doubt (a timeout, a 5xx): the row stays `sending`.
 
+An edit row (`edit-TARGET-N`, store.edit_notification) edits the report's posted row TARGET in
+place (a bisection's progress message): one update, never a new post; a later edit written
+before it went out replaced its text, so Slack gets the latest.
+
 Order: rows go out in the order they were written. A failure a later try can clear (429s
 beyond the client's own retries, an outage) stops the whole delivery until its wait is over,
 so nothing overtakes it. A refusal no retry clears (`channel_not_found`, `invalid_auth`,
@@ -27,6 +31,7 @@ from dataclasses import dataclass
 
 from triagebot.backoff import Backoff
 from triagebot.notify.slack import Notifier, NotifyError, Posted, plot_file_name
+from triagebot.store.part_triage import EDIT_PREFIX
 from triagebot.store.protocol import OutboxRow, OutboxStore
 
 log = logging.getLogger("triagebot.notify")
@@ -62,11 +67,24 @@ def _top_level(row: OutboxRow) -> bool:
     return row.kind == "parent" or row.kind.startswith("digest-")
 
 
-def _deliver(row: OutboxRow, notifier: Notifier, parent: OutboxRow | None) -> Posted:
+def edited_kind(kind: str) -> str | None:
+    """The kind of the row an edit row (`edit-TARGET-N`) edits; None for any other row."""
+    if not kind.startswith(EDIT_PREFIX):
+        return None
+    target, _, number = kind[len(EDIT_PREFIX):].rpartition("-")
+    return target if target and number.isdigit() else None
+
+
+def _deliver(row: OutboxRow, notifier: Notifier, parent: OutboxRow | None,
+             edited: OutboxRow | None = None) -> Posted:
     payload = row.payload
     if _top_level(row):
         return notifier.post(row.channel, payload, key=row.key)
     assert parent is not None and parent.posted_channel and parent.posted_ts
+    if edited is not None:  # a progress message in the thread, edited in place (chat.update)
+        assert edited.posted_channel and edited.posted_ts
+        notifier.update_parent(edited.posted_channel, edited.posted_ts, payload)
+        return Posted(edited.posted_channel, edited.posted_ts)
     if row.kind.startswith("update"):
         notifier.update_parent(parent.posted_channel, parent.posted_ts, payload)
         return Posted(parent.posted_channel, parent.posted_ts)
@@ -77,8 +95,9 @@ def _deliver(row: OutboxRow, notifier: Notifier, parent: OutboxRow | None) -> Po
 
 
 def _find(row: OutboxRow, notifier: Notifier, parent: OutboxRow | None) -> Posted | None:
-    """Whether a row in doubt already reached Slack (updates need no answer: they repeat safely)."""
-    if row.kind.startswith("update"):
+    """Whether a row in doubt already reached Slack (updates and edits need no answer: they
+    repeat safely)."""
+    if row.kind.startswith("update") or edited_kind(row.kind) is not None:
         return None
     if _top_level(row):
         return notifier.find(row.channel, row.key)
@@ -100,10 +119,17 @@ def deliver(store: OutboxStore, notifier: Notifier, *, retry_seconds: float = DE
         if not store.due(row):
             result.waiting += len(rows) - position  # in a wait after a failure: keep the order
             break
-        parent = None
+        parent = edited = None
         if not _top_level(row):
             parent = store.posted(row.message_id, "parent")
             if parent is None:  # the parent is held (or not yet sent): replies wait for it
+                blocked.add(row.message_id)
+                result.waiting += 1
+                continue
+        target = edited_kind(row.kind)
+        if target is not None:
+            edited = store.posted(row.message_id, target)
+            if edited is None:  # the message it edits is not posted yet: it waits, as replies do
                 blocked.add(row.message_id)
                 result.waiting += 1
                 continue
@@ -117,7 +143,7 @@ def deliver(store: OutboxStore, notifier: Notifier, *, retry_seconds: float = DE
                         "event": "notify.found", "key": row.key, "channel": found.channel, "ts": found.ts}})
                     continue
             store.mark_sending(row.outbox_id)
-            posted = _deliver(row, notifier, parent)
+            posted = _deliver(row, notifier, parent, edited)
         except NotifyError as error:
             if error.retryable:
                 wait = retry_wait(row.attempts + 1, retry_seconds)

@@ -22,10 +22,12 @@ import math
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from triagebot.present.headline import headline_text
 from triagebot.present.summary import metric_order, short_commit
 from triagebot.records.report import Report, report_to_json
 from triagebot.records.states import TriageState
 from triagebot.untrusted.mrkdwn import escape, link
+from triagebot.verdict.outcome import confidence_text
 from triagebot.verdict.same_kernel import A_A_ONLY
 
 Payload = dict[str, Any]
@@ -188,13 +190,12 @@ def _culprit(report: Json) -> Json | None:
     return None
 
 
-def _headline_text(report: Json) -> str:
-    """An LKP report's headline line; a person's own subject, which says more than the change
-    read from their prose ("events/s -24.6% regression" names no benchmark)."""
-    headline = report.get("headline")
-    if headline and report.get("kind") not in ("human-report", "human-perf-complaint", "human-bug"):
-        return (f"{headline['metric']} {percent(headline.get('change_percent'))} "
-                f"{headline.get('direction', '')}").strip()
+def _headline_text(report: Json, record: Report) -> str:
+    """An LKP report's headline line, signed as every display signs it (present/headline.py); a
+    person's own subject, which says more than the change read from their prose ("events/s
+    -24.6% regression" names no benchmark)."""
+    if record.headline and report.get("kind") not in ("human-report", "human-perf-complaint", "human-bug"):
+        return headline_text(record)
     return report.get("subject") or "(no subject)"
 
 
@@ -232,7 +233,7 @@ def parent_message(record: Report, state: str, *, plan: Json | None = None, run:
     report = report_to_json(record)
     state = TriageState.of(state)
     verdict = verdict or (run or {}).get("verdict")
-    headline = _headline_text(report)
+    headline = _headline_text(report, record)
     lore = lore_url(report.get("message_id"), lore_base)
     culprit = _culprit(report)
     machine = report.get("test_machine") or {}
@@ -382,7 +383,7 @@ def verdict_reply(verdict: Json | None, run: Json | None = None) -> Payload:
     emoji = STATE_EMOJI[TriageState(outcome)] if outcome in _STATE_TEXTS else ""
     confidence = verdict.get("confidence")
     interval = (f"[{percent(verdict.get('ci_low'))}, {percent(verdict.get('ci_high'))}]"
-                + (f" at {confidence:.0%}" if isinstance(confidence, (int, float)) else ""))
+                + (f" at {confidence_text(confidence)}" if isinstance(confidence, (int, float)) else ""))
     p_value = verdict.get("p_value")
     fields = [
         f"*Measured*\n{percent(verdict.get('measured_change_percent'))} {interval}",

@@ -136,6 +136,8 @@ def _program_kind(command: str, at_prompt: bool = False) -> str | None:
     if (rule is None or not applies or rule.kind == "command") and table.is_admin(program, arguments):
         return None  # "mount | grep btrfs" is a query, "mount /dev/sdw1 /mnt" a step
     if rule is not None and applies:
+        if not at_prompt and _reads_as_prose(arguments, rule.words + rule.after, table.prose_words):
+            return None  # "sysbench cpu on my build box lost …": a sentence about the program
         if rule.after:
             return rule.kind
         if (arguments and (_COMMAND_ARGUMENTS.match(arguments) or first in rule.words)) or \
@@ -147,6 +149,32 @@ def _program_kind(command: str, at_prompt: bool = False) -> str | None:
         # program (kept as text, never run), unless the rules call it administration.
         return "command"
     return None
+
+
+# A shell word of a command line: a quoted string whole, else a run of non-space characters.
+_SHELL_WORD = re.compile(r"\"[^\"]*\"|'[^']*'|\S+")
+# A word of a sentence: letters (an apostrophe inside: "don't"), perhaps closed by punctuation.
+_PLAIN_WORD = re.compile(r"^[A-Za-z][a-z]*(?:'[a-z]+)?[,.;:!?]?$")
+_ENDS_COMMAND = re.compile(r"^(?:\||\|\||&&|;|>>?|<|2>&1|2>|&)$")
+
+
+def _reads_as_prose(arguments: str, words: tuple[str, ...], in_a_row: int) -> bool:
+    """Whether a program's arguments read as a sentence: `in_a_row` plain words one after the
+    other (not the rule's own words: `sysbench cpu run`, `perf bench sched pipe`) before any pipe or
+    redirection, as in
+    "sysbench cpu on my build box lost about a quarter" or "mount -o X /dev/sda1 /mnt that "X" is
+    supposed to be". Options, paths, values, numbers and quoted strings are a command's words."""
+    run = 0
+    for word in _SHELL_WORD.findall(arguments):
+        if _ENDS_COMMAND.match(word):
+            return False  # what follows a pipe is another command's
+        if _PLAIN_WORD.match(word) and word.rstrip(",.;:!?") not in words:
+            run += 1
+            if run >= in_a_row:
+                return True
+        else:
+            run = 0
+    return False
 
 
 def _strip_prompt(line: str) -> tuple[str, bool]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from triagebot.present.headline import headline_text
 from triagebot.records.report import Commit, Report
 from triagebot.records.states import RUN_CUT_SHORT
 from triagebot.untrusted.visible import visible
@@ -57,8 +58,7 @@ def summary_lines(report: Report, *, all_rows: bool = False) -> list[SummaryLine
              _field("from", report.from_),
              _field("date", report.date or "(unknown)")]
     if report.headline:
-        headline = report.headline
-        lines.append(_field("headline", f"{headline.metric} {headline.change_percent:+g}% {headline.direction}"))
+        lines.append(_field("headline", headline_text(report)))
     for commit in report.commits:
         subject = f' ("{commit.subject}")' if commit.subject else ""
         where = f"  [{commit.tree} {commit.branch}]" if commit.tree else ""
@@ -198,8 +198,31 @@ def render_triage(triage, notifications) -> str:
     """Where the daemon has this report: its state, channel, and what it has told the team."""
     host = f", host {triage.host}" if triage.host else ""
     lines = [f"  triage:   {triage.state} since {triage.updated_at} ({triage.channel}{host})"]
+    edits: dict[str, int] = {}  # a progress message's edits (edit-TARGET-N): one line, the last
     for row in notifications:
+        target = _edited(row.kind)
+        if target is not None:
+            edits[target] = edits.get(target, 0) + 1
+    shown: set[str] = set()
+    for row in reversed(notifications):
+        target = _edited(row.kind)
+        if target is not None and target in shown:
+            continue
         where = f" ts {row.posted_ts}" if row.posted_ts else ""
         problem = f": {row.last_error}" if row.status != "sent" and row.last_error else ""
-        lines.append(f"    {row.kind:18} {row.status}{where}{problem}")
-    return "\n".join(lines)
+        if target is not None:
+            shown.add(target)
+            count = edits[target]
+            lines.append(f"    {'edit-' + target:18} {row.status}{where}{problem} "
+                         f"({count} edit{'' if count == 1 else 's'}, the last shown)")
+        else:
+            lines.append(f"    {row.kind:18} {row.status}{where}{problem}")
+    return "\n".join([lines[0], *reversed(lines[1:])])
+
+
+def _edited(kind: str) -> str | None:
+    """The kind an edit row (`edit-TARGET-N`) edits; None for any other row."""
+    if not kind.startswith("edit-"):
+        return None
+    target, _, number = kind[len("edit-"):].rpartition("-")
+    return target if target and number.isdigit() else None

@@ -3,8 +3,10 @@
 Pure: the report's raw headers, its record, its triage state and its last rerun in; one
 `email.message.EmailMessage` out, threaded under the report (In-Reply-To, References, `Re:`
 subject). What was rerun where (host, kernel commits, plan), the numbers and their interval, the
-link to the report's page and its plot, and for a confirmed regression the `#regzbot introduced:
-<sha> ^` line so regzbot tracks it.
+bisection and the fix tests on record when there are any (record.py: the first bad commit with its
+steps and runs; what was tested, the recovery and its interval), the link to the report's page and
+its plot, and for a confirmed regression the `#regzbot introduced: <sha> ^` line so regzbot tracks
+it.
 
 Who it goes to is the team's rule (rules/mail.toml), never the report's sender's
 (parse/reply_to.py): the reporter, the culprit's author when the report names one, and the
@@ -26,9 +28,12 @@ from urllib.parse import quote
 from triagebot.errors import TriageError
 from triagebot.parse.reply_to import culprit_author, read_original, recipients, report_text
 from triagebot.records.report import Report
+from triagebot.reply.record import OnRecord
 from triagebot.rules.mail import MailRules
+from triagebot.verdict.outcome import confidence_text
 
 REPLY_STATES = ("confirmed", "not-reproduced")
+NOTHING_ON_RECORD = OnRecord()  # no bisection, no fix test
 MAX_REFERENCES = 20  # the newest ids kept in References (RFC 5322 asks for the chain, MUAs cut it too)
 # CRLF on the wire; lines up to RFC 5322's 998, so a long link is not quoted-printable
 MAIL_POLICY = email.policy.SMTP.clone(max_line_length=998)
@@ -60,7 +65,59 @@ def _median(values: list[float]) -> float | None:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
-def body_text(report: Report, state: str, run: dict[str, Any], page: str) -> str:
+def _short(commit: Any) -> str:
+    text = str(commit or "?")
+    return text[:12] if len(text) > 12 and all(char in "0123456789abcdef" for char in text) else text
+
+
+def bisection_lines(bisection: dict[str, Any]) -> list[str]:
+    """A bisection on record, in the reply's plain style: where, the range, what it found."""
+    commits = bisection.get("commits")
+    lines = [f"  host:      {bisection.get('host', '?')}",
+             f"  range:     {bisection.get('good', '?')}..{bisection.get('bad', '?')}"
+             + (f" ({commits} commits)" if commits else "")]
+    steps, runs = len(bisection.get("steps") or []), bisection.get("runs_used", 0)
+    regression = bisection.get("regression_percent")
+    if bisection.get("status") == "found":
+        lines.append(f"  first bad: {bisection.get('first_bad')}")
+        lines.append(f"  steps:     {steps} steps, {runs} runs"
+                     + (f"; good to bad {_percent(regression)}" if regression is not None else ""))
+    else:
+        low, high = (bisection.get("range") or ["?", "?"])[:2]
+        lines.append(f"  result:    {bisection.get('status')}: {bisection.get('reason', '')}".rstrip())
+        if bisection.get("status") == "inconclusive":
+            lines.append(f"  left:      {low}..{high} ({bisection.get('left', '?')} commits) after {steps} steps, "
+                         f"{runs} runs")
+    return lines
+
+
+def fix_test_lines(result: dict[str, Any]) -> list[str]:
+    """A fix test on record: the series and kernels tested, the runs, the change and the recovery."""
+    verdict = result.get("verdict") or {}
+    recovery = result.get("recovery") or {}
+    confidence = verdict.get("confidence")
+    interval = (f" ({confidence_text(confidence)} interval {_percent(verdict.get('ci_low'))} .. "
+                f"{_percent(verdict.get('ci_high'))})" if confidence else "")
+    series = f" <{result['series']}>" if result.get("series") else ""
+    return [f"  series:    v{result.get('version', '?')}{series}",
+            f"  host:      {result.get('host', '?')}",
+            f"  kernels:   {result.get('suspect', '?')} against it patched ({_short(result.get('patched'))})",
+            f"  runs:      {verdict.get('runs_base', '?')} unpatched, {verdict.get('runs_suspect', '?')} patched",
+            f"  change:    {_percent(verdict.get('measured_change_percent'))}{interval}",
+            f"  recovery:  {recovery.get('sentence', '?')}"]
+
+
+def record_text(record: OnRecord) -> list[str]:
+    """The bisections, then the fix tests on record, each under a line saying what it is."""
+    lines: list[str] = []
+    for bisection in record.bisections:
+        lines += ["", "We bisected it on our lab:", "", *bisection_lines(bisection)]
+    for result in record.fix_tests:
+        lines += ["", f"We tested v{result.get('version', '?')} of the fix on our lab:", "", *fix_test_lines(result)]
+    return lines
+
+
+def body_text(report: Report, state: str, run: dict[str, Any], page: str, record: OnRecord = NOTHING_ON_RECORD) -> str:
     """The reply's text (see the module text for what it says)."""
     verdict = run.get("verdict") or {}
     plan = run.get("plan") or {}
@@ -84,14 +141,15 @@ def body_text(report: Report, state: str, run: dict[str, Any], page: str) -> str
     if base_median is not None and suspect_median is not None:
         lines.append(f"  median:    base {base_median:.6g}, suspect {suspect_median:.6g}")
     confidence = verdict.get("confidence")
-    interval = (f" ({confidence * 100:.0f}% interval {_percent(verdict.get('ci_low'))} .. "
+    interval = (f" ({confidence_text(confidence)} interval {_percent(verdict.get('ci_low'))} .. "
                 f"{_percent(verdict.get('ci_high'))})" if confidence else "")
     p_value = verdict.get("p_value")
     lines.append(f"  change:    {_percent(verdict.get('measured_change_percent'))}{interval}"
                  + (f", p = {p_value:.2g}" if p_value is not None else ""))
     lines.append(f"  reported:  {_percent(verdict.get('reported_change_percent'))}")
-    lines += ["", f"Verdict: {state}. {verdict.get('reason', '')}".rstrip(), "",
-              f"Every sample, the plan and the plot: {page}",
+    lines += ["", f"Verdict: {state}. {verdict.get('reason', '')}".rstrip()]
+    lines += record_text(record)
+    lines += ["", f"Every sample, the plan and the plot: {page}",
               f"The plot: {page}/plot.svg"]
     culprit = next((commit.sha for commit in report.commits if commit.role == "culprit"), None)
     if state == "confirmed" and culprit:
@@ -101,10 +159,11 @@ def body_text(report: Report, state: str, run: dict[str, Any], page: str) -> str
 
 def draft_reply(original_raw: bytes, report: Report, state: str, run: dict[str, Any] | None, *,
                 from_: str | None, base_url: str, reply_message_id: str, date: datetime,
-                rules: MailRules | None = None) -> EmailMessage:
+                rules: MailRules | None = None, record: OnRecord = NOTHING_ON_RECORD) -> EmailMessage:
     """The whole reply, ready to print or send, addressed by `rules` (rules/mail.toml: the allowed
     lists and the cap); NoReply when the verdict asks for none or no one can be written to,
-    UnwritableHeader when a header of the report cannot be written into it."""
+    UnwritableHeader when a header of the report cannot be written into it. `record`: the
+    bisections and fix tests on record (record.on_record), told after the verdict."""
     if state not in REPLY_STATES:
         raise NoReply(f"the report is {state}: a reply follows a {' or '.join(REPLY_STATES)} verdict")
     if not run or not run.get("verdict"):
@@ -131,6 +190,6 @@ def draft_reply(original_raw: bytes, report: Report, state: str, run: dict[str, 
         except (ValueError, TypeError, email.errors.HeaderParseError) as error:
             raise UnwritableHeader(f"the report's {name} cannot be written into a reply "
                                    f"({' '.join(str(error).split())[:200]}): no reply is drafted for it") from None
-    text = body_text(report, state, run, page_url(base_url, original.message_id))
+    text = body_text(report, state, run, page_url(base_url, original.message_id), record)
     message.set_content(text, cte="7bit" if text.isascii() else "8bit")  # plain text, never quoted-printable
     return message

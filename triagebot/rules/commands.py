@@ -42,12 +42,18 @@ class AdminRule:
         return self.arguments is None or self.arguments.match(arguments) is not None
 
 
+DEFAULT_PROSE_WORDS = 3  # plain words in a row that make a line a sentence (rules/commands.toml [prose])
+
+
 @dataclass(frozen=True)
 class CommandRules:
     programs: tuple[ProgramRule, ...] = ()
     admin: tuple[AdminRule, ...] = ()
     leads: tuple[str, ...] = ()
     source: str = "none"
+    # a line naming a program whose arguments hold this many plain words in a row is a sentence
+    # about the program ("sysbench cpu on my build box lost …"), not a command line
+    prose_words: int = DEFAULT_PROSE_WORDS
 
     # Every line of a text the gate lets through is asked about: one compiled pattern of all the
     # globs answers "no rule names this program" for most of them before any rule is tried.
@@ -103,7 +109,10 @@ def _names(entry: Section) -> tuple[str, ...]:
 
 def commands_from(file: RulesFile) -> CommandRules:
     top = file.top()
-    top.check_keys(("program", "admin", "lead"))
+    top.check_keys(("program", "admin", "lead", "prose"))
+    prose = file.table("prose")
+    prose.check_keys(("words_in_a_row", "why"))
+    prose_words = prose.whole("words_in_a_row", DEFAULT_PROSE_WORDS, 2, 20)
     programs: list[ProgramRule] = []
     for entry in file.entries("program", label="kind"):
         entry.check_keys(("names", "kind", "words", "bare", "after", "why"))
@@ -128,4 +137,5 @@ def commands_from(file: RulesFile) -> CommandRules:
     for entry in file.entries("lead", label="text"):
         entry.check_keys(("text", "why"))
         leads.append(entry.string("text"))
-    return CommandRules(programs=tuple(programs), admin=tuple(admin), leads=tuple(leads), source=file.name)
+    return CommandRules(programs=tuple(programs), admin=tuple(admin), leads=tuple(leads), source=file.name,
+                        prose_words=prose_words)

@@ -9,9 +9,10 @@ Where things are looked up, in order:
 
 Each rules file is validated when the settings are built: a bad one is a RulesError naming the
 file, the line and the entry, before any work starts. A file that is absent gets its default:
-sources.toml none (no sources, the default HTTP manners); routing.toml and metric_floors.toml
-the packaged ones, else the built-in default channel and floor; hosts.toml and reproducers/
-nothing, which is an error only for a step that needs them (`need_hosts`, `need_templates`).
+sources.toml none (no sources, the default HTTP manners); routing.toml, metric_floors.toml and
+fix_tests.toml the packaged ones, else the built-in default channel, floor and recovery floor;
+hosts.toml and reproducers/ nothing, which is an error only for a step that needs them
+(`need_hosts`, `need_templates`).
 trees.toml absent: no git tree is watched. trust.toml: the packaged one (nobody), else no one is
 trusted either.
 """
@@ -25,13 +26,14 @@ from pathlib import Path
 from triagebot.errors import RulesError
 from triagebot.http_client.bounds import PollBounds
 from triagebot.http_client.protocol import HttpPolicy
+from triagebot.rules.fix_tests import FIX_TESTS_FILE, FixTestRules, fix_tests_from
 from triagebot.rules.floors import FLOORS_FILE, MetricFloors, floors_from
 from triagebot.rules.hosts import DEFAULT_MAX_WAIT_MINUTES, HOSTS_FILE, Host, hosts_from, max_wait_from, missing_hosts
 from triagebot.rules.loader import PACKAGED_RULES, read_file, rules_dir
 from triagebot.rules.routing import ROUTING_FILE, Routing, routing_from
 from triagebot.rules.sources import SOURCES_FILE, SourceSettings, parse_bounds, parse_sources
 from triagebot.rules.templates import TEMPLATES_DIR, Templates, load_templates, missing_templates
-from triagebot.rules.trees import WatchedTree, load_trees
+from triagebot.rules.trees import TreeRules, WatchedTree, load_tree_rules
 from triagebot.rules.trust import TRUST_FILE, TrustList, load_trust
 
 __all__ = ["PACKAGED_RULES", "Settings", "SourceSettings", "load_settings", "rules_dir", "settings_for"]
@@ -50,6 +52,8 @@ class Settings:
     max_wait_minutes: float = DEFAULT_MAX_WAIT_MINUTES  # hosts.toml: a report's wait for its host, at most
     trees: tuple[WatchedTree, ...] = ()  # trees.toml: git trees the daemon fetches for fixes (none when absent)
     trust: TrustList = field(default_factory=TrustList)  # trust.toml: whose patches the daemon builds by itself
+    tree_rules: TreeRules = field(default_factory=TreeRules)  # trees.toml whole: its trees and where regressions live
+    fix_tests: FixTestRules = field(default_factory=FixTestRules)  # fix_tests.toml: the recovery a Tested-by needs
 
     def need_hosts(self) -> tuple[Host, ...]:
         """The lab hosts; RulesError when the rules directory has no hosts.toml."""
@@ -82,6 +86,8 @@ def load_settings(rules: Path) -> Settings:
     hosts_file = read_file(hosts_path) if hosts_path.exists() else None
     routing_path = _own_or_packaged(rules, ROUTING_FILE)
     floors_path = _own_or_packaged(rules, FLOORS_FILE)
+    tree_rules = load_tree_rules(rules)
+    fix_tests_path = _own_or_packaged(rules, FIX_TESTS_FILE)
     return Settings(
         rules_dir=rules, http=http, sources=sources, bounds=bounds,
         hosts=hosts_from(hosts_file) if hosts_file is not None else None,
@@ -89,8 +95,9 @@ def load_settings(rules: Path) -> Settings:
         templates=load_templates(rules) if (rules / TEMPLATES_DIR).is_dir() else None,
         routing=routing_from(read_file(routing_path)) if routing_path else Routing(),
         floors=floors_from(read_file(floors_path)) if floors_path else MetricFloors(),
-        trees=load_trees(rules),
+        trees=tree_rules.trees, tree_rules=tree_rules,
         trust=load_trust(_own_or_packaged(rules, TRUST_FILE)),
+        fix_tests=fix_tests_from(read_file(fix_tests_path)) if fix_tests_path else FixTestRules(),
     )
 
 

@@ -9,14 +9,27 @@
     first_days = 30           # the first fetch goes this far back (a shallow mirror)
     file_mib = 4096           # no file git writes in the mirror (a pack) may be larger
 
+    regression_tree = "mainline"  # the tree a regression lives in (default "mainline"), unless
+                              # its culprit's tree is another [[tree]] here (by URL)
+
     [[tree]]
     name = "mainline"         # names the mirror (STATE/trees/mainline.git) and the moves it causes
     url = "https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git"
     branch = "master"
     every_minutes = 30        # optional: any key of [bounds]
 
+    [[tree]]
+    name = "linux-next"
+    url = "https://git.kernel.org/pub/scm/linux/kernel/git/next/linux-next.git"
+    branch = "master"
+    upstream_of = ["mainline"]  # a fix here is on its way to these trees: fix-queued, not fixed
+
 A URL is https, http, git or file; nothing else (no ssh, no `ext::`: a transport that runs a
-command is never named by a rules file).
+command is never named by a rules file). What a fix's commit in a tree means for a report
+(`relation`, as regzbot reads it): in the regression's own tree it is fixed (or reverted); in a
+tree `upstream_of` the regression's, the fix is queued; any other tree says nothing about it.
+`upstream_of` names other [[tree]]s, never the tree itself, with no cycle; `regression_tree`
+names a [[tree]] whenever there is one.
 """
 from __future__ import annotations
 
@@ -51,9 +64,42 @@ class WatchedTree:
     url: str
     branch: str
     bounds: TreeBounds = TreeBounds()
+    upstream_of: tuple[str, ...] = ()  # the trees a commit here is on its way to (linux-next: mainline)
 
 
+DEFAULT_REGRESSION_TREE = "mainline"  # where a regression lives unless its culprit's tree is another
+OWN, UPSTREAM = "own", "upstream"  # a commit's tree against a regression's (see `relation`)
 _BOUND_KEYS = ("every_minutes", "commits_per_pass", "fetch_seconds", "message_kib", "first_days", "file_mib")
+
+
+@dataclass(frozen=True)
+class TreeRules:
+    """The watched trees and where regressions live: what a fix's commit in a tree means."""
+
+    trees: tuple[WatchedTree, ...] = ()
+    regression_tree: str = DEFAULT_REGRESSION_TREE
+
+    def regression_tree_of(self, culprit_tree_url: str | None) -> str:
+        """The tree a regression lives in: the watched tree its culprit's tree is (by URL, in
+        either of kernel.org's spellings), else `regression_tree`."""
+        wanted = same_repository(culprit_tree_url) if culprit_tree_url else None
+        found = next((tree.name for tree in self.trees if wanted and same_repository(tree.url) == wanted), None)
+        return found or self.regression_tree
+
+    def relation(self, commit_tree: str, regression_tree: str) -> str | None:
+        """OWN when a commit in `commit_tree` lands in the regression's own tree, UPSTREAM when that
+        tree is upstream of it (the fix is queued), None when the tree says nothing about it."""
+        if commit_tree == regression_tree:
+            return OWN
+        tree = next((tree for tree in self.trees if tree.name == commit_tree), None)
+        return UPSTREAM if tree is not None and regression_tree in tree.upstream_of else None
+
+
+def same_repository(url: str) -> str:
+    """A repository URL as compared: no scheme, no `.git` or `/` at the end, lower case, and
+    kernel.org's `cgit/` and `pub/scm/` paths as one (LKP writes the first, git remotes the second)."""
+    text = re.sub(r"^[a-z+]+://", "", url.strip().lower()).rstrip("/").removesuffix(".git")
+    return re.sub(r"^git\.kernel\.org/(?:cgit|pub/scm)/", "git.kernel.org/", text)
 
 
 def _bounds(section: Section, base: TreeBounds) -> TreeBounds:
@@ -68,14 +114,19 @@ def _bounds(section: Section, base: TreeBounds) -> TreeBounds:
 
 
 def trees_from(file: RulesFile) -> tuple[WatchedTree, ...]:
+    return tree_rules_from(file).trees
+
+
+def tree_rules_from(file: RulesFile) -> TreeRules:
     top = file.top()
-    top.check_keys(("bounds", "tree"))
+    top.check_keys(("bounds", "tree", "regression_tree"))
     bounds_section = file.table("bounds")
     bounds_section.check_keys(_BOUND_KEYS)
     bounds = _bounds(bounds_section, TreeBounds())
     trees: list[WatchedTree] = []
-    for entry in file.entries("tree", label="name"):
-        entry.check_keys(("name", "url", "branch", *_BOUND_KEYS))
+    entries = file.entries("tree", label="name")
+    for entry in entries:
+        entry.check_keys(("name", "url", "branch", "upstream_of", *_BOUND_KEYS))
         name = entry.string("name")
         if not _NAME.match(name):
             entry.fail(f"name must be lower-case letters, digits, - and _ (it names a folder), not {name!r}", "name")
@@ -87,14 +138,52 @@ def trees_from(file: RulesFile) -> tuple[WatchedTree, ...]:
         branch = entry.string("branch")
         if not _BRANCH.match(branch):
             entry.fail(f"branch must be a branch name (letters, digits, . _ / -), not {branch!r}", "branch")
-        trees.append(WatchedTree(name, url, branch, _bounds(entry, bounds)))
-    return tuple(trees)
+        upstream_of = entry.strings("upstream_of", pattern=_NAME, what="tree names")
+        if name in upstream_of:
+            entry.fail(f"upstream_of names the tree itself ({name!r})", "upstream_of")
+        trees.append(WatchedTree(name, url, branch, _bounds(entry, bounds), upstream_of))
+    names = {tree.name for tree in trees}
+    for tree, entry in zip(trees, entries, strict=True):
+        unknown = [other for other in tree.upstream_of if other not in names]
+        if unknown:
+            entry.fail(f"upstream_of names {', '.join(map(repr, unknown))}: no [[tree]] of this file", "upstream_of")
+        if _reaches(trees, tree.name):
+            entry.fail(f"upstream_of makes a cycle through {tree.name!r}: a tree cannot be upstream of itself",
+                       "upstream_of")
+    regression_tree = top.string("regression_tree", DEFAULT_REGRESSION_TREE)
+    if trees and regression_tree not in names:
+        given = "regression_tree" in top
+        top.fail(f"regression_tree {regression_tree!r}{'' if given else ' (the default)'} is no [[tree]] of this "
+                 f"file: name the tree regressions live in (where a fix makes a report fixed)",
+                 "regression_tree" if given else None)
+    return TreeRules(tuple(trees), regression_tree)
+
+
+def _reaches(trees: list[WatchedTree], start: str) -> bool:
+    """Whether following upstream_of from `start` comes back to it."""
+    downstream = {tree.name: tree.upstream_of for tree in trees}
+    seen, todo = set(), list(downstream.get(start, ()))
+    while todo:
+        name = todo.pop()
+        if name == start:
+            return True
+        if name not in seen:
+            seen.add(name)
+            todo.extend(downstream.get(name, ()))
+    return False
+
+
+def load_tree_rules(rules_dir: Path) -> TreeRules:
+    """`rules_dir/trees.toml`'s trees and regression tree; none watched when the file is absent.
+    RulesError when invalid."""
+    path = rules_dir / TREES_FILE
+    return tree_rules_from(read_file(path)) if path.exists() else TreeRules()
 
 
 def load_trees(rules_dir: Path) -> tuple[WatchedTree, ...]:
     """`rules_dir/trees.toml`'s trees; none when the file is absent. RulesError when invalid."""
-    path = rules_dir / TREES_FILE
-    return trees_from(read_file(path)) if path.exists() else ()
+    return load_tree_rules(rules_dir).trees
 
 
-__all__ = ["TREES_FILE", "RulesError", "TreeBounds", "WatchedTree", "load_trees", "trees_from"]
+__all__ = ["DEFAULT_REGRESSION_TREE", "OWN", "TREES_FILE", "UPSTREAM", "RulesError", "TreeBounds", "TreeRules",
+           "WatchedTree", "load_tree_rules", "load_trees", "same_repository", "tree_rules_from", "trees_from"]

@@ -284,6 +284,21 @@ _FIX_TESTS = (
     "CREATE INDEX fix_tests_status ON fix_tests (status)",
 )
 
+# A posted patch is a fix proposed, never a fix landed (regzbot's meaning, issue 36): before this,
+# a mail with `Fixes: <culprit>` (or a revert, or `Closes:` the report) moved a report to `fixed`
+# or `reverted`. Such a move's cause is a Message-ID; a watched tree's commit's is `commit:TREE:SHA`.
+# Each mail-caused fixed or reverted move becomes the fix-proposed move it was (displays say
+# `posted` for a move a mail caused); one that would repeat a fix-proposed move of the same mail
+# is dropped instead.
+_POSTED_IS_PROPOSED = (
+    """DELETE FROM lifecycle WHERE state IN ('fixed', 'reverted') AND cause_id <> ''
+        AND cause_id NOT LIKE 'commit:%' AND EXISTS (
+            SELECT 1 FROM lifecycle AS proposed WHERE proposed.message_id = lifecycle.message_id
+            AND proposed.cause_id = lifecycle.cause_id AND proposed.state = 'fix-proposed')""",
+    """UPDATE lifecycle SET state = 'fix-proposed'
+        WHERE state IN ('fixed', 'reverted') AND cause_id <> '' AND cause_id NOT LIKE 'commit:%'""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "messages, records, threads, cursors; reserved plans/runs/verdicts/notifications",
               _INITIAL),
@@ -295,6 +310,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "lifecycle moves, report links and the mail outbox of replies upstream", _LIFECYCLE),
     Migration(8, "actions: what a team member did to a report from Slack, who and when", _ACTIONS),
     Migration(9, "fix_tests: fixes from a report's thread tested on the lab, with their results", _FIX_TESTS),
+    Migration(10, "lifecycle: a fix or revert a mail posted is fix-proposed, not fixed or reverted",
+              _POSTED_IS_PROPOSED),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

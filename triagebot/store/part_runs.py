@@ -61,6 +61,11 @@ class Runs:
             (normalize_message_id(message_id),)).fetchone()
         return json.loads(row[1]) if row and row[0] == RUN_CUT_SHORT else None
 
+    def recent_runs(self, limit: int) -> list[dict[str, Any]]:
+        """The last `limit` stored reruns of any report, newest first (run JSONs): a host's history."""
+        rows = self._database.execute("SELECT run_json FROM runs ORDER BY run_id DESC LIMIT ?", (limit,)).fetchall()
+        return [json.loads(row[0]) for row in rows]
+
     def save_bisect(self, message_id: str, bisect_json: dict[str, Any], bisect_id: int | None = None) -> int:
         """Store a bisection as it stands (a new one, or `bisect_id` replaced); its id."""
         database = self._database

@@ -112,6 +112,9 @@ class Triage:
         return [row[0] for row in rows]
 
 
+EDIT_PREFIX = "edit-"  # an outbox row that edits another posted row: edit-TARGET-N (notify/outbox.py)
+
+
 class Outbox:
     """`OutboxStore` on the `outbox` table."""
 
@@ -127,6 +130,30 @@ class Outbox:
                 (normalize_message_id(message_id), kind, channel, self._database.stamp(),
                  _dumps(payload)))
         return cursor.rowcount > 0
+
+    def edit_notification(self, message_id: str, target_kind: str, channel: str, payload: dict[str, Any]) -> str:
+        """An edit of the report's posted notification `target_kind` (a progress message), as a
+        row `edit-TARGET-N`: one still pending is given the new payload (a reader sees the latest
+        text, and Slack gets one update a delivery, not one a sample); else a new row. Its kind."""
+        prefix = f"{EDIT_PREFIX}{target_kind}-"
+        key = normalize_message_id(message_id)
+        with self._database.transaction():
+            kinds = [row[0] for row in self._database.execute(
+                "SELECT kind FROM outbox WHERE message_id = ? AND substr(kind, 1, ?) = ? AND status = 'pending'",
+                (key, len(prefix), prefix)).fetchall()]
+            if kinds:
+                kind = max(kinds, key=lambda text: int(text[len(prefix):] or 0))
+                self._database.execute("UPDATE outbox SET payload_json = ? WHERE message_id = ? AND kind = ?",
+                                       (_dumps(payload), key, kind))
+                return kind
+            made = int(self._database.execute(
+                "SELECT count(*) FROM outbox WHERE message_id = ? AND substr(kind, 1, ?) = ?",
+                (key, len(prefix), prefix)).fetchone()[0])
+            kind = f"{prefix}{made + 1}"
+            self._database.execute(
+                "INSERT INTO outbox (message_id, kind, channel, status, created_at, payload_json)"
+                " VALUES (?, ?, ?, 'pending', ?, ?)", (key, kind, channel, self._database.stamp(), _dumps(payload)))
+        return kind
 
     def outbox(self, *statuses: str, message_id: str | None = None) -> list[OutboxRow]:
         """Outbox rows in sending order, of the given statuses (all when none given)."""

@@ -246,4 +246,5 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, MIGRATIONS[6].name, _LIFECYCLE),
     Migration(8, MIGRATIONS[7].name, _ACTIONS),
     Migration(9, MIGRATIONS[8].name, _FIX_TESTS),
+    Migration(10, MIGRATIONS[9].name, MIGRATIONS[9].statements),  # the same data step, in SQL both read
 )

@@ -413,6 +413,11 @@ class OutboxStore(Protocol):
         """Add a notification; False when this report already has one of this kind."""
         ...
 
+    def edit_notification(self, message_id: str, target_kind: str, channel: str, payload: dict[str, Any]) -> str:
+        """An edit of the posted notification `target_kind`: a pending edit row gets the new
+        payload, else a new row `edit-TARGET-N`; its kind (part_triage.Outbox)."""
+        ...
+
     def outbox(self, *statuses: str, message_id: str | None = None) -> list[OutboxRow]:
         """Outbox rows in sending order, of the given statuses (all when none given)."""
         ...
@@ -480,6 +485,10 @@ class RunStore(Protocol):
 
     def cut_short_run(self, message_id: str) -> dict[str, Any] | None:
         """The report's newest run when it was cut short (its samples kept, no verdict), else None."""
+        ...
+
+    def recent_runs(self, limit: int) -> list[dict[str, Any]]:
+        """The last `limit` stored reruns of any report, newest first (run JSONs)."""
         ...
 
     def save_bisect(self, message_id: str, bisect_json: dict[str, Any], bisect_id: int | None = None) -> int:

@@ -193,6 +193,7 @@ class SqlStore:
     received_between = _Exposed("_triage", Triage.received_between)
     # -- outbox -----------------------------------------------------------------------------
     enqueue = _Exposed("_outbox", Outbox.enqueue)
+    edit_notification = _Exposed("_outbox", Outbox.edit_notification)
     outbox = _Exposed("_outbox", Outbox.outbox)
     outbox_counts = _Exposed("_outbox", Outbox.outbox_counts)
     posted = _Exposed("_outbox", Outbox.posted)
@@ -206,6 +207,7 @@ class SqlStore:
     save_run = _Exposed("_runs", Runs.save_run)
     latest_run = _Exposed("_runs", Runs.latest_run)
     cut_short_run = _Exposed("_runs", Runs.cut_short_run)
+    recent_runs = _Exposed("_runs", Runs.recent_runs)
     save_bisect = _Exposed("_runs", Runs.save_bisect)
     bisects = _Exposed("_runs", Runs.bisects)
     queue_fix_test = _Exposed("_runs", Runs.queue_fix_test)

@@ -22,6 +22,7 @@ Opening runs the migrations of `migrations.py`; a file written by a newer schema
 """
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -68,6 +69,22 @@ def open_private(path: str | os.PathLike[str], mode: str = "w") -> IO[Any]:
     """`open(path, mode)` for a lock or state file beside the database: created 0600 if new."""
     create_private_file(path)
     return open(path, mode)
+
+
+def _cannot_make(path: str, error: OSError) -> str:
+    """Why a database cannot be opened or made at `path`, in words about its folder where the
+    folder is the problem: /proc answers "No such file or directory" to a file made in it, which
+    reads as if the folder were missing."""
+    folder = os.path.dirname(os.path.abspath(path))
+    made = os.path.exists(path)
+    if not made and os.path.isdir(folder) and error.filename in (path, None):
+        if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            return f"cannot make the database: its folder {folder} is not writable ({error.strerror})"
+        if error.errno == errno.ENOENT:  # the folder is there, yet refuses the new file: procfs, sysfs
+            return (f"cannot make the database: its folder {folder} cannot hold one (the filesystem there "
+                    f"takes no new files); give a path on a disk")
+    detail = f" ({error.filename})" if error.filename and error.filename != path else ""
+    return f"cannot open the database: {error.strerror or error}{detail}"
 
 
 class SqliteDatabase(SqlDatabase):
@@ -141,9 +158,7 @@ class SqliteDatabase(SqlDatabase):
             connection = sqlite3.connect(self.path, isolation_level=None,
                                          timeout=self.busy_timeout_ms / 1000)
         except OSError as error:
-            raise StoreError(f"{self.path}: cannot open the database: {error.strerror or error}"
-                             + (f" ({error.filename})" if error.filename and error.filename != self.path else "")
-                             ) from None
+            raise StoreError(f"{self.path}: {_cannot_make(self.path, error)}") from None
         except sqlite3.Error as error:
             raise StoreError(f"{self.path}: cannot open the database: {error}") from None
         try:

@@ -46,6 +46,7 @@ from triagebot.verdict.outcome import (
     Outcome,
     claimed_sign,
     classify,
+    confidence_text,
     same_bound,
     signed_percent,
 )
@@ -213,7 +214,7 @@ def _reason(why: str, shift: stats.ShiftEstimate, p_value: float, alpha: float, 
     else:
         worse = (change < 0) == (better == "higher")
         measured = f"suspect is {abs(change):.1f}% {'worse' if worse else 'better'}"
-    level = f"{shift.confidence * 100:g}%"
+    level = confidence_text(shift.confidence)
     if math.isinf(shift.ci_low_percent) and math.isinf(shift.ci_high_percent):
         interval = "unbounded"  # too few runs for any rank interval at this level
     else:

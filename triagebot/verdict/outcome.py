@@ -69,6 +69,18 @@ def claimed_sign(reported: float | None, better: str) -> float:
     return -1.0 if better == "higher" else 1.0
 
 
+def confidence_text(level: float) -> str:
+    """An interval's level, in ONE precision wherever a CI is shown: one decimal, a whole number
+    without it (0.95 -> "95%", 0.991667 -> "99.2%"), more decimals only where one would round up to
+    100 (0.9996 -> "99.96%")."""
+    percent = level * 100.0
+    digits = 1
+    while digits < 6 and round(percent, digits) >= 100.0 > percent:
+        digits += 1
+    text = f"{percent:.{digits}f}".rstrip("0").rstrip(".")
+    return f"{text}%"
+
+
 def signed_percent(value: float) -> str:
     """'+1.2%', '−28.3%' (real minus sign), 'unbounded' for an infinite side."""
     if not math.isfinite(value):

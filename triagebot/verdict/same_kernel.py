@@ -14,7 +14,7 @@ import statistics
 from typing import Any
 
 from triagebot.verdict.median import median
-from triagebot.verdict.outcome import Outcome, signed_percent
+from triagebot.verdict.outcome import Outcome, confidence_text, signed_percent
 
 A_A_ONLY = str(Outcome.A_A_ONLY)
 # What an A/A run's two sides are called wherever they are shown (the plot, `triage show`): the
@@ -67,7 +67,7 @@ def a_a_verdict(verdict: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     if change is not None:
         shift = f"median of the pairwise ratios {signed_percent(change)}"
         if low is not None and high is not None:
-            level = f"{confidence:.0%} " if isinstance(confidence, (int, float)) else ""
+            level = f"{confidence_text(confidence)} " if isinstance(confidence, (int, float)) else ""
             shift += f" ({level}CI {signed_percent(low)} to {signed_percent(high)})"
         noise.append(shift)
     if spread is not None:

@@ -9,6 +9,7 @@ and without WebSocket upgrades (nothing here speaks WebSocket).
 """
 from __future__ import annotations
 
+import errno
 import socket
 import threading
 from typing import Any
@@ -34,6 +35,17 @@ def bind(host: str, port: int) -> socket.socket:
         raise
     listener.set_inheritable(True)
     return listener
+
+
+def cannot_listen(error: OSError, address: str, port: int | str, *, address_option: str = "--address",
+                  port_option: str = "--port") -> str:
+    """Why a server cannot listen, naming the option at fault: an address that is no address
+    (`0.0.0.0.0`: the resolver knows no such name) is the address's fault, not the port's; a port
+    taken or not ours to bind is the port's."""
+    if isinstance(error, socket.gaierror) or (error.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT)):
+        return (f"{address_option} {address}: not an address this machine can listen on "
+                f"({error.strerror or error})")
+    return f"{port_option} {port}: cannot listen on {address}:{port}: {error.strerror or error}"
 
 
 class WebServer:

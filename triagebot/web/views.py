@@ -26,8 +26,10 @@ from triagebot.errors import TriageError
 from triagebot.lab.queue import BUSY_ELSEWHERE, lab_view
 from triagebot.lab.standing import Standing, standing
 from triagebot.lifecycle.detect import cause_text
+from triagebot.lifecycle.follow import where_of
 from triagebot.notify.render import STATE_MEANING, commit_url, lore_url, percent, short_commit
 from triagebot.present.dates import parse_since
+from triagebot.present.headline import change_text
 from triagebot.present.report_view import ReportView, gather_report
 from triagebot.present.summary import stance_evidence, summary_lines
 from triagebot.records.report import KINDS, Report
@@ -39,6 +41,7 @@ from triagebot.rules.settings import Settings
 from triagebot.store.protocol import Store, TriageRow, UnreadableRecord
 from triagebot.untrusted.whole_numbers import BadNumber, whole_number
 from triagebot.verdict.median import median
+from triagebot.verdict.outcome import confidence_text
 from triagebot.verdict.same_kernel import run_outcome
 
 REPORT_KINDS = ("lkp-regression", "lkp-improvement", "lkp-functional", "human-report", "human-bug", "syzbot")
@@ -215,7 +218,7 @@ def _moment(text: str | None) -> datetime | None:
 
 
 def _listed(key: str, report: Report, row: TriageRow | None, public: bool) -> Listed:
-    change = f"{report.headline.change_percent:+g}%" if report.headline else ""
+    change = change_text(report)
     host = None if public or row is None else (row.host or None)
     return Listed(key=key, href=report_href(key), date=(report.date or "")[:10], kind=report.kind, change=change,
                   subject=report.subject or "(no subject)", host=host, since=row.updated_at if row else None)
@@ -426,7 +429,7 @@ def _run_view(run: Mapping[str, Any] | None, report: Report, public: bool) -> di
             "outcome": verdict.get("outcome") or "?", "reason": verdict.get("reason") or "",
             "measured": percent(verdict.get("measured_change_percent")),
             "interval": f"{percent(verdict.get('ci_low'))} to {percent(verdict.get('ci_high'))}",
-            "confidence": f"{confidence:.0%}" if isinstance(confidence, int | float) else "",
+            "confidence": confidence_text(confidence) if isinstance(confidence, int | float) else "",
             "reported": percent(verdict.get("reported_change_percent")),
             "p_value": _number(verdict.get("p_value")), "alpha": _number(verdict.get("alpha")),
             "runs": f"{verdict.get('runs_base', '?')} base + {verdict.get('runs_suspect', '?')} suspect",
@@ -472,8 +475,9 @@ def _lifecycle(view: ReportView, store: Store, site: Site) -> list[dict[str, Any
         moves.append({"at": triage.updated_at, "what": f"{triage.state} since", "detail": triage.note
                       if not public else None})
     for move in view.moves:  # after the verdict: fixed, reverted, … with the message that moved it
+        where = where_of(move)
         note = public_text(move.note, names) if public else move.note
-        moves.append({"at": move.moved_at, "what": f"{move.state}: {note}",
+        moves.append({"at": move.moved_at, "what": f"{move.state}{' ' + where if where else ''}: {note}",
                       "detail": cause_text(move.cause_id) if move.cause_id else None})
     for link in view.links:  # later reports of the same regression (or commit)
         if public and not _showable(store, site, link.joined_id):
@@ -523,6 +527,24 @@ def _thread(view: ReportView, store: Store, site: Site) -> list[dict[str, Any]]:
     return messages
 
 
+def _bisections(view: ReportView) -> list[dict[str, Any]]:
+    """The report's bisections: each one's outcome, or, while it runs, where it is (its stored
+    progress, the line a terminal prints a sample) and its estimate."""
+    if not view.bisects:
+        return []
+    from triagebot.bisect.search import bisect_summary  # the verdict's numpy, only for a page with one
+
+    found = []
+    for item in view.bisects:
+        status = str(item.get("status") or "?")
+        progress = (item.get("progress") or {}).get("line") if status == "running" else None
+        text = "" if status == "running" else (bisect_summary(item) if status in ("found", "inconclusive")
+                                                else str(item.get("reason") or ""))
+        found.append({"id": item.get("bisect_id"), "host": item.get("host"), "status": status, "text": text,
+                      "progress": progress, "estimate": list((item.get("estimate") or {}).get("lines") or [])})
+    return found
+
+
 def report_view(store: Store, site: Site, key: str) -> dict[str, Any] | None:
     """Everything the report page shows; None when no report is stored under `key` (or, in
     public, when routing keeps it inside the team)."""
@@ -544,10 +566,12 @@ def report_view(store: Store, site: Site, key: str) -> dict[str, Any] | None:
     plan = _plan_view(plan_json)
     run = _run_view(view.latest_run, report, site.public)
     cut_short = _run_view(view.cut_short_run, report, site.public)
+    bisections = _bisections(view)
     names = host_names(site, triage.host if triage else None, (view.latest_run or {}).get("host"),
-                       (view.cut_short_run or {}).get("host"))
+                       (view.cut_short_run or {}).get("host"), *(item["host"] for item in bisections))
     if site.public:
         plan, run, cut_short = _public_plan(plan, names), _scrub(run, names), _scrub(cut_short, names)
+        bisections = _scrub(bisections, names)
     state = None
     if triage is not None:
         state = {"state": triage.state, "meaning": STATE_MEANING[TriageState(triage.state)],
@@ -557,7 +581,7 @@ def report_view(store: Store, site: Site, key: str) -> dict[str, Any] | None:
                  "note": None if site.public else triage.note}
     return {"key": key, "href": report_href(key), "report": report, "lore": lore_url(report.message_id),
             "lines": lines, "state": state, "plan": plan, "run": run, "cut_short": cut_short,
-            "thread": _thread(view, store, site), "moves": _lifecycle(view, store, site)}
+            "bisections": bisections, "thread": _thread(view, store, site), "moves": _lifecycle(view, store, site)}
 
 
 def plot_run(store: Store, site: Site, key: str) -> dict[str, Any] | None:
