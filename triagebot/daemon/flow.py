@@ -53,7 +53,8 @@ from triagebot.store.protocol import Store, StoreError, TriageRow, UnreadableRec
 
 log = logging.getLogger("triagebot.daemon")
 
-REPORT_KINDS = ("lkp-regression", "human-report")  # what the daemon takes on: claimed slowdowns
+# what the daemon takes on: claimed slowdowns, of merged commits or of a series under review (issue 38)
+REPORT_KINDS = ("lkp-regression", "human-report", "patch-regression")
 MAX_REASON = 500  # characters of an unexpected error kept as a report's reason
 T = TypeVar("T")
 
@@ -87,7 +88,7 @@ def admit(store: Store, lab: DaemonContext, admit_days: float, now: datetime | N
 
 DIGEST_KIND = "digest"  # outbox kind prefix: a top-level post of its own, not a reply in a thread
 DIGEST_DAYS_BACK = 7  # past days a (re)started daemon still posts a missed digest for
-DIGEST_KINDS = ("human-report", "human-perf-complaint", "reply")
+DIGEST_KINDS = ("human-report", "human-perf-complaint", "patch-regression", "reply")
 
 
 def post_digests(store: Store, lab: DaemonContext, now: datetime | None = None) -> list[str]:

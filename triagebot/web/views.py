@@ -36,7 +36,8 @@ from triagebot.rules.hosts import DEFAULT_MAX_WAIT_MINUTES
 from triagebot.rules.settings import Settings
 from triagebot.store.protocol import Store, TriageRow, UnreadableRecord
 
-REPORT_KINDS = ("lkp-regression", "lkp-improvement", "lkp-functional", "human-report", "human-bug", "syzbot")
+REPORT_KINDS = ("lkp-regression", "lkp-improvement", "lkp-functional", "patch-regression", "human-report", "human-bug",
+                "syzbot")
 NOT_TAKEN_ON = "not-taken-on"  # the index's section of stored reports the daemon has not taken on
 DEFAULT_LIMIT = 50  # reports a section shows, as `triage list` prints by default
 MAX_LIMIT = 1000
