@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from triagebot.lab.mail_code import DEFAULT as MAY_BUILD
+from triagebot.lab.mail_code import MayBuild
 from triagebot.logs import event
 from triagebot.rules.settings import Settings
 from triagebot.store.protocol import StoreBusyError
@@ -36,6 +38,8 @@ class DaemonContext:
     # second at a time, rather than lose the run to the store's busy timeout.
     busy_patience_s: float = 600.0
     sleep: Callable[[float], None] = time.sleep
+    # whether code from mail (a series under review) may be built on a host (lab/mail_code.py)
+    may_build: MayBuild = MAY_BUILD
 
 
 def patiently(lab: DaemonContext, write: Callable[[], T]) -> T:

@@ -60,9 +60,13 @@ def page_url(base_url: str, message_id: str) -> str:
     return base_url.rstrip("/") + "/r/" + quote(message_id.strip("<>"), safe="@+=-._~!$&*,;:")
 
 
-def recipients(original: Original, own_address: str | None) -> tuple[list[str], list[str]]:
-    """To: the original sender; Cc: its To and Cc, each address once, never ourselves."""
-    sender = [(name, address) for name, address in getaddresses([original.from_]) if address]
+def recipients(original: Original, own_address: str | None,
+               also_to: str | None = None) -> tuple[list[str], list[str]]:
+    """To: the original sender (and `also_to`: a series under review's author, issue 38); Cc: its To
+    and Cc, each address once, never ourselves."""
+    sender = [(name, address) for name, address in getaddresses([original.from_, also_to or ""]) if address]
+    sender = [item for index, item in enumerate(sender)
+              if item[1].lower() not in {address.lower() for _, address in sender[:index]}]
     seen = {address.lower() for _, address in sender} | ({own_address.lower()} if own_address else set())
     copies = []
     for name, address in getaddresses([*original.to, *original.cc]):
@@ -95,9 +99,14 @@ def body_text(report: Report, state: str, run: dict[str, Any], page: str) -> str
     base = [sample["value"] for sample in samples if sample.get("role") == "base"]
     suspect = [sample["value"] for sample in samples if sample.get("role") == "suspect"]
     metric = plan.get("metric") or (report.headline.metric if report.headline else "the metric")
+    series = run.get("series") or {}
     opening = ("We reran this report in our lab and see the regression too."
                if state == "confirmed" else
                "We reran this report in our lab and do not see the reported change.")
+    if series:  # issue 38: a series under review, measured as its base against base+series
+        opening = (f"We applied v{series.get('version')} of the series ({series.get('subject')}) with b4 on its base "
+                   f"{series.get('base')} and measured it against the base: "
+                   + ("we see the slowdown too." if state == "confirmed" else "we do not see the reported slowdown."))
     command = " ".join(plan.get("argv") or []) or plan.get("template") or "?"
     lines = ["Hello,", "", opening, "",
              f"  host:      {run.get('host', '?')}",
@@ -121,7 +130,7 @@ def body_text(report: Report, state: str, run: dict[str, Any], page: str) -> str
               f"Every sample, the plan and the plot: {page}",
               f"The plot: {page}/plot.svg"]
     culprit = next((commit.sha for commit in report.commits if commit.role == "culprit"), None)
-    if state == "confirmed" and culprit:
+    if state == "confirmed" and culprit and not series:  # a series not merged is nothing for regzbot to track
         lines += ["", f"#regzbot introduced: {culprit} ^"]
     return "\n".join(lines) + "\n"
 
@@ -136,7 +145,8 @@ def draft_reply(original_raw: bytes, report: Report, state: str, run: dict[str, 
     original = read_original(original_raw)
     if not original.message_id:
         raise NoReply("the report has no Message-ID to reply to")
-    to, cc = recipients(original, parseaddr(from_)[1] or None if from_ else None)
+    to, cc = recipients(original, parseaddr(from_)[1] or None if from_ else None,
+                        also_to=(run.get("series") or {}).get("author"))
     message = EmailMessage(policy=MAIL_POLICY)
     if from_:  # printed for copy-paste without rules/mail.toml: the person's own client sets it
         message["From"] = from_
