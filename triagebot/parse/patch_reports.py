@@ -144,7 +144,7 @@ FIGURE = re.compile(
     r"|\d[\d,]*(?:\.\d+)?\s?(?:[KMGT]i?B(?:/s(?:ec)?)?\b|[kmg]b/s(?:ec)?\b|[kKMG]?\s?(?:IOPS|iops|IOPs)\b|"
     r"[kKM]?\s?ops(?:/s(?:ec)?)?\b|"
     r"[mun]s(?:ec)?\b|µs\b|s\b|secs?\b|seconds?\b|minutes?\b|mins?\b|hours?\b|[MG]bits?/s(?:ec)?|[MG]bps\b|"
-    r"M/s\b|events/s|req/s|tps\b|fps\b)"
+    r"[KMG]/s\b|events/s|req/s|tps\b|fps\b)"
     r"|^[ \t|]*(?:w/o?\s+\w+|before|after|base|patched|unpatched|with\w*|without\w*)[ \t|:]+\d[\d.,]*\s+\d",
     re.IGNORECASE | re.MULTILINE)
 REACH = 900  # characters around the statement where its figure may stand (a table above or below)

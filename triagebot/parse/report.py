@@ -311,6 +311,9 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
             fields, quoted = _with_quoted_context(fields, split.quoted)
         if fields.get("measurements"):
             fields = _with_numbers(fields, split.quoted)
+        scripts = attached_scripts(attachments)
+        if scripts:
+            fields = {**fields, "reproducers": (*fields["reproducers"], *scripts)}
         if kind == "patch-regression":
             slowdown = people_slowdown(own)
             series = people_patch_series(subject, in_reply_to, body, slowdown) if slowdown else None
@@ -345,6 +348,20 @@ def _trailer_text(own: str) -> str:
     if "Fixes:" not in own:
         return ""
     return "\n".join(_FIXES_LINE.findall(own))
+
+
+# A test program a person attaches is how they measured or broke it (issue 38): "dsync_test.sh"
+# (dev2 replies 50), "test-tlb-range-perf.c" (dev7:60), "godown.c" (dev:26). Listed as a `script`
+# reproducer (never planned: a template runs only a command line it can read option by option)
+# named `attachment:NAME`, with its text when the part is text. The robot's `job-script` is its own.
+_SCRIPT_NAME = re.compile(r"\.(?:sh|bash|py|pl|c|fio|bt)$", re.IGNORECASE)
+MAX_SCRIPTS = 10
+
+
+def attached_scripts(attachments: tuple[DecodedAttachment, ...]) -> tuple[Reproducer, ...]:
+    found = [Reproducer(kind="script", url=f"attachment:{item.name}", content=item.text)
+             for item in attachments if item.name and _SCRIPT_NAME.search(item.name)]
+    return tuple(found[:MAX_SCRIPTS])
 
 
 def _lkp_fields(own: str, attachments: tuple[DecodedAttachment, ...]) -> dict:
