@@ -125,3 +125,34 @@ def test_on_a_host_that_builds_no_code_from_mail_the_series_is_not_applied(tmp_p
     assert not (state / "running").exists()  # no kernel was switched to, nothing was built
     with SqliteStore(database) as store:
         assert store.latest_run(REPLY_ID) is None
+
+
+def test_triage_rerun_measures_a_patch_regression_as_base_against_base_plus_series(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from tests.support.lab import lab_path
+
+    repo, base, mails = the_series(tmp_path)
+    rules, state = write_lab_rules(tmp_path, PROJECT, repo=repo)
+    monkeypatch.setenv("PATH", lab_path(tmp_path))  # the lab's sysbench for the triage processes
+    folder = tmp_path / "mail"
+    folder.mkdir()
+    for number, raw in enumerate(mails):
+        (folder / f"{number}.eml").write_bytes(raw)
+    database = tmp_path / "t.db"
+
+    def triage(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "triagebot.cli", *args], capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=900, cwd=PROJECT)
+
+    try:
+        assert triage("ingest", "--db", str(database), str(folder)).returncode == 0
+        result = triage("rerun", REPLY_ID, "--db", str(database), "--rules", str(rules), "--budget", "8", "--json")
+    finally:
+        subprocess.run([*HOOK, "stop", str(state)], check=False)
+    assert result.returncode == 0, result.stderr
+    run = json.loads(result.stdout)
+    assert run["base_commit"] == base and run["series"]["base_from"] == "base-commit"
+    assert git(repo, "rev-parse", f"{run['suspect_commit']}~2").strip() == base
+    assert run["verdict"]["outcome"] == "confirmed"

@@ -25,7 +25,6 @@ import contextlib
 import dataclasses
 import hashlib
 import logging
-import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TypeVar
@@ -35,7 +34,7 @@ from triagebot.daemon.dispatch.protocol import Dispatcher, RunJob
 from triagebot.errors import TriageError
 from triagebot.fix_test.flow import archive_of
 from triagebot.fix_test.series import FixRefused
-from triagebot.fix_test.under_review import SeriesToTest, measure_series, prepare_series, series_to_test
+from triagebot.fix_test.under_review import SeriesToTest, measure_series, series_mbox, series_to_test
 from triagebot.lab.context import DaemonContext, StopRequested, patiently
 from triagebot.lab.queue import RERUNS, LabView, lab_view, preferred_host
 from triagebot.logs import event
@@ -499,12 +498,10 @@ def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> st
         refused = lab.may_build(host, series.describe(), asked_by(store, row.message_id))
         if refused is not None:
             raise TriageError(f"not rerun: {refused}")
-        with tempfile.TemporaryDirectory(prefix="triage-series-") as work:
-            try:
-                mbox = prepare_series(thread_raw(store, row.message_id), Path(work),
-                                      archive_of(report.source.url), series).mbox.read_bytes()
-            except FixRefused as error:
-                raise TriageError(f"the series cannot be applied: {error}") from None
+        try:
+            mbox = series_mbox(series, thread_raw(store, row.message_id), archive_of(report.source.url))
+        except FixRefused as error:
+            raise TriageError(f"the series cannot be applied: {error}") from None
     budget, again = rerun_asked(store, row.message_id, lab.budget)
     rounds = rounds_within(budget)
     first_look = 2 * rounds.rounds[0]

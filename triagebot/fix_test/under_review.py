@@ -15,6 +15,7 @@ from __future__ import annotations
 import email
 import email.policy
 import re
+import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from email.utils import getaddresses
@@ -139,6 +140,12 @@ def _base(report: Report, raws: list[bytes]) -> tuple[str, str]:
 def prepare_series(thread: list[bytes], workdir: Path, archive_url: str, series: SeriesToTest) -> PreparedFix:
     """The series am-ready, by b4, exactly as a fix is prepared (FixRefused when it cannot be)."""
     return prepare_fix(thread, workdir, archive_url, series.message_id)
+
+
+def series_mbox(series: SeriesToTest, thread: list[bytes], archive_url: str) -> bytes:
+    """b4's am-ready mbox of the series, made in a scratch directory removed after (FixRefused)."""
+    with tempfile.TemporaryDirectory(prefix="triage-series-") as work:
+        return prepare_series(thread, Path(work), archive_url, series).mbox.read_bytes()
 
 
 def measure_series(host: Host, executor: Executor, plan: Plan, series: SeriesToTest, mbox: bytes, *,
