@@ -86,6 +86,7 @@ def test_a_reply_measuring_a_slowdown_of_a_series_is_rerun_as_base_against_base_
         series = row.plan["series"]
         assert (series["base"], series["base_from"], series["version"], series["parts"]) == (base, "base-commit", 2, 2)
         assert series["author"] == AUTHOR and series["message_id"] == message_id_of(mails[2])
+        assert series["senders"] == ["carl@example.org"]  # whose code it is, for the trust decision
         run = store.latest_run(REPLY_ID)
         raw = store.get_raw(REPLY_ID)
         report = store.get_record(REPLY_ID)

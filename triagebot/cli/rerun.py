@@ -100,7 +100,7 @@ def _rerun_series(args: argparse.Namespace, store: Store, report: Report, plan: 
     thread = [raw for raw in (store.get_raw(key) for key in store.thread_of(message_id)) if raw is not None]
     try:
         series = series_to_test(report, thread)
-        refused = MAY_BUILD(host, series.describe(), getpass.getuser())
+        refused = MAY_BUILD(host, series.describe(), series.senders, f"cli:{getpass.getuser()}")
         if refused is not None:
             raise FixRefused(refused)
         mbox = series_mbox(series, thread, archive_of(report.source.url))

@@ -227,9 +227,11 @@ def thread_raw(store: Store, message_id: str) -> list[bytes]:
 
 
 def asked_by(store: Store, message_id: str) -> str | None:
-    """Who took the report on by hand (a digest's button or `triage take-on`), None for the daemon."""
+    """Who took the report on by hand (a digest's button: `slack:<user>`; `triage take-on`:
+    `cli:<who>`), None when the daemon took it on by itself."""
     decision = store.decision_of(message_id)
-    return decision.decided_by if decision is not None and decision.decision == "take-on" else None
+    return f"{decision.via}:{decision.decided_by}" if decision is not None and decision.decision == "take-on" \
+        else None
 
 
 def with_series(store: Store, lab: DaemonContext, report: Report, plan: Plan, host: Host) -> dict:
@@ -241,7 +243,7 @@ def with_series(store: Store, lab: DaemonContext, report: Report, plan: Plan, ho
         series = series_to_test(report, thread_raw(store, message_id))
     except FixRefused as refused:
         return Refusal(f"{refused}", ("the series' patch mails and its base",), plan.source, message_id).to_json()
-    reason = lab.may_build(host, series.describe(), asked_by(store, message_id))
+    reason = lab.may_build(host, series.describe(), series.senders, asked_by(store, message_id))
     if reason is not None:
         return Refusal(reason, ("a host allowed to build code from mail",), plan.source, message_id).to_json()
     return {**plan.to_json(), "series": series.to_json()}
@@ -495,7 +497,7 @@ def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> st
         raise TriageError(f"{row.message_id} names no culprit commit to rerun")
     mbox = b""
     if series is not None:  # base against base+series: b4 makes it am-ready, as a fix test does
-        refused = lab.may_build(host, series.describe(), asked_by(store, row.message_id))
+        refused = lab.may_build(host, series.describe(), series.senders, asked_by(store, row.message_id))
         if refused is not None:
             raise TriageError(f"not rerun: {refused}")
         try:

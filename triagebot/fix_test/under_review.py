@@ -50,15 +50,17 @@ class SeriesToTest:
     base: str  # a commit, a tag or a tree's ref
     base_from: str  # robot / base-commit / quoted / tree: where the base was read
     author: str | None  # the series' From, as written
+    senders: tuple[str, ...] = ()  # the From address of each mail of that version: whose code it is
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "senders": list(self.senders)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SeriesToTest:
         return cls(message_id=str(data["message_id"]), subject=str(data["subject"]), version=int(data["version"]),
                    parts=int(data.get("parts") or 0), base=str(data["base"]),
-                   base_from=str(data.get("base_from") or ""), author=data.get("author"))
+                   base_from=str(data.get("base_from") or ""), author=data.get("author"),
+                   senders=tuple(data.get("senders") or ()))
 
     def describe(self) -> str:
         return f"v{self.version} of the series <{self.message_id}> ({self.subject})"
@@ -70,13 +72,13 @@ def _title(subject: str) -> str:
     return " ".join(_WORDS.findall(_TAGS.sub("", subject).lower()))
 
 
-def _sender(raw: bytes) -> str | None:
+def _sender(raw: bytes) -> tuple[str, str] | None:
+    """(name, address) of a mail's From."""
     headers = email.message_from_bytes(raw[:65536], policy=email.policy.compat32)
     found = getaddresses([str(headers.get("From", ""))])
     if not found or not found[0][1]:
         return None
-    name, address = found[0]
-    return f"{name} <{address}>" if name else address
+    return found[0]
 
 
 def series_to_test(report: Report, thread: list[bytes]) -> SeriesToTest:
@@ -112,8 +114,12 @@ def series_to_test(report: Report, thread: list[bytes]) -> SeriesToTest:
     base, base_from = _base(report, [raw for _, raw in version])
     first = min(version, key=lambda item: item[0].part)  # the cover letter, else part 1
     parts = sum(1 for mail, _ in version if mail.part > 0)
+    author = _sender(first[1])
+    senders = sorted({found[1].lower() for found in (_sender(raw) for _, raw in version) if found})
     return SeriesToTest(message_id=patch.message_id, subject=patch.subject, version=patch.version, parts=parts,
-                        base=base, base_from=base_from, author=_sender(first[1]))
+                        base=base, base_from=base_from,
+                        author=(f"{author[0]} <{author[1]}>" if author[0] else author[1]) if author else None,
+                        senders=tuple(senders))
 
 
 def _base(report: Report, raws: list[bytes]) -> tuple[str, str]:
