@@ -176,3 +176,26 @@ def test_a_patch_quoting_the_robots_report_is_a_patch_not_the_report(subject: st
                            Source("eml"))
     assert report.kind == "other"
     assert report.kind not in flow.REPORT_KINDS
+
+
+@pytest.mark.parametrize("text", [
+    "performance regresses by about 20%", "a performance regression", "it regressed by 5%", "perf drop 26%",
+    "a performance degradation of ~2%", "a performance killer", "a speed degradation",
+    "a significant impact on\nperformance", "a consistent 40% impact on performance", "noticeably slower",
+    "a real slowdown", "it slows things down", "a slight lower performance", "much lower throughput",
+    "IMX6q performs worse", "no improvement, or even worse", "is not as good\nas with it", "not as fast as",
+    "boot time increases by only 4%", "latency went up", "write drops 26% and read 14%",
+    "dropping from 13.070 to 10.550 M/s", "a 10% regression", "a ~2% drop",
+])
+def test_every_slowdown_form_passes_the_literal_gate(text: str) -> None:
+    from triagebot.parse.patch_reports import SLOWDOWN, may_state_slowdown
+
+    assert SLOWDOWN.search(text), text  # the form itself
+    assert may_state_slowdown(text.lower()), text  # and the cheap gate in front of it
+
+
+def test_the_gate_lets_a_plain_review_through_unsearched() -> None:
+    from triagebot.parse.patch_reports import may_state_slowdown
+
+    assert not may_state_slowdown("please drop the lock before the fallback; the rest looks fine.")
+    assert not may_state_slowdown('printf("%d", x); is the time right here?')

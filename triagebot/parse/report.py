@@ -455,6 +455,9 @@ def quotes_a_slowdown(quoted: str) -> bool:
     return False
 
 
+QUOTED_PATCH_REGRESSION_WINDOW = 3000  # characters of quoted text read for a slowdown measured against a series
+
+
 def quotes_a_patch_regression(subject: str, quoted: str) -> bool:
     """A reply in a series' thread quoting a slowdown measured against the series, with a figure or
     tied to it in words: "I'm able to reproduce the regression" under "performance regresses by about
@@ -462,7 +465,8 @@ def quotes_a_patch_regression(subject: str, quoted: str) -> bool:
     replies 31)."""
     if not quoted or series_subject(subject) is None:
         return False
-    found = people_slowdown(quoted[:QUOTED_SLOWDOWN_WINDOW])
+    # the answered report's words stand first in what is quoted; a quoted patch below them is code
+    found = people_slowdown(quoted[:QUOTED_PATCH_REGRESSION_WINDOW])
     return found is not None and (found.figure or found.attributed)
 
 
