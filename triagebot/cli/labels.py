@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from triagebot.cli.common import add_db_argument, open_store
+from triagebot.store.protocol import UnreadableRecord
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +39,7 @@ def labels(store, since: str | None, every: bool) -> list[dict]:
         stored = store.get_message(row.message_id)
         try:
             report = store.get_record(row.message_id)
-        except Exception:  # noqa: BLE001 - an unreadable record still has its decision
+        except UnreadableRecord:  # an unreadable record still has its decision: a label without a date
             report = None
         date = report.date if report is not None and report.date else None
         found.append({
