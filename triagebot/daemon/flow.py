@@ -26,7 +26,6 @@ import dataclasses
 import hashlib
 import logging
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import TypeVar
 
 from triagebot.daemon.dispatch.inprocess import InlineDispatcher
@@ -36,6 +35,8 @@ from triagebot.fix_test.flow import archive_of
 from triagebot.fix_test.series import FixRefused
 from triagebot.fix_test.under_review import SeriesToTest, measure_series, series_mbox, series_to_test
 from triagebot.lab.context import DaemonContext, StopRequested, patiently
+from triagebot.lab.mail_code import DEFAULT as MAY_BUILD
+from triagebot.lab.mail_code import MayBuild
 from triagebot.lab.queue import RERUNS, LabView, lab_view, preferred_host
 from triagebot.logs import event
 from triagebot.notify import render
@@ -202,7 +203,7 @@ def _plan_one(store: Store, lab: DaemonContext, row: TriageRow, hosts: tuple[Hos
         plan_json = plan.to_json()
         host_name = match.host.name
         if isinstance(plan, Plan) and report.kind == "patch-regression":
-            plan_json = with_series(store, lab, report, plan, match.host)
+            plan_json = with_series(store, lab.may_build, report, plan, match.host)
         elif isinstance(plan, Plan) and not commits_of(report)[1]:
             plan_json = Refusal("the report names no culprit commit to rerun", ("a culprit commit",),
                                 plan.source, row.message_id).to_json()
@@ -234,7 +235,7 @@ def asked_by(store: Store, message_id: str) -> str | None:
         else None
 
 
-def with_series(store: Store, lab: DaemonContext, report: Report, plan: Plan, host: Host) -> dict:
+def with_series(store: Store, may_build: MayBuild, report: Report, plan: Plan, host: Host) -> dict:
     """A patch-regression's plan: the template's plan with the series it is rerun with (base against
     base+series, fix_test/under_review.py), or the refusal saying why there is none: the series or
     its base not found, or the host may not build code from mail (lab/mail_code.py)."""
@@ -243,7 +244,7 @@ def with_series(store: Store, lab: DaemonContext, report: Report, plan: Plan, ho
         series = series_to_test(report, thread_raw(store, message_id))
     except FixRefused as refused:
         return Refusal(f"{refused}", ("the series' patch mails and its base",), plan.source, message_id).to_json()
-    reason = lab.may_build(host, series.describe(), series.senders, asked_by(store, message_id))
+    reason = may_build(host, series.describe(), series.senders, asked_by(store, message_id))
     if reason is not None:
         return Refusal(reason, ("a host allowed to build code from mail",), plan.source, message_id).to_json()
     return {**plan.to_json(), "series": series.to_json()}
@@ -391,7 +392,7 @@ def _plan_on(store: Store, lab: DaemonContext, row: TriageRow, host: Host,
     if moved is not None:
         plan = dataclasses.replace(plan, notes=(*plan.notes, moved))
     if report.kind == "patch-regression":
-        planned = with_series(store, lab, report, plan, host)
+        planned = with_series(store, lab.may_build, report, plan, host)
         if planned.get("kind") != "plan":
             raise TriageError(f"no plan on {host.name}, the host it was given: {planned.get('reason')}")
         return planned, moved
@@ -465,8 +466,7 @@ def plan_for_host(store: Store, settings: Settings, message_id: str, host_name: 
     if not isinstance(plan, Plan):
         raise TriageError(plan.reason)
     if report.kind == "patch-regression":
-        planned = with_series(store, DaemonContext(settings=settings, database=Path(store.path),
-                                                   deliver=lambda: None), report, plan, host)
+        planned = with_series(store, MAY_BUILD, report, plan, host)
         if planned.get("kind") != "plan":
             raise TriageError(str(planned.get("reason")))
         return planned
