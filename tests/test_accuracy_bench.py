@@ -48,3 +48,47 @@ def test_the_corpus_index_names_each_message_list(tmp_path: Path) -> None:
         "m2.eml\t<b@x>\tgithub.com/linux-mailinglist-archives/linux-ext4.vger.kernel.org.0 path m @ 5678\n",
         encoding="utf-8")
     assert accuracy.corpus_lists(tmp_path) == {"a@x": "linux-nfs", "b@x": "linux-ext4"}
+
+
+def _report(message_id: str, subject: str, text: str, sender: str = "Tester <tester@example.org>") -> bytes:
+    return (f"From: {sender}\nTo: list@example.org\nSubject: {subject}\nMessage-ID: <{message_id}>\n"
+            f"Date: Mon, 1 Jan 2024 10:00:00 +0000\n\n{text}\n").encode()
+
+
+def test_issue_38_reserves_five_more_lists_and_dev4_is_reserved() -> None:
+    assert {"linux-nvme", "linux-fsdevel", "netdev", "linux-rdma", "linux-crypto"} <= set(accuracy.RESERVED)
+    assert accuracy._reserved({"list": "linux-nvme", "source": "o/linux-nvme.lists.infradead.org.0@" + "0" * 40})
+    assert not accuracy._reserved({"list": "linux-ext4", "source": "o/linux-ext4.vger.kernel.org.0@" + "0" * 40})
+
+
+def test_a_blind_set_is_refused() -> None:
+    for name in ("blind", "blind-second"):
+        try:
+            accuracy.set_directory(name)
+        except accuracy.LabelError as error:
+            assert "blind" in str(error)
+        else:
+            raise AssertionError(f"{name} was not refused")
+
+
+def test_a_set_is_measured_as_the_daemon_would_treat_each_message() -> None:
+    slow = ("Since commit 0123456789ab (\"mm: batch the refills\") fio randread drops from 500 MB/s to 400 MB/s,"
+            " a 20% regression:\n\n  fio --name=r --rw=randread --bs=4k --size=1G\n")
+    source = "o/linux-ext4.vger.kernel.org.0@" + "1" * 40
+    reports = [
+        {"_id": "a", "source": source, "list": "linux-ext4", "kind": "human-report", "taken_on": True},
+        {"_id": "b", "source": source, "list": "linux-ext4", "kind": "human-bug", "taken_on": False},
+        {"_id": "c", "source": "o/linux-nvme.lists.infradead.org.0@" + "2" * 40, "list": "linux-nvme",
+         "kind": "human-report", "taken_on": True},
+    ]
+    raw = {"a": _report("a@x", "ext4: randread 20% slower since 6.8", slow),
+           "b": _report("b@x", "ext4: oops in ext4_map_blocks", "It crashes when I mount it."),
+           "c": _report("c@x", "nvme: a question", "How do I set the queue depth?")}
+    result = accuracy.measure_set([], reports, raw, ("lkp-regression", "human-report"),
+                                  ("human-report", "human-perf-complaint", "reply"))
+    development, reserved = result["development"], result["reserved"]
+    assert (development["reach"]["agree"], development["reach"]["total"]) == (1, 1)
+    assert (development["taken_on_precision"]["agree"], development["taken_on_precision"]["total"]) == (1, 1)
+    # the reserved list's missed report is counted, never shown
+    assert (reserved["reach"]["agree"], reserved["reach"]["total"]) == (0, 1)
+    assert "disagreements" not in reserved and "confusion" not in reserved

@@ -30,6 +30,9 @@ def _labelled_kinds() -> dict[str, str]:
 
 
 LABELLED = _labelled_kinds()
+# The robot's performance reports posted In-Reply-To the patch they tested (INDEX "lkp-perf" with an
+# in_reply_to): a regression of a series under review (issue 38), read as `patch-regression`.
+PRE_MERGE = {"lkp-perf": "patch-regression"}
 
 
 def _index_rows() -> list[dict[str, str]]:
@@ -48,7 +51,8 @@ def test_corpus_message_kind(row: dict[str, str]) -> None:
     require_corpus()
     raw = (CORPUS / row["file"]).read_bytes()
     report = parse_message(raw, Source("eml"))
-    expected = LABELLED.get(row["message_id"].strip("<>"), INDEX_TO_KIND.get(row["kind"]))
+    kind = PRE_MERGE.get(row["kind"]) if row.get("in_reply_to") else None
+    expected = LABELLED.get(row["message_id"].strip("<>"), kind or INDEX_TO_KIND.get(row["kind"]))
     if expected is not None:
         assert report.kind == expected
     # the JSON form round-trips exactly

@@ -204,7 +204,7 @@ def test_a_functional_bug_report_is_stored_and_shown_like_a_report() -> None:
 
 
 def test_the_daemon_takes_on_performance_reports_but_never_a_bug_report(tmp_path: Path) -> None:
-    assert flow.REPORT_KINDS == ("lkp-regression", "human-report")
+    assert flow.REPORT_KINDS == ("lkp-regression", "human-report", "patch-regression")
     perf_raw = (FIXTURES / "lab" / "sysbench-cpu-regression.eml").read_bytes()  # dated April 2024
     records = [report_to_json(parse_message(raw, Source("eml"))) for raw in (perf_raw, HANG)]
     assert [record["kind"] for record in records] == ["human-report", "human-bug"]

@@ -1,8 +1,10 @@
 """LKP performance reports posted as replies to the patch they blame ("Re: [PATCH …]").
 
-The robot answers a patch with the same report it sends to the list: read as lkp-regression /
-lkp-improvement with their parameters, and taken on by the daemon like any other report. A
-person's reply that quotes or retells the robot's sentence stays a reply.
+The robot answers a patch with the same report it sends to the list: a regression is read as a
+regression of the series under review (`patch-regression`, issue 38: its series from the report's
+patch lines), an improvement as lkp-improvement, each with its LKP parameters; the regression is
+taken on by the daemon like any other report. A person's reply that quotes or retells the robot's
+sentence stays a reply.
 """
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ OPENING = "kernel test robot noticed a 23.6% regression of stress-ng.msg.ops_per
 
 CASES = [
     # the robot's reply to a patch, its sentence after the greeting
-    (PATCH, ROBOT, "\nHello,\n\n" + OPENING, "lkp-regression"),
+    (PATCH, ROBOT, "\nHello,\n\n" + OPENING, "lkp-regression"),  # classify's word; report.py adds the series
     # an improvement, the lkp@intel.com sender of 2025 reports
     (PATCH, "kernel test robot <lkp@intel.com>",
      "Hello,\n\nkernel test robot noticed a 93.1% improvement of will-it-scale.per_process_ops on:\n",
@@ -59,7 +61,10 @@ def test_robot_reports_under_a_patch_are_reports(subject: str, sender: str, own:
 
 def test_the_reply_fixture_is_read_with_its_parameters() -> None:
     report = parse_message(REPLY.read_bytes(), Source("eml", str(REPLY)))
-    assert report.kind == "lkp-regression" and report.testcase == "stress-ng"
+    assert report.kind == "patch-regression" and report.testcase == "stress-ng"
+    assert report.series is not None and report.series.attributed
+    assert report.series.subject.startswith("[PATCH v2 1/2] nfs: cache the change attribute")
+    assert report.series.version == 2
     assert dict(report.parameters) == {"nr_threads": "100%", "testtime": "60s", "test": "msg",
                                        "cpufreq_governor": "performance"}
     assert report.headline is not None and report.headline.metric == "stress-ng.msg.ops_per_sec"
@@ -106,5 +111,7 @@ def test_every_patch_reply_report_of_the_stream_is_read_as_a_report() -> None:
     assert len(rows) >= 7
     for row in rows:
         report = parse_message((STREAM / row["file"]).read_bytes(), Source("eml"))
-        assert report.kind in ("lkp-regression", "lkp-improvement"), row["file"]
+        assert report.kind in ("patch-regression", "lkp-improvement"), row["file"]
+        if report.kind == "patch-regression":  # the series it tested, from the report's own lines
+            assert report.series is not None and report.series.subject, row["file"]
         assert report.testcase and report.parameters and report.headline, row["file"]

@@ -76,7 +76,8 @@ FACTS = [
     ("lkp/improvement-2024.eml", "lkp-improvement", "202407081422.9d3e6b57-oliver.sang@intel.com",
      "bc34f8f758eedb58bcf751be8b8e2b3b2b6a6f2d", "fsmark", 8, (96, 2, 128), "none", False),
     # the robot's report posted as a reply to the patch it blames ("Re: [PATCH v2 1/2] …")
-    ("lkp/patch-reply-stress-ng-regression.eml", "lkp-regression", "202506121525.5f1c0a7e-lkp@intel.com",
+    # the robot's report on a patch under review: a regression of the series (issue 38)
+    ("lkp/patch-reply-stress-ng-regression.eml", "patch-regression", "202506121525.5f1c0a7e-lkp@intel.com",
      "3c5e8a91d07f2b64e1a9c0d5f7b3a2e4c6d8f012", "stress-ng", 4, (192, 2, 256), "none", False),
     ("lkp/functional-warning.eml", "lkp-functional", "202404091133.e71c4a20-lkp@intel.com",
      "0c284d2e211c1da268cf315d6621c982025183e5", "xfstests", 0, (4, None, 8), "none", False),

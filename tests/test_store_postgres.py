@@ -217,6 +217,8 @@ def fill(store) -> None:
     fix_test = store.queue_fix_test("m4@x", "v2:m5@x", "m5@x")
     store.set_fix_test(fix_test, "done", {"version": 2, "recovery": {"call": "recovers"}})
     store.queue_fix_test("m4@x", "v3:m6@x", "m6@x")
+    store.record_decision("decision-1", "m3@x", "dismiss", "U0MARKER", "slack", "human-perf-complaint",
+                          "kind human-perf-complaint at 50% (floor 60%)", "a complaint, no change named")
 
 
 def answers(store) -> tuple:

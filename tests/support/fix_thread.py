@@ -62,3 +62,42 @@ def run_git_am(repo: Path, commit: str, mbox: Path) -> str:
     git(repo, "checkout", "-q", "--detach", commit)
     git(repo, "am", "-q", str(mbox))
     return git(repo, "rev-parse", "HEAD").strip()
+
+
+AUTHOR = "Carl Author <carl@example.org>"
+MEASURER = "Mira Measurer <mira@example.org>"
+
+
+def series_under_review(repo: Path, base: str, factor: str, *, version: int = 2,
+                        date: str = "Tue, 16 Apr 2099 08:00:00 +0000") -> list[bytes]:
+    """A series posted for review (issue 38), made with real git format-patch on `base` of the lab's
+    repository: a cover letter and two patches, the second setting `lab-factor` to `factor` (below
+    1.0: the series slows the lab's benchmark down), each with b4's `base-commit:` line."""
+    git(repo, "checkout", "-q", "-B", f"review-v{version}", base)
+    (repo / "history.txt").open("a").write(f"review v{version}: prepare\n")
+    git(repo, "commit", "-q", "-am", "sched: prepare the wakeup path for batching")
+    (repo / FACTOR_FILE).write_text(f"{factor}\n")
+    git(repo, "commit", "-q", "-am", "sched: batch the wakeups of small machines\n\n"
+        "Signed-off-by: Carl Author <carl@example.org>")
+    text = git(repo, "format-patch", "--stdout", "--thread=shallow", "--cover-letter", f"--base={base}",
+               f"-v{version}", "-2", "HEAD")
+    git(repo, "checkout", "-q", "main")
+    mails = [part.split("\n", 1)[1].encode() for part in ("\n" + text).split("\nFrom ")[1:]]
+    return [mail.replace(b"*** SUBJECT HERE ***", b"sched: batch the wakeups")
+                .replace(b"*** BLURB HERE ***", b"Batch the wakeups; please test.")
+                .replace(b"From: Lab <lab@example.org>", f"From: {AUTHOR}".encode())
+                .replace(b"Date: Mon, 1 Apr 2024 00:00:00 +0000", f"Date: {date}".encode()) for mail in mails]
+
+
+def measured_reply(to: bytes, body: str, message_id: str = "measured@example.org",
+                   date: str = "Tue, 16 Apr 2099 10:00:00 +0000", sender: str = MEASURER) -> bytes:
+    """A reply to a series' mail, by `sender`: the person who measured it."""
+    subject = next(line.split(":", 1)[1].strip() for line in to.decode().splitlines()
+                   if line.lower().startswith("subject:"))
+    return (f"From: {sender}\nTo: {AUTHOR}\nCc: linux-kernel@vger.kernel.org\nSubject: Re: {subject}\n"
+            f"Date: {date}\nMessage-ID: <{message_id}>\nIn-Reply-To: <{message_id_of(to)}>\n"
+            f"References: <{message_id_of(to)}>\n\n{body}\n").encode()
+
+
+def message_id_of(raw: bytes) -> str:
+    return message_id(raw)

@@ -18,7 +18,7 @@ from triagebot.records.report import KINDS, report_to_json
 from triagebot.untrusted.visible import visible
 from triagebot.verdict.same_kernel import A_A_ONLY, run_outcome
 
-UNSURE_KINDS = ("human-report", "human-perf-complaint", "reply")
+UNSURE_KINDS = ("human-report", "human-perf-complaint", "patch-regression", "reply")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,8 +46,8 @@ def _kinds(selected: list[str] | None) -> list[str] | None:
         return None
     kinds: list[str] = []
     for kind in selected:
-        kinds.extend(("lkp-regression", "lkp-improvement", "lkp-functional", "human-report", "human-perf-complaint",
-                      "human-bug", "syzbot")
+        kinds.extend(("lkp-regression", "lkp-improvement", "lkp-functional", "patch-regression", "human-report",
+                      "human-perf-complaint", "human-bug", "syzbot")
                      if kind == "reports" else (kind,))
     return kinds
 

@@ -38,6 +38,11 @@ COMMANDS = {
     "reply": ("triagebot.cli.reply", "the reply upstream after a verdict: printed, or --send through rules/mail.toml"),
     "decide": ("triagebot.cli.decide", "decide confirm / no-repro / inconclusive from numbers given by hand"),
     "db": ("triagebot.cli.db", "the store itself: db copy FROM TO (SQLite <-> PostgreSQL), db migrate"),
+    "take-on": ("triagebot.cli.decision", "take on a reading the daemon was unsure of (a digest line): "
+                "the daemon plans and reruns it; kept as a label"),
+    "dismiss": ("triagebot.cli.decision", "dismiss a reading the daemon was unsure of (a digest line); kept as a "
+                "label"),
+    "labels": ("triagebot.cli.labels", "labels export: people's take-on and dismiss decisions, as JSON Lines labels"),
 }
 
 

@@ -2,21 +2,25 @@
 
 The report is planned for the host most like its test machine (or `--host`); the suspect is
 the report's culprit (or `--suspect`), the base its base commit, else the culprit's parent
-`<sha>^` (or `--base`). Samples alternate base and suspect; the run, every sample and the
-verdict are stored together. On a host that cannot switch kernels the run is an A/A run of one
-round (its outcome is a-a-only whatever more samples say). Ctrl-C or SIGTERM stops the run
-there and keeps the samples taken, stored as a run cut short (`triage show`; a new rerun
-starts over). Exit 0 with a verdict, 1 for a refusal, an unknown id or a run that ended in
-error, 130 (Ctrl-C) or 143 (SIGTERM) for a run cut short.
+`<sha>^` (or `--base`). A regression of a series under review (`patch-regression`, issue 38) is
+rerun as the series' base against base+series, b4 preparing the series from the stored thread as a
+fix test does, on a host that may build code from mail. Samples alternate base and suspect; the
+run, every sample and the verdict are stored together. On a host that cannot switch kernels the
+run is an A/A run of one round (its outcome is a-a-only whatever more samples say). Ctrl-C or
+SIGTERM stops the run there and keeps the samples taken, stored as a run cut short (`triage
+show`; a new rerun starts over). Exit 0 with a verdict, 1 for a refusal, an unknown id or a run
+that ended in error, 130 (Ctrl-C) or 143 (SIGTERM) for a run cut short.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import getpass
 import json
 import signal
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 from triagebot.cli.common import (
     add_db_argument,
@@ -28,6 +32,10 @@ from triagebot.cli.common import (
 from triagebot.cli.keys import resolve_key
 from triagebot.cli.plotfile import check_plot_path, write_plot
 from triagebot.errors import TriageError
+from triagebot.fix_test.flow import archive_of
+from triagebot.fix_test.series import FixRefused
+from triagebot.fix_test.under_review import measure_series, series_mbox, series_to_test
+from triagebot.lab.mail_code import team_rule
 from triagebot.notify.render import short_commit
 from triagebot.records.report import Report
 from triagebot.records.threads import normalize_message_id
@@ -39,6 +47,7 @@ from triagebot.reproduce.materials import with_materials_over_http
 from triagebot.reproduce.plan import Plan, plan_report
 from triagebot.reproduce.rounds import commits_of, rounds_within
 from triagebot.reproduce.runner import RunRecord, Sample, rerun
+from triagebot.rules.hosts import Host
 from triagebot.rules.settings import Settings, settings_for
 from triagebot.store.protocol import Store
 from triagebot.verdict.same_kernel import A_A_ONLY
@@ -88,6 +97,40 @@ def _with_materials(report: Report, store: Store, settings: Settings) -> Report:
     return report
 
 
+def _rerun_series(args: argparse.Namespace, store: Store, report: Report, plan: Plan, host: Host, database: Path,
+                  settings: Settings) -> int:
+    """A regression of a series under review (issue 38): its base against base+series, the series
+    made am-ready by b4 from the stored thread and built by the host's build_patched hook, where
+    code from mail may be built (lab/mail_code.py)."""
+    message_id = report.message_id or ""
+    thread = [raw for raw in (store.get_raw(key) for key in store.thread_of(message_id)) if raw is not None]
+    try:
+        series = series_to_test(report, thread)
+        refused = team_rule(settings.trust)(host, series.describe(), series.senders, f"cli:{getpass.getuser()}")
+        if refused is not None:
+            raise FixRefused(refused)
+        mbox = series_mbox(series, thread, archive_of(report.source.url))
+    except FixRefused as error:
+        print(f"triage rerun: {message_id}: not rerun: {error}", file=sys.stderr)
+        return 1
+    print(f"rerun of {message_id} on {host.name}: base {series.base} against base + {series.describe()}",
+          file=sys.stderr)
+    with host_lock(database, host.name), executor_for(host) as executor:
+        result = measure_series(host, executor, plan, series, mbox, rounds=rounds_within(args.budget),
+                                floor_percent=settings.floors.floor_for(plan.report_metric or plan.metric),
+                                on_sample=_progress)
+    run_json = result.to_json() | {"series": series.to_json()}
+    store.save_run(message_id, plan.to_json() | {"series": series.to_json()}, run_json)
+    if args.json:
+        print(json.dumps(run_json, ensure_ascii=False))
+    elif result.status == "done":
+        print(render_verdict(run_json))
+    if result.status != "done":
+        print(f"triage rerun: {message_id}: run ended in error: {result.error}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     check_options(args)
     settings = settings_for(args.rules)
@@ -116,6 +159,8 @@ def run(args: argparse.Namespace) -> int:
         if not isinstance(plan, Plan):
             print(f"triage rerun: {message_id}: not planned: {plan.reason}", file=sys.stderr)
             return 1
+        if report.kind == "patch-regression" and not (args.base or args.suspect):
+            return _rerun_series(args, store, report, plan, host, database, settings)
         default_base, default_suspect = commits_of(report)
         base, suspect = args.base or default_base, args.suspect or default_suspect
         if not base or not suspect:

@@ -33,7 +33,11 @@ from typing import TypeVar
 from triagebot.daemon.dispatch.inprocess import InlineDispatcher
 from triagebot.daemon.dispatch.protocol import Dispatcher, RunJob
 from triagebot.errors import TriageError
+from triagebot.fix_test.flow import archive_of
+from triagebot.fix_test.series import FixRefused
+from triagebot.fix_test.under_review import SeriesToTest, measure_series, series_mbox, series_to_test
 from triagebot.lab.context import DaemonContext, StopRequested, patiently
+from triagebot.lab.mail_code import MayBuild, team_rule
 from triagebot.lab.queue import RERUNS, LabView, lab_view, preferred_host
 from triagebot.logs import event
 from triagebot.notify import render
@@ -55,7 +59,8 @@ from triagebot.store.protocol import Store, StoreError, TriageRow, UnreadableRec
 
 log = logging.getLogger("triagebot.daemon")
 
-REPORT_KINDS = ("lkp-regression", "human-report")  # what the daemon takes on: claimed slowdowns
+# what the daemon takes on: claimed slowdowns, of merged commits or of a series under review (issue 38)
+REPORT_KINDS = ("lkp-regression", "human-report", "patch-regression")
 MAX_REASON = 500  # characters of an unexpected error kept as a report's reason
 T = TypeVar("T")
 
@@ -89,7 +94,7 @@ def admit(store: Store, lab: DaemonContext, admit_days: float, now: datetime | N
 
 DIGEST_KIND = "digest"  # outbox kind prefix: a top-level post of its own, not a reply in a thread
 DIGEST_DAYS_BACK = 7  # past days a (re)started daemon still posts a missed digest for
-DIGEST_KINDS = ("human-report", "human-perf-complaint", "reply")
+DIGEST_KINDS = ("human-report", "human-perf-complaint", "patch-regression", "reply")
 
 
 def post_digests(store: Store, lab: DaemonContext, now: datetime | None = None) -> list[str]:
@@ -135,6 +140,8 @@ def _unsure_item(store: Store, lab: DaemonContext,
     reasons = uncertain_reasons(report)
     if not reasons:
         return None
+    if store.decision_of(message_id) is not None:
+        return None  # a person decided it already (the web page's list, a command): nothing to ask
     if report.kind == "reply":
         root = store.thread_root(message_id)
         row = store.get_triage(root) if root else None
@@ -196,7 +203,9 @@ def _plan_one(store: Store, lab: DaemonContext, row: TriageRow, hosts: tuple[Hos
         plan = plan_report(report, templates, host=host_shape(match.host))
         plan_json = plan.to_json()
         host_name = match.host.name
-        if isinstance(plan, Plan) and not commits_of(report)[1]:
+        if isinstance(plan, Plan) and report.kind == "patch-regression":
+            plan_json = with_series(store, lab.may_build(), report, plan, match.host)
+        elif isinstance(plan, Plan) and not commits_of(report)[1]:
             plan_json = Refusal("the report names no culprit commit to rerun", ("a culprit commit",),
                                 plan.source, row.message_id).to_json()
     state = "planned" if plan_json["kind"] == "plan" else "refused"
@@ -212,6 +221,34 @@ def _plan_one(store: Store, lab: DaemonContext, row: TriageRow, hosts: tuple[Hos
           event=f"triage.{state}", message_id=row.message_id, host=host_name,
           reason=plan_json.get("reason"))
     lab.deliver()
+
+
+def thread_raw(store: Store, message_id: str) -> list[bytes]:
+    """The raw messages of a report's stored thread, oldest first."""
+    return [raw for raw in (store.get_raw(key) for key in store.thread_of(message_id)) if raw is not None]
+
+
+def asked_by(store: Store, message_id: str) -> str | None:
+    """Who took the report on by hand (a digest's button: `slack:<user>`; `triage take-on`:
+    `cli:<who>`), None when the daemon took it on by itself."""
+    decision = store.decision_of(message_id)
+    return f"{decision.via}:{decision.decided_by}" if decision is not None and decision.decision == "take-on" \
+        else None
+
+
+def with_series(store: Store, may_build: MayBuild, report: Report, plan: Plan, host: Host) -> dict:
+    """A patch-regression's plan: the template's plan with the series it is rerun with (base against
+    base+series, fix_test/under_review.py), or the refusal saying why there is none: the series or
+    its base not found, or the host may not build code from mail (lab/mail_code.py)."""
+    message_id = report.message_id or ""
+    try:
+        series = series_to_test(report, thread_raw(store, message_id))
+    except FixRefused as refused:
+        return Refusal(f"{refused}", ("the series' patch mails and its base",), plan.source, message_id).to_json()
+    reason = may_build(host, series.describe(), series.senders, asked_by(store, message_id))
+    if reason is not None:
+        return Refusal(reason, ("a host allowed to build code from mail",), plan.source, message_id).to_json()
+    return {**plan.to_json(), "series": series.to_json()}
 
 
 def fail_report(store: Store, lab: DaemonContext, row: TriageRow, stage: str, error: BaseException) -> None:
@@ -355,6 +392,11 @@ def _plan_on(store: Store, lab: DaemonContext, row: TriageRow, host: Host,
     moved = assignment.moved_note(timedelta(minutes=lab.settings.max_wait_minutes))
     if moved is not None:
         plan = dataclasses.replace(plan, notes=(*plan.notes, moved))
+    if report.kind == "patch-regression":
+        planned = with_series(store, lab.may_build(), report, plan, host)
+        if planned.get("kind") != "plan":
+            raise TriageError(f"no plan on {host.name}, the host it was given: {planned.get('reason')}")
+        return planned, moved
     return plan.to_json(), moved
 
 
@@ -424,6 +466,11 @@ def plan_for_host(store: Store, settings: Settings, message_id: str, host_name: 
     plan = plan_report(report, settings.need_templates(), host=host_shape(host))
     if not isinstance(plan, Plan):
         raise TriageError(plan.reason)
+    if report.kind == "patch-regression":
+        planned = with_series(store, team_rule(settings.trust), report, plan, host)
+        if planned.get("kind") != "plan":
+            raise TriageError(str(planned.get("reason")))
+        return planned
     return plan.to_json()
 
 
@@ -442,9 +489,22 @@ def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> st
     plan = plan_from_json(row.plan) if row.plan is not None else None
     if not isinstance(plan, Plan):
         raise TriageError(f"{row.message_id} is {row.state} without a stored plan to run")
-    base, suspect = commits_of(report)
+    series = SeriesToTest.from_json(row.plan["series"]) if report.kind == "patch-regression" and row.plan \
+        and row.plan.get("series") else None
+    if report.kind == "patch-regression" and series is None:
+        raise TriageError(f"{row.message_id} is a regression of a series under review planned without its series")
+    base, suspect = (series.base, f"{series.base}+v{series.version}") if series is not None else commits_of(report)
     if base is None or suspect is None:
         raise TriageError(f"{row.message_id} names no culprit commit to rerun")
+    mbox = b""
+    if series is not None:  # base against base+series: b4 makes it am-ready, as a fix test does
+        refused = lab.may_build()(host, series.describe(), series.senders, asked_by(store, row.message_id))
+        if refused is not None:
+            raise TriageError(f"not rerun: {refused}")
+        try:
+            mbox = series_mbox(series, thread_raw(store, row.message_id), archive_of(report.source.url))
+        except FixRefused as error:
+            raise TriageError(f"the series cannot be applied: {error}") from None
     budget, again = rerun_asked(store, row.message_id, lab.budget)
     rounds = rounds_within(budget)
     first_look = 2 * rounds.rounds[0]
@@ -474,10 +534,14 @@ def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> st
 
     cut_short: list[RunRecord] = []
     try:
+        floor = lab.settings.floors.floor_for(plan.report_metric or plan.metric)
         with executor_for(host) as executor:
-            result = rerun(plan, host, executor, base, suspect, on_sample=on_sample, rounds=rounds,
-                           floor_percent=lab.settings.floors.floor_for(plan.report_metric or plan.metric),
-                           on_cut_short=cut_short.append)
+            if series is not None:
+                result = measure_series(host, executor, plan, series, mbox, rounds=rounds, floor_percent=floor,
+                                        on_sample=on_sample)
+            else:
+                result = rerun(plan, host, executor, base, suspect, on_sample=on_sample, rounds=rounds,
+                               floor_percent=floor, on_cut_short=cut_short.append)
     except StopRequested:
         taken = len(samples)
 
@@ -492,6 +556,10 @@ def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> st
               message_id=row.message_id, samples=taken)
         return None
     run_json = result.to_json()
+    saved_plan = plan.to_json()
+    if series is not None:  # what was applied on the base: the verdict's reply names it and its author
+        run_json["series"] = series.to_json()
+        saved_plan["series"] = series.to_json()
     state = (run_json.get("verdict") or {}).get("outcome") or "error"
     plot = None
     if any(sample["role"] == "base" for sample in run_json["samples"]) and \
@@ -504,7 +572,7 @@ def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> st
             now = store.get_triage(row.message_id)
             if now is None or now.state != TriageState.RUNNING or now.host != host.name:
                 return False  # moved on meanwhile (a job retried beside this slow run decided): not twice
-            store.save_run(row.message_id, plan.to_json(), run_json)
+            store.save_run(row.message_id, saved_plan, run_json)
             store.set_triage(row.message_id, state)
             store.enqueue(row.message_id, f"verdict{again}", row.channel,
                           render.with_buttons(render.verdict_reply(None, run_json), row.message_id))

@@ -216,7 +216,7 @@ def slack_settings(settings: Settings, open_store: Callable[[], AbstractContextM
           http="/slack/events" if secret else None, socket_mode=bool(app_token))
     hosts = tuple(host.name for host in settings.hosts if host.can_switch_kernel) if settings.hosts else ()
     return SlackSettings(signing_secret=secret or "", token=token, open_store=open_store,
-                         permissions=settings.routing.permissions, budget=budget,
+                         permissions=settings.routing.permissions, routing=settings.routing, budget=budget,
                          api_url=environ.get("SLACK_API_URL") or None, app_token=app_token or None, hosts=hosts,
                          plan_for_host=lambda store, message_id, host: flow.plan_for_host(store, settings,
                                                                                           message_id, host),

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from triagebot.lab.mail_code import MayBuild, team_rule
 from triagebot.logs import event
 from triagebot.rules.settings import Settings
 from triagebot.store.protocol import StoreBusyError
@@ -39,6 +40,13 @@ class DaemonContext:
     # second at a time, rather than lose the run to the store's busy timeout.
     busy_patience_s: float = 600.0
     sleep: Callable[[float], None] = time.sleep
+    # whether code from mail (a series under review) may be built on a host (lab/mail_code.py);
+    # None: the team's rule, from the rules' trust list
+    may_build_rule: MayBuild | None = None
+
+    def may_build(self) -> MayBuild:
+        """The question a series under review is asked before it is built on a host."""
+        return self.may_build_rule or team_rule(self.settings.trust)
 
 
 def patiently(lab: DaemonContext, write: Callable[[], T]) -> T:

@@ -193,8 +193,9 @@ def _culprit(report: Json) -> Json | None:
 def _headline_text(report: Json, record: Report) -> str:
     """An LKP report's headline line, signed as every display signs it (present/headline.py); a
     person's own subject, which says more than the change read from their prose ("events/s
-    -24.6% regression" names no benchmark)."""
-    if record.headline and report.get("kind") not in ("human-report", "human-perf-complaint", "human-bug"):
+    -24.6% regression" names no benchmark); a patch-regression's without parameters is a person's."""
+    if record.headline and report.get("kind") not in ("human-report", "human-perf-complaint", "human-bug") and not (
+            report.get("kind") == "patch-regression" and not report.get("parameters")):  # a person's: their subject
         return headline_text(record)
     return report.get("subject") or "(no subject)"
 
@@ -244,8 +245,13 @@ def parent_message(record: Report, state: str, *, plan: Json | None = None, run:
         if culprit.get("tree"):
             culprit_text += f"\n{escape(culprit['tree'])}" + (
                 f" {escape(culprit['branch'])}" if culprit.get("branch") else "")
+    series = report.get("series") if report.get("kind") == "patch-regression" else None
+    if series:  # issue 38: the suspect is a series under review, not a merged commit
+        version = f" (v{series['version']})" if series.get("version") else ""
+        culprit_text = "series under review: " + link(lore_url(series.get("message_id"), lore_base),
+                                                      series["subject"] + version)
     fields = [
-        f"*Culprit*\n{culprit_text}",
+        f"*{'Suspect' if series else 'Culprit'}*\n{culprit_text}",
         f"*Testcase*\n{escape(report.get('testcase') or 'unknown')}",
         f"*Test machine*\n{escape(machine.get('description') or 'unknown')}"
         + (f" ({escape(machine['tbox_group'])})" if machine.get("tbox_group") else ""),
@@ -310,6 +316,14 @@ def plan_reply(plan: Json) -> Payload:
     if plan.get("reported_change_percent") is not None:
         lines.append(f"Reported change: {percent(plan['reported_change_percent'])}"
                      + (f" in {escape(plan['report_metric'])}" if plan.get("report_metric") else ""))
+    series = plan.get("series")
+    if series:  # issue 38: a series under review, rerun as its base against base+series
+        base_from = {"base-commit": "its base-commit", "robot": "the robot's base",
+                     "quoted": "the base-commit quoted", "tree": "the tree its subject names"
+                     }.get(series.get("base_from") or "", "its base")
+        lines.append(f"Rerun: base `{escape(series.get('base') or '?')}` ({base_from}) against base + "
+                     f"v{series.get('version')} of {escape(series.get('subject') or '?')} "
+                     f"({series.get('parts')} patches, made am-ready by b4, built by the host's build_patched hook)")
     if plan.get("timeout_seconds"):
         lines.append(f"Timeout per sample: {plan['timeout_seconds']} s")
     if plan.get("runs_on"):
@@ -320,6 +334,8 @@ def plan_reply(plan: Json) -> Payload:
             lines.append(f"{title}:\n" + "\n".join(f"• {escape(item)}" for item in items))
     blocks = [_section("\n".join(lines)), _section(f"```\n{escape(argv)}\n```")]
     text = f"Plan: {plan.get('template', '?')} measuring {plan.get('metric', '?')}: {argv}"
+    if series:
+        text += f" (base {series.get('base')} against base + v{series.get('version')} of the series, via b4)"
     return fit({"text": escape(text), "blocks": blocks})
 
 
@@ -478,21 +494,36 @@ def plot_title(report: Report, run: Json) -> str:
 MAX_DIGEST_ITEMS = 40  # one message: Slack takes 50 blocks
 
 
+DECIDE_BUTTON = "decide"  # web/slack_app.py opens the take-on-or-dismiss modal
+DISMISS_BUTTON = "dismiss"  # a reply's unsure stance: dismissed at once (a reply is never taken on)
+
+
+def decide_button(record: Report) -> Json:
+    """A digest line's one button (issue 38): a report's opens the choice to take it on or dismiss
+    it; a reply's dismisses its unsure reading. Its value is the message's id."""
+    action, label = (DISMISS_BUTTON, "Dismiss") if record.kind == "reply" else (DECIDE_BUTTON, "Take on / dismiss…")
+    return {"type": "button", "action_id": action, "text": {"type": "plain_text", "text": label},
+            "value": record.message_id or ""}
+
+
 def digest_message(day: str, items: list[tuple[Report, tuple[str, ...]]],
                    lore_base: str = LORE_BASE) -> Payload:
-    """The day's one message of what the daemon was unsure of (certainty.py), a line each."""
-    lines = []
+    """The day's one message of what the daemon was unsure of (certainty.py), a line each with its
+    button to take it on or dismiss it (the same as `triage take-on|dismiss KEY`)."""
+    blocks: list[Json] = [_header(f":grey_question: Unsure readings of {day}: {len(items)}")]
     for record, reasons in items[:MAX_DIGEST_ITEMS]:
         subject = record.subject or "(no subject)"
         lore = lore_url(record.message_id, lore_base)
-        lines.append(f"• {link(lore, subject)} ({escape(record.kind)}, {escape(record.from_ or 'unknown')}): "
-                     f"{escape('; '.join(reasons))}")
+        line = (f"• {link(lore, subject)} ({escape(record.kind)}, {escape(record.from_ or 'unknown')}): "
+                f"{escape('; '.join(reasons))}")
+        button = decide_button(record)
+        # Slack takes a button's value up to 2,000 characters: a longer id is decided by command
+        blocks.append({**_section(line), "accessory": button} if 0 < len(button["value"]) <= 2000 else _section(line))
     more = len(items) - MAX_DIGEST_ITEMS
-    blocks: list[Json] = [_header(f":grey_question: Unsure readings of {day}: {len(items)}")]
-    blocks.extend(_section(line) for line in lines)
     if more > 0:
-        blocks.append(_context(f"{more} more: `triage list --uncertain --since {day}`"))
-    blocks.append(_context("Not taken on, no thread: check them by hand (`triage show KEY`)."))
+        blocks.append(_context(f"{more} more: `triage list --uncertain --since {day}`, or the web page's to look at"))
+    blocks.append(_context("Not taken on, no thread: take each on or dismiss it (its button, or "
+                           "`triage take-on KEY` / `triage dismiss KEY`); what you decide is kept as a label."))
     text = f"Unsure readings of {day}: {len(items)} (" + "; ".join(
         f"{record.subject or '(no subject)'}" for record, _ in items[:5]) + (" …" if len(items) > 5 else "") + ")"
     return fit({"text": escape(text), "blocks": blocks})

@@ -27,6 +27,7 @@ from triagebot.parse.kind_rules import (
     ROBOT_SENDERS,
     TITLE_PREFIX,
 )
+from triagebot.parse.patch_reports import people_slowdown, series_subject
 
 _LKP_SENDER = re.compile(r"kernel test robot|lkp@intel\.com|oliver\.sang@intel\.com", re.IGNORECASE)
 # "lkp" then, anywhere after it, "@intel.com": two searches, where `\blkp\b.*@intel\.com` scanned
@@ -53,7 +54,11 @@ _SYZBOT_SENDER = re.compile(r"syzbot", re.IGNORECASE)
 _SYZBOT_BODY = re.compile(r"syzbot (?:found|has found) the following")
 _REPLY_SUBJECT = re.compile(r"^\s*(?:re|aw|sv|antw)\s*+(?:\[\d+\])?\s*+:", re.IGNORECASE)
 _REPLY_PREFIXES = re.compile(r"^(?:\s*(?:re|aw|sv|antw)\s*+(?:\[\d+\])?\s*+:)+", re.IGNORECASE)
-_PATCH_SUBJECT = re.compile(r"^\s*\[[^\]]*\bPATCH(?:v\d+)?\b", re.IGNORECASE)  # "[PATCHv4 3/3]" too
+# "[PATCHv4 3/3]" too, and after the tags some lists put first: "[f2fs-dev] [PATCH …]", "[Linux-cachefs]
+# [PATCH …]" (2,167 such subjects in the linux-cachefs archive, 132 in linux-kselftest's, 97 in
+# linux-usb's and linux-arm-kernel's): a patch posting whatever the list calls itself (issue 38's false
+# take-on, a tagged patch whose commit message quotes a robot's report, read as that report).
+_PATCH_SUBJECT = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*?\[[^\]]*\bPATCH(?:v\d+)?\b", re.IGNORECASE)
 
 
 def classify(subject: str, sender: str, own_text: str) -> str:
@@ -76,14 +81,21 @@ def classify(subject: str, sender: str, own_text: str) -> str:
         if marked:
             return human_kind(title, head, report_form=True, marked=True, text=text)
         if not is_report_thread(subject) and "^introduced" not in head and _first_report_in_reply(head):
-            return "human-report"
+            return "human-report"  # a commit bisected or blamed by its sha: a merged change's regression
+        # A person's slowdown measured against the series of the thread (issue 38): a report of
+        # its own kind, whose suspect is the series (patch_reports.py).
+        if not _lkp_sender(sender) and not ROBOT_SENDERS.search(sender) and series_subject(subject) is not None \
+                and people_slowdown(own_text) is not None:
+            return "patch-regression"
         return "reply"
     bugzilla = BUGZILLA_SUBJECT.match(subject) if "[Bug " in subject else None
     if bugzilla and not bugzilla.group(1):
         return "reply"  # a bugzilla comment mail: one comment in the thread its "New:" mail opened
     if _SYZBOT_BODY.search(head) or (_SYZBOT_SENDER.search(sender) and subject.startswith("[syzbot]")):
         return "syzbot"
-    if _LKP_BODY.search(head) and (_lkp_sender(sender) or "kernel test robot" in head):
+    # The robot's sentence in a person's patch (a commit message quoting the report it fixes) is
+    # the patch's, not a report (issue 38's false take-on): a sign-off or a diff says so.
+    if _LKP_BODY.search(head) and (_lkp_sender(sender) or ("kernel test robot" in head and not _has_patch(own_text))):
         perf = _LKP_PERF.search(" ".join(head.split()))
         if perf:
             # LKP states the sign with the word: "regression" or "improvement" decides.

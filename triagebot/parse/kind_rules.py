@@ -125,7 +125,10 @@ PERF_BODY = re.compile(
 )
 # What a slowdown is measured against: a kernel ("kernel 5.19", "v6.7", "6.0.15", "6.4-rc3") or a
 # commit (a bare 12-40 hex sha). A plain decimal ("3.2 ms") is no kernel.
+# Issue 38: a stable series named as one, "isn't present in 5.2 series or 4.19 series kernels"
+# (dev:59), "currently the 5.10 series" (dev6:22), "3.10 series / 4.18 series" (the issue).
 PERF_ANCHOR = re.compile(r"\bv[2-6]\.\d{1,2}\b|\b(?:kernels?|linux)\s+v?[2-6]\.(?:\d{1,2}|x)\b|"
+                         r"\b[2-6]\.\d{1,2}\s+series\b|"
                          r"\b[2-6]\.\d{1,2}(?:\.\d{1,3}|-rc\d+|\.[xy])\b|"
                          r"(?<![\w./-])(?-i:(?!0{8})[0-9a-f]{12,40})(?![\w./-])", re.IGNORECASE)
 # git writes a sha in lower case: an upper-case run is a checksum ("sb.csum  FC6434BAB97C1B37" in

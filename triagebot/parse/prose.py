@@ -57,11 +57,18 @@ _CPU_MODEL = re.compile(
 CPU_MODEL_LITERALS = ("Xeon", "Core", "EPYC", "Ryzen", "Opteron", "Threadripper", "i3-", "i5-", "i7-", "i9-",
                       "Graviton", "Ampere", "Kunpeng", "Neoverse", "Cortex-A", "POWER", "ThunderX", "Hygon", "Apple")
 
+# A count's scale before IOPS, glued or not, and a rate of a scaled count per second (issue 38):
+# "~120K IOPS" (dev6 replies 107), "840K IOPS" (dev6:7), "12.2 k iops" (dev6:9), "288k IOPS …
+# 234k IOPS" (linux-ext4 2024), "3.0M IOPS" (the issue); "13.070 ± 0.158M/s" (dev7:13), "~500M/s"
+# (dev7:40), "60G/s" (the issue). The value keeps the count's scale (3.0M IOPS is 3,000,000 IOPS);
+# a bare "M/s" is a rate of a count the writer did not name, kept as written.
 _NUMBER_UNIT = re.compile(
     r"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*"
-    r"(MB/s|MiB/s|GB/s|GiB/s|KB/s|KiB/s|kB/s|IOPS|iops|kIOPS|ops/s(?:ec)?|files/sec|"
+    r"(?P<scale>[kKMG](?=\s?(?:IOPS|iops|IOPs)\b)\s?)?"
+    r"(?P<unit>MB/s|MiB/s|GB/s|GiB/s|KB/s|KiB/s|kB/s|IOPS|iops|IOPs|kIOPS|ops/s(?:ec)?|files/sec|[KMG]/s\b|"
     r"msec|ms|usec|us|µs|seconds|secs|s\b|%)"
 )
+_SCALE = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
 
 # The same scan started from a digit (a character class the scan skips to fast), the character
 # before it checked after; a pattern whose first test is a look-behind is tried at every position.
@@ -206,10 +213,11 @@ def numbers(text: str, *, quoted: bool = False, limit: int = 50) -> list[ProseNu
     """Values with units stated in prose: "510 MB/s", "5-10% increase"."""
     found: list[ProseNumber] = []
     for match in _NUMBER_UNIT_FROM_DIGIT.finditer(text):
-        unit = match.group(3)
+        unit = match.group("unit")
         if unit == "s" and not match.group(0).rstrip().endswith("s"):
             continue
-        found.append(ProseNumber(text=match.group(0).strip(), value=float(match.group(1)),
+        scale = _SCALE[match.group("scale").strip()] if match.group("scale") else 1.0
+        found.append(ProseNumber(text=match.group(0).strip(), value=float(match.group(1)) * scale,
                                  unit=unit, quoted=quoted))
         if len(found) >= limit:
             break

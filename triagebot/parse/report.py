@@ -20,6 +20,7 @@ from triagebot.parse.message import DecodedAttachment, decode_message, header_na
 from triagebot.parse.metrics import parse_tables
 from triagebot.parse.numbers import combine_stance, judge_numbers
 from triagebot.parse.objections import OBJECTION_GATE, after_line_break, objections_without_spacy, read_trailers
+from triagebot.parse.patch_reports import people_patch_series, people_slowdown, robot_patch_series, series_subject
 from triagebot.parse.quoting import split_quotes
 from triagebot.parse.reported import performance_worse_percent, reported_headline
 from triagebot.parse.reproducers import benchmark_hints, command_hints, find_commands, inline_commands
@@ -280,9 +281,16 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
     fields: dict = {}
     quoted = False
     request = None
-    if kind.startswith("lkp-"):
+    # The robot's regression report on a patch it tested before it was merged (issue 38): the
+    # same report, of the kind whose suspect is the series under review.
+    robot_series = robot_patch_series(own, subject, in_reply_to) if kind == "lkp-regression" else None
+    if robot_series is not None:
+        kind = "patch-regression"
+    if kind.startswith("lkp-") or robot_series is not None:
         fields = _lkp_fields(own, attachments)
         defects = (*defects, *fields.pop("defects"))
+        if robot_series is not None:
+            fields["series"] = robot_series
     elif kind == "syzbot":
         syzbot, commits = _syzbot(subject, own)
         fields = {"syzbot": syzbot, "commits": tuple(commits),
@@ -292,7 +300,10 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
         fields = {"commits": tuple(find_commits(_trailer_text(own))), "links": _links(own, None),
                   "trailers": read_trailers(own)}
     else:
-        answers_report = kind == "reply" and quotes_a_slowdown(split.quoted)
+        # a reply in a series' thread that quotes a slowdown measured against it answers a report
+        # (issue 38): what it says of reproducing is read as in any report's thread
+        answers_report = kind == "reply" and (quotes_a_slowdown(split.quoted)
+                                              or quotes_a_patch_regression(subject, split.quoted))
         fields, request = _prose_fields(own, subject, kind, answers_report=answers_report,
                                         forwarded=_forwarded_report(kind, own, split.quoted))
         # A review in a patch thread quotes the patch: there is no report to take context from.
@@ -300,6 +311,16 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
             fields, quoted = _with_quoted_context(fields, split.quoted)
         if fields.get("measurements"):
             fields = _with_numbers(fields, split.quoted)
+        scripts = attached_scripts(attachments)
+        if scripts:
+            fields = {**fields, "reproducers": (*fields["reproducers"], *scripts)}
+        if kind == "patch-regression":
+            slowdown = people_slowdown(own)
+            series = people_patch_series(subject, in_reply_to, body, slowdown) if slowdown else None
+            if series is None:  # classify saw one: the two readings are the same function's
+                kind = "reply"
+            else:
+                fields["series"] = series
     report = Report(
         message_id=message_id,
         in_reply_to=in_reply_to,
@@ -327,6 +348,20 @@ def _trailer_text(own: str) -> str:
     if "Fixes:" not in own:
         return ""
     return "\n".join(_FIXES_LINE.findall(own))
+
+
+# A test program a person attaches is how they measured or broke it (issue 38): "dsync_test.sh"
+# (dev2 replies 50), "test-tlb-range-perf.c" (dev7:60), "godown.c" (dev:26). Listed as a `script`
+# reproducer (never planned: a template runs only a command line it can read option by option)
+# named `attachment:NAME`, with its text when the part is text. The robot's `job-script` is its own.
+_SCRIPT_NAME = re.compile(r"\.(?:sh|bash|py|pl|c|fio|bt)$", re.IGNORECASE)
+MAX_SCRIPTS = 10
+
+
+def attached_scripts(attachments: tuple[DecodedAttachment, ...]) -> tuple[Reproducer, ...]:
+    found = [Reproducer(kind="script", url=f"attachment:{item.name}", content=item.text)
+             for item in attachments if item.name and _SCRIPT_NAME.search(item.name)]
+    return tuple(found[:MAX_SCRIPTS])
 
 
 def _lkp_fields(own: str, attachments: tuple[DecodedAttachment, ...]) -> dict:
@@ -420,6 +455,21 @@ def quotes_a_slowdown(quoted: str) -> bool:
     return False
 
 
+QUOTED_PATCH_REGRESSION_WINDOW = 3000  # characters of quoted text read for a slowdown measured against a series
+
+
+def quotes_a_patch_regression(subject: str, quoted: str) -> bool:
+    """A reply in a series' thread quoting a slowdown measured against the series, with a figure or
+    tied to it in words: "I'm able to reproduce the regression" under "performance regresses by about
+    20%" (dev7 replies 3), "still poor than original" under the tester's w/ and w/o table (dev7
+    replies 31)."""
+    if not quoted or series_subject(subject) is None:
+        return False
+    # the answered report's words stand first in what is quoted; a quoted patch below them is code
+    found = people_slowdown(quoted[:QUOTED_PATCH_REGRESSION_WINDOW])
+    return found is not None and (found.figure or found.attributed)
+
+
 # A regression tracker's forward of a bug tracker's report (issue 24 round three, dev5:6, dev5:9,
 # dev5:13, dev5:23, dev5:25 on linux-crypto, linux-wireless and linux-integrity): "I noticed a
 # regression report in bugzilla.kernel.org … To quote from <url>:" or "Quoting from it:", the
@@ -446,6 +496,10 @@ def _forwarded_report(kind: str, own: str, quoted: str) -> str | None:
     return quoted
 
 
+# A person's report: read for its commands in sentences, its machine and its commits in the title.
+PEOPLE_REPORTS = ("human-report", "human-perf-complaint", "human-bug", "patch-regression")
+
+
 def _prose_fields(own: str, subject: str, kind: str, *, answers_report: bool = False,
                   forwarded: str | None = None) -> tuple[dict, LanguageRequest | None]:
     """A human report's or reply's fields, and what the language reader must read for it;
@@ -453,7 +507,7 @@ def _prose_fields(own: str, subject: str, kind: str, *, answers_report: bool = F
     stated = own if forwarded is None else f"{own}\n\n{forwarded}"
     # Cheap substring gates first: most review replies name no program and no hardware.
     commands = find_commands(own) if any(hint in own for hint in _COMMAND_HINTS) else []
-    if kind in ("human-report", "human-perf-complaint", "human-bug"):
+    if kind in PEOPLE_REPORTS:
         written = {item.command for item in commands}
         commands += [item for item in inline_commands(own) if item.command not in written]
     testcase = None
@@ -465,7 +519,7 @@ def _prose_fields(own: str, subject: str, kind: str, *, answers_report: bool = F
         testcase = named.group(1) if named else None
     # What a reply says of reproducing, objecting and measuring matters in a report's thread.
     in_report_thread = kind == "reply" and (answers_report or is_report_thread(subject))
-    human = kind in ("human-report", "human-perf-complaint", "human-bug")
+    human = kind in PEOPLE_REPORTS
     stance_thread = in_report_thread or (kind == "reply" and reads_stance(subject))
     stance_rough = rough_sentences(own, STANCE_GATE) if human or stance_thread else ()
     objections = objections_without_spacy(own) if in_report_thread else ()
@@ -488,7 +542,8 @@ def _prose_fields(own: str, subject: str, kind: str, *, answers_report: bool = F
         "measurements": read_measurements(own) if in_report_thread else (),
         "prose_numbers": tuple(prose.numbers(own)),
         # a performance report states a change; a functional bug report has none to rerun
-        "headline": reported_headline(stated) if kind in ("human-report", "human-perf-complaint") else None,
+        "headline": reported_headline(stated) if kind in ("human-report", "human-perf-complaint",
+                                                          "patch-regression") else None,
     }, request
 
 

@@ -22,8 +22,8 @@ from triagebot.parse.identity import fallback_key
 from triagebot.records.report import Report
 from triagebot.records.threads import parent_edges
 
-REPORT_KINDS = ("lkp-regression", "lkp-improvement", "lkp-functional", "human-report", "human-perf-complaint",
-                "human-bug", "syzbot")
+REPORT_KINDS = ("lkp-regression", "lkp-improvement", "lkp-functional", "patch-regression", "human-report",
+                "human-perf-complaint", "human-bug", "syzbot")
 
 
 @dataclass(frozen=True)

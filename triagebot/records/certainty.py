@@ -16,6 +16,12 @@ and sure from KIND_CONFIDENCE_FLOOR (0.6) on: a culprit with a headline (0.7) or
 performance complaint (`human-perf-complaint`, slow with no kernel change named) is below the
 floor by definition: the rules may have missed a change written in words they do not know.
 
+A regression measured against a patch under review (`patch-regression`, issue 38) is sure when
+the writer gives a figure in or around the sentence stating it and ties it to the series in words
+(parse/patch_reports.py): each is worth 0.45 and the series named by the thread 0.1, so either
+alone stays below the floor and the day's digest lists it. The robot's pre-merge reports are
+always sure.
+
 A reply's stance is unsure when its sentences decide both ways (it abstains to `none`, the
 evidence starts with "conflicting:"), or when its own numbers were inconclusive while its words
 decided: numbers that could not decide are no support for the words.
@@ -30,8 +36,23 @@ _COMMAND_KINDS = ("fio", "sysbench", "fs_mark", "stress-ng", "hackbench", "perf-
 _SURE_KINDS = ("lkp-regression", "lkp-improvement", "lkp-functional", "syzbot")
 
 
+PATCH_WEIGHTS = {"series": 0.1, "figure": 0.45, "tie": 0.45}
+
+
+def _patch_confidence(report: Report) -> tuple[float, tuple[str, ...]]:
+    series = report.series
+    found = {"series": series is not None,
+             "figure": series is not None and bool(series.numbers) or report.headline is not None,
+             "tie": series is not None and series.attributed}
+    score = round(sum(PATCH_WEIGHTS[name] for name, present in found.items() if present), 2)
+    names = {"series": "series under review", "figure": "figure", "tie": "tie to the series in words"}
+    return score, tuple(names[name] for name, present in found.items() if not present)
+
+
 def kind_confidence(report: Report) -> tuple[float, tuple[str, ...]]:
     """(confidence in [0, 1], what is missing) of a report's kind; replies and `other` are 1.0."""
+    if report.kind == "patch-regression":
+        return _patch_confidence(report)
     if report.kind in _SURE_KINDS or report.kind not in ("human-report", "human-perf-complaint"):
         return 1.0, ()
     found = {

@@ -14,6 +14,9 @@ KINDS = (
     "lkp-improvement",
     "lkp-functional",
     "syzbot",
+    # a slowdown measured against a patch series under review (issue 38): a person's reply in the
+    # series' thread, or the robot's report posted as a reply to the patch; its `series` says which
+    "patch-regression",
     "human-report",
     "human-perf-complaint",
     "human-bug",
@@ -199,6 +202,30 @@ class ProseNumber:
 
 
 @dataclass(frozen=True)
+class PatchSeries:
+    """The series under review a `patch-regression` measures, as the message names it.
+
+    From a reply: the thread's patch subject (reply prefixes and list tags dropped), its version
+    as written (`v2`; None when no `vN` is written), the message replied to, a `base-commit:`
+    line the message carries (quoted or not) and the tree the subject's tag names
+    (`[PATCH net-next v2]`). From the robot's report: its `patch subject:`, `patch link:` and
+    `base:` lines. The daemon completes it from the stored thread (the series' own base-commit,
+    its author) when it plans the rerun. `statement` is the writer's sentence stating the
+    slowdown and `numbers` the figures written in or around it, as written ("~4900 MiB/s",
+    "26%"); `attributed` says whether the writer tied it to the series in words ("with this
+    patch", "w/ series", "your patches") rather than the thread alone, and claims no gain for it."""
+
+    subject: str
+    version: int | None = None
+    message_id: str | None = None
+    base_commit: str | None = None
+    tree: str | None = None
+    statement: str | None = None
+    numbers: tuple[str, ...] = ()
+    attributed: bool = False
+
+
+@dataclass(frozen=True)
 class Report:
     message_id: str | None
     in_reply_to: str | None
@@ -234,6 +261,7 @@ class Report:
     trailers: tuple[Trailer, ...] = ()
     measurements: tuple[Measurement, ...] = ()  # the writer's own counter-measurements
     stance_numbers: NumbersStance | None = None  # the stance the writer's own numbers give
+    series: PatchSeries | None = None  # a patch-regression's series under review (issue 38)
 
 
 # The start of each defect the parse lists for a line of an LKP report's parameter block that
@@ -290,6 +318,12 @@ def _build(cls: type, data: dict[str, Any] | None) -> Any:
     return cls(**data)
 
 
+def _series(data: dict[str, Any] | None) -> PatchSeries | None:
+    if data is None:
+        return None
+    return PatchSeries(**{**data, "numbers": tuple(data.get("numbers") or ())})
+
+
 def report_from_json(data: dict[str, Any]) -> Report:
     """Inverse of report_to_json; raises ValueError on a schema it does not know."""
     if data.get("schema") != SCHEMA_VERSION:
@@ -337,4 +371,5 @@ def report_from_json(data: dict[str, Any]) -> Report:
         trailers=tuple(Trailer(**item) for item in data.get("trailers", [])),
         measurements=tuple(Measurement(**item) for item in data.get("measurements", [])),
         stance_numbers=_build(NumbersStance, data.get("stance_numbers")),
+        series=_series(data.get("series")),
     )

@@ -30,6 +30,7 @@ from triagebot.parse.reply_to import culprit_author, read_original, recipients, 
 from triagebot.records.report import Report
 from triagebot.reply.record import OnRecord
 from triagebot.rules.mail import MailRules
+from triagebot.untrusted.addresses import mailboxes
 from triagebot.verdict.outcome import confidence_text
 
 REPLY_STATES = ("confirmed", "not-reproduced")
@@ -125,9 +126,14 @@ def body_text(report: Report, state: str, run: dict[str, Any], page: str, record
     base = [sample["value"] for sample in samples if sample.get("role") == "base"]
     suspect = [sample["value"] for sample in samples if sample.get("role") == "suspect"]
     metric = plan.get("metric") or (report.headline.metric if report.headline else "the metric")
+    series = run.get("series") or {}
     opening = ("We reran this report in our lab and see the regression too."
                if state == "confirmed" else
                "We reran this report in our lab and do not see the reported change.")
+    if series:  # issue 38: a series under review, measured as its base against base+series
+        opening = (f"We applied v{series.get('version')} of the series ({series.get('subject')}) with b4 on its base "
+                   f"{series.get('base')} and measured it against the base: "
+                   + ("we see the slowdown too." if state == "confirmed" else "we do not see the reported slowdown."))
     command = " ".join(plan.get("argv") or []) or plan.get("template") or "?"
     lines = ["Hello,", "", opening, "",
              f"  host:      {run.get('host', '?')}",
@@ -152,7 +158,7 @@ def body_text(report: Report, state: str, run: dict[str, Any], page: str, record
     lines += ["", f"Every sample, the plan and the plot: {page}",
               f"The plot: {page}/plot.svg"]
     culprit = next((commit.sha for commit in report.commits if commit.role == "culprit"), None)
-    if state == "confirmed" and culprit:
+    if state == "confirmed" and culprit and not series:  # a series not merged is nothing for regzbot to track
         lines += ["", f"#regzbot introduced: {culprit} ^"]
     return "\n".join(lines) + "\n"
 
@@ -172,7 +178,10 @@ def draft_reply(original_raw: bytes, report: Report, state: str, run: dict[str, 
     original = read_original(original_raw)
     if not original.message_id:
         raise NoReply("the report has no Message-ID to reply to")
-    author = culprit_author(original, report_text(original_raw), report, rules.is_list)
+    series_author = mailboxes(str((run.get("series") or {}).get("author") or ""))
+    # a series under review's regression (issue 38): the series' author is the culprit's
+    author = (series_author[0] if series_author
+              else culprit_author(original, report_text(original_raw), report, rules.is_list))
     to, cc = recipients(original, author, parseaddr(from_)[1] or None if from_ else None, rules)
     if not to:
         raise NoReply("the report names no address a reply can be written to (its From is not a plain address)")

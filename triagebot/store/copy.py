@@ -66,6 +66,8 @@ TABLES: tuple[Table, ...] = (
                       "created_at"), "action_id", ("action_id",)),
     Table("fix_tests", ("fix_test_id", "message_id", "series_key", "cause_id", "status", "created_at", "updated_at",
                         "result_json"), "fix_test_id", ("fix_test_id",)),
+    Table("decisions", ("decision_id", "request_key", "message_id", "decision", "decided_by", "via", "kind_read",
+                        "reasons", "note", "decided_at"), "decision_id", ("decision_id",)),
 )
 
 

@@ -299,6 +299,27 @@ _POSTED_IS_PROPOSED = (
         WHERE state IN ('fixed', 'reverted') AND cause_id <> '' AND cause_id NOT LIKE 'commit:%'""",
 )
 
+_DECISIONS = (
+    # What a person decided about a reading the daemon was unsure of (a line of the day's digest,
+    # the web page's "to look at" list, `triage take-on` / `triage dismiss`): take it on, or dismiss
+    # it. Every decision is kept (the last one stands) with who, how and when, and what the parser
+    # read then (`kind_read`, `reasons`): the labels `triage labels export` writes. `request_key`
+    # is the request's digest: a replayed Slack request finds its row and does nothing.
+    """CREATE TABLE decisions (
+        decision_id  INTEGER PRIMARY KEY,
+        request_key  TEXT NOT NULL UNIQUE,
+        message_id   TEXT NOT NULL,
+        decision     TEXT NOT NULL,
+        decided_by   TEXT NOT NULL,
+        via          TEXT NOT NULL,
+        kind_read    TEXT NOT NULL,
+        reasons      TEXT NOT NULL,
+        note         TEXT NOT NULL,
+        decided_at   TEXT NOT NULL
+    )""",
+    "CREATE INDEX decisions_message_id ON decisions (message_id)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "messages, records, threads, cursors; reserved plans/runs/verdicts/notifications",
               _INITIAL),
@@ -312,6 +333,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(9, "fix_tests: fixes from a report's thread tested on the lab, with their results", _FIX_TESTS),
     Migration(10, "lifecycle: a fix or revert a mail posted is fix-proposed, not fixed or reverted",
               _POSTED_IS_PROPOSED),
+    Migration(11, "decisions: a person's take-on or dismissal of an unsure reading, kept as labels", _DECISIONS),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

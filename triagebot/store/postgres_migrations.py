@@ -235,6 +235,22 @@ _FIX_TESTS = (
     "CREATE INDEX fix_tests_status ON fix_tests (status)",
 )
 
+_DECISIONS = (
+    f"""CREATE TABLE decisions (
+        decision_id  {ID},
+        request_key  {TEXT} NOT NULL UNIQUE,
+        message_id   {TEXT} NOT NULL,
+        decision     {TEXT} NOT NULL,
+        decided_by   {TEXT} NOT NULL,
+        via          {TEXT} NOT NULL,
+        kind_read    {TEXT} NOT NULL,
+        reasons      {TEXT} NOT NULL,
+        note         {TEXT} NOT NULL,
+        decided_at   {TEXT} NOT NULL
+    )""",
+    "CREATE INDEX decisions_message_id ON decisions (message_id)",
+)
+
 # Same numbers and names as SQLite's (migrations.py); only the statements differ.
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, MIGRATIONS[0].name, _INITIAL),
@@ -247,4 +263,5 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(8, MIGRATIONS[7].name, _ACTIONS),
     Migration(9, MIGRATIONS[8].name, _FIX_TESTS),
     Migration(10, MIGRATIONS[9].name, MIGRATIONS[9].statements),  # the same data step, in SQL both read
+    Migration(11, MIGRATIONS[10].name, _DECISIONS),
 )

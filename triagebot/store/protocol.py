@@ -405,6 +405,43 @@ class ActionStore(Protocol):
         ...
 
 
+DECISIONS = ("take-on", "dismiss")
+
+
+@dataclass(frozen=True)
+class DecisionRow:
+    """A person's decision on a reading the daemon was unsure of (a digest line, the "to look at" list)."""
+
+    decision_id: int
+    request_key: str
+    message_id: str
+    decision: str  # one of DECISIONS
+    decided_by: str  # a Slack user id, or the command line's user
+    via: str  # slack / cli
+    kind_read: str  # the record's kind when it was decided
+    reasons: str  # why the daemon was unsure then, "; "-joined
+    note: str
+    decided_at: str
+
+
+@runtime_checkable
+class DecisionStore(Protocol):
+    """Decisions on unsure readings, kept as labels to measure the parser against later."""
+
+    def record_decision(self, request_key: str, message_id: str, decision: str, decided_by: str, via: str,
+                        kind_read: str, reasons: str, note: str = "") -> int | None:
+        """Keep one decision; its id, or None when `request_key` was kept before (nothing is written)."""
+        ...
+
+    def decision_of(self, message_id: str) -> DecisionRow | None:
+        """The last decision on a message, None when nobody decided."""
+        ...
+
+    def decisions(self, since: str | None = None) -> list[DecisionRow]:
+        """Every decision (each message's every one), oldest first; `since` a UTC text lower bound."""
+        ...
+
+
 @runtime_checkable
 class OutboxStore(Protocol):
     """Notifications, written with the state change they announce, sent in order (outbox.py)."""
@@ -515,7 +552,7 @@ class RunStore(Protocol):
 @runtime_checkable
 class Store(MessageStore, RecordStore, ThreadStore, AliasStore, CursorStore, MaterialStore,
             QuarantineStore, TriageStore, OutboxStore, RunStore, LifecycleStore, MailOutboxStore,
-            ActionStore, Protocol):
+            ActionStore, DecisionStore, Protocol):
     """The whole store: every part above, plus what spans them (one database, one transaction)."""
 
     path: str

@@ -4,9 +4,9 @@
 transactions: `SqliteDatabase` or `PostgresDatabase`) shared by one small part per `Store` part —
 `Messages`, `Aliases`, `Records` (part_messages.py), `Threads` (part_threads.py), `Cursors`,
 `Materials` (part_sources.py), `Quarantine` (part_quarantine.py), `Triage`, `Outbox`
-(part_triage.py), `Runs` (part_runs.py), `Lifecycle` and `MailOutbox` (part_lifecycle.py) and
-`Actions` (part_actions.py). Each part's methods are exposed on the store under their own names;
-only `ingest_batch`, which spans parts in one transaction, is written here.
+(part_triage.py), `Runs` (part_runs.py), `Lifecycle` and `MailOutbox` (part_lifecycle.py),
+`Actions` (part_actions.py) and `Decisions` (part_decisions.py). Each part's methods are exposed
+on the store under their own names; only `ingest_batch`, which spans parts in one transaction, is written here.
 A backend (`SqliteStore`, `PostgresStore`) only opens its `Database` and hands it here.
 
 `store.connection` is the backend's own connection (sqlite3 or psycopg) and `store.database` the
@@ -23,6 +23,7 @@ from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 from triagebot.records.threads import normalize_message_id
 from triagebot.store.database import Database
 from triagebot.store.part_actions import Actions
+from triagebot.store.part_decisions import Decisions
 from triagebot.store.part_lifecycle import Lifecycle, MailOutbox
 from triagebot.store.part_messages import Aliases, Messages, Records, message_row, record_row
 from triagebot.store.part_quarantine import Quarantine
@@ -86,6 +87,7 @@ class SqlStore:
         self._lifecycle = Lifecycle(database)
         self._mail = MailOutbox(database)
         self._actions = Actions(database)
+        self._decisions = Decisions(database)
 
     @property
     def connection(self) -> Any:
@@ -230,3 +232,8 @@ class SqlStore:
     has_request = _Exposed("_actions", Actions.has_request)
     actions_of = _Exposed("_actions", Actions.actions_of)
     waiting_actions = _Exposed("_actions", Actions.waiting_actions)
+
+    # -- people's decisions on unsure readings (the digest, the "to look at" list) -----------
+    record_decision = _Exposed("_decisions", Decisions.record_decision)
+    decision_of = _Exposed("_decisions", Decisions.decision_of)
+    decisions = _Exposed("_decisions", Decisions.decisions)

@@ -9,7 +9,9 @@ Routes:
   lifecycle (another name of a stored message, dedup's alias, redirects to its kept key's
   page); `/r/<message-id>/plot.png` and `/plot.svg` the samples plot, the same matplotlib
   figure as triagebot/notify/plot.py draws for Slack;
-- `/hosts` the lab: each host, busy or idle, and its queue (not served in public mode).
+- `/hosts` the lab: each host, busy or idle, and its queue (not served in public mode);
+- `/look` to look at: the readings the daemon was unsure of that nobody has taken on or dismissed,
+  each with why and the commands that decide it (issue 38; not served in public mode).
 
 Read-only pages: only GET and HEAD are routed for them (anything else is 405), and a page reads the store
 through the `Store` protocol, never writes. Every id and filter in a URL is checked
@@ -179,6 +181,15 @@ def _page_routes(site: Site, page: Page, problem: Callable[[Request, int, str, s
                             rules_problem=str(error))
         return with_store(request, show)
 
+    def look(request: Request) -> Response:
+        if site.public:
+            return problem(request, 404, "Not served", "what the team is unsure of is not on the public pages")
+
+        def show(store: Store) -> Response:
+            items, more = views.look_view(store, site)
+            return page(request, "look.html", items=items, more=more)
+        return with_store(request, show)
+
     def style(request: Request) -> Response:
         return Response(stylesheet, media_type="text/css", headers=SECURITY_HEADERS)
 
@@ -186,4 +197,5 @@ def _page_routes(site: Site, page: Page, problem: Callable[[Request, int, str, s
             Route("/r/{message_id:path}/plot.{format:str}", plot, methods=["GET"]),
             Route("/r/{message_id:path}", report, methods=["GET"]),
             Route("/hosts", hosts, methods=["GET"]),
+            Route("/look", look, methods=["GET"]),
             Route("/style.css", style, methods=["GET"])]

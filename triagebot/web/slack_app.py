@@ -33,7 +33,7 @@ import logging
 import re
 from collections.abc import Callable, Collection
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from slack_bolt import App, BoltRequest
@@ -47,12 +47,13 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from triagebot.actions import act as actions
+from triagebot.actions import decide as decisions
 from triagebot.actions.upstream import ReplyPreview
 from triagebot.errors import TriageError
 from triagebot.logs import event
 from triagebot.notify.render import escape
 from triagebot.records.states import RUN_STATES
-from triagebot.rules.routing import PERMISSIONS, Permissions
+from triagebot.rules.routing import PERMISSIONS, Permissions, Routing
 from triagebot.store.protocol import Store
 from triagebot.untrusted.whole_numbers import BadNumber, whole_number
 from triagebot.web.bounds import RequestRefused, read_body
@@ -62,7 +63,8 @@ log = logging.getLogger("triagebot.slack")
 
 SLACK_PATH = "/slack/events"  # the interactivity URL and the slash command's request URL
 MAX_AGE_SECONDS = 300  # Slack's own advice: a request older than five minutes may be a replay
-USAGE = "Usage: `/triage show <message-id>`, `/triage status`, `/triage queue`, `/triage rerun <message-id>`"
+USAGE = ("Usage: `/triage show <message-id>`, `/triage status`, `/triage queue`, `/triage rerun <message-id>`, "
+         "`/triage take-on <message-id>`, `/triage dismiss <message-id>`")
 _MAILTO = re.compile(r"^<mailto:([^|>]+)(\|[^>]*)?>$")  # Slack links what looks like an address
 
 
@@ -84,6 +86,7 @@ class SlackSettings:
     plan_for_host: Callable[[Store, str, str], dict] | None = None  # flow.plan_for_host with the rules
     # upstream.preview_reply with the rules: the reply "Send reply upstream" shows (None: it cannot be sent)
     preview_reply: Callable[..., ReplyPreview | str] | None = None
+    routing: Routing = field(default_factory=Routing)  # where a report taken on from the digest is posted
 
 
 def message_id_of(text: str) -> str:
@@ -139,6 +142,8 @@ def _status(store: Store) -> str:
 MODALS = {"rerun-with": "rerun", "duplicate": "duplicate"}  # buttons that open a modal, and their action
 SEND = "send-upstream"  # the button that opens the reply's modal; its submission asks the send
 MAX_DRAFT_SECTIONS = 40  # a modal takes 100 blocks; a reply upstream is a page of text
+DECIDE = "decide"  # a digest line's button: a modal to take the reading on or dismiss it (issue 38)
+DISMISS = "dismiss"  # a digest line of a reply's unsure stance: dismissed at once
 
 
 def _input(block_id: str, label: str, element: dict[str, Any], optional: bool = False) -> dict[str, Any]:
@@ -212,6 +217,20 @@ def _object_at(found: Any, *keys: str) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
+def decide_modal(message_id: str, channel: str) -> dict[str, Any]:
+    """The modal a digest line's button opens: take the reading on, or dismiss it, with a note."""
+    metadata = json.dumps({"message_id": message_id, "channel": channel})
+    choices = [{"text": {"type": "plain_text", "text": "Take it on: plan and rerun it"}, "value": "take-on"},
+               {"text": {"type": "plain_text", "text": "Dismiss it: not a report to act on"}, "value": "dismiss"}]
+    return {"type": "modal", "callback_id": DECIDE, "private_metadata": metadata,
+            "title": {"type": "plain_text", "text": "Unsure reading"},
+            "submit": {"type": "plain_text", "text": "Decide"},
+            "close": {"type": "plain_text", "text": "Cancel"},
+            "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": f"*{escape(f'<{message_id}>')}*"}},
+                       _input("decision", "Decision", {"type": "static_select", "options": choices}),
+                       _input("note", "Why (kept with the label)", {"type": "plain_text_input"}, optional=True)]}
+
+
 def _value(view: dict[str, Any], block_id: str) -> str:
     item = _object_at(view, "state", "values", block_id, "value")
     text = item.get("value") or _object_at(item, "selected_option").get("value") or ""
@@ -247,6 +266,18 @@ def build_bolt_app(settings: SlackSettings) -> App:
         with settings.open_store() as store:
             return actions.act(store, request, context)
 
+    def decide(key: str, message_id: str, decision: str, user_id: str, note: str = "") -> actions.Outcome:
+        """A digest line decided: checked against the user's permission, then kept (actions/decide.py)."""
+        permission = decisions.PERMISSION.get(decision, "run")
+        if not actions.allowed(user_id, permission, settings.permissions, groups_of):
+            reason = f"user {user_id} may not {decision} (rules/routing.toml [slack] {permission})"
+            event(log, logging.WARNING, "slack action refused", event="action.refused", action=decision,
+                  message_id=message_id, user=user_id, reason=reason)
+            return actions.Outcome(False, f"Not done: {reason}.")
+        with settings.open_store() as store:
+            return decisions.decide(store, settings.routing, decisions.Decision(key, message_id, decision, user_id,
+                                                                                "slack", note))
+
     def tell(channel: str | None, user_id: str, text: str) -> None:
         """An ephemeral message: only the clicking user sees it (a refusal's reason, plain text that
         may carry what the user typed: escaped)."""
@@ -265,6 +296,9 @@ def build_bolt_app(settings: SlackSettings) -> App:
         if verb == "rerun" and rest:
             ack(text=escape(act(actions.Request(request_key(request), "rerun", message_id_of(rest),
                                                 command["user_id"])).text))
+            return
+        if verb in decisions.PERMISSION and rest:  # take-on / dismiss: a digest line decided by command
+            ack(text=escape(decide(request_key(request), message_id_of(rest), verb, command["user_id"]).text))
             return
         with settings.open_store() as store:
             if verb == "show" and rest:
@@ -310,6 +344,18 @@ def build_bolt_app(settings: SlackSettings) -> App:
         if action_id == SEND:
             open_send(body["trigger_id"], message_id, user_id, channel, request_key(request))
             return
+        if action_id == DECIDE:
+            try:
+                client.views_open(trigger_id=body["trigger_id"], view=decide_modal(message_id, channel or ""))
+            except SlackApiError as error:  # an expired trigger, Slack away: the click is lost, said once
+                event(log, logging.WARNING, "slack modal not opened", event="slack.modal_failed", action=action_id,
+                      message_id=message_id, user=user_id, error=str(error.response.get("error")))
+            return
+        if action_id == DISMISS:
+            outcome = decide(request_key(request), message_id, "dismiss", user_id)
+            if not outcome.done:
+                tell(channel, user_id, outcome.text)
+            return
         if action_id in MODALS:
             with settings.open_store() as store:
                 reason = actions.precheck(store, actions.Request(request_key(request), MODALS[action_id], message_id,
@@ -329,6 +375,25 @@ def build_bolt_app(settings: SlackSettings) -> App:
                       message_id=message_id, user=user_id, error=str(error.response.get("error")))
             return
         outcome = act(actions.Request(request_key(request), action_id, message_id, user_id))
+        if not outcome.done:
+            tell(channel, user_id, outcome.text)
+
+    @app.view(DECIDE)
+    def decided(ack: Callable[..., Any], body: dict[str, Any], view: dict[str, Any], request: BoltRequest) -> None:
+        user_id = body["user"]["id"]
+        try:
+            metadata = json.loads(view.get("private_metadata") or "{}")
+            message_id, channel = str(metadata["message_id"]), metadata.get("channel")
+        except (ValueError, KeyError, TypeError):
+            ack(response_action="errors",
+                errors={"decision": "this form lost which reading it is about: open it again"})
+            return
+        decision = _value(view, "decision")
+        if decision not in decisions.PERMISSION:
+            ack(response_action="errors", errors={"decision": "take it on, or dismiss it"})
+            return
+        ack()
+        outcome = decide(request_key(request), message_id, decision, user_id, _value(view, "note"))
         if not outcome.done:
             tell(channel, user_id, outcome.text)
 

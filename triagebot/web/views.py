@@ -32,6 +32,7 @@ from triagebot.present.dates import parse_since
 from triagebot.present.headline import change_text
 from triagebot.present.report_view import ReportView, gather_report
 from triagebot.present.summary import stance_evidence, summary_lines
+from triagebot.records.certainty import uncertain_reasons
 from triagebot.records.report import KINDS, Report
 from triagebot.records.states import TriageState
 from triagebot.records.threads import normalize_message_id
@@ -44,7 +45,8 @@ from triagebot.verdict.median import median
 from triagebot.verdict.outcome import confidence_text
 from triagebot.verdict.same_kernel import run_outcome
 
-REPORT_KINDS = ("lkp-regression", "lkp-improvement", "lkp-functional", "human-report", "human-bug", "syzbot")
+REPORT_KINDS = ("lkp-regression", "lkp-improvement", "lkp-functional", "patch-regression", "human-report", "human-bug",
+                "syzbot")
 NOT_TAKEN_ON = "not-taken-on"  # the index's section of stored reports the daemon has not taken on
 DEFAULT_LIMIT = 50  # reports a section shows, as `triage list` prints by default
 MAX_LIMIT = 1000
@@ -331,6 +333,50 @@ def index_view(store: Store, site: Site, filters: Filters, lab_standing: Standin
                               [_listed(item.key, item.report, None, site.public) for item in rest[:filters.limit]],
                               len(rest) > filters.limit))
     return result
+
+
+# --- to look at: the readings the daemon was unsure of, not decided yet (issue 38) -------------------
+
+LOOK_KINDS = ("patch-regression", "human-report", "human-perf-complaint")  # readings that may be a report
+
+
+@dataclass(frozen=True)
+class ToLookAt:
+    """One unsure reading nobody decided: what was read, why the daemon is unsure, how to decide."""
+
+    key: str
+    href: str
+    date: str
+    kind: str
+    subject: str
+    sender: str
+    reasons: list[str]
+    take_on: str  # the command that takes it on
+    dismiss: str  # the command that dismisses it
+
+
+def look_view(store: Store, site: Site, limit: int = DEFAULT_LIMIT) -> tuple[list[ToLookAt], bool]:
+    """The readings that may be reports the daemon did not take on for want of evidence and nobody
+    has decided (a digest line's button, `triage take-on|dismiss`), newest first; and whether there
+    are more than `limit`. Team pages only: what the team is unsure of is its own business."""
+    taken = {row.message_id for row in store.triage_in(*TriageState)}
+    found: list[ToLookAt] = []
+    # unsure readings are few among the records of these kinds: read a window of the newest
+    for listed in store.list_records(kind=LOOK_KINDS, limit=MAX_LIMIT):
+        if listed.key in taken or store.decision_of(listed.key) is not None:
+            continue
+        reasons = uncertain_reasons(listed.report)
+        if not reasons:
+            continue  # sure: the daemon takes it on by itself when it is recent
+        if len(found) == limit:
+            return found, True
+        report = listed.report
+        found.append(ToLookAt(key=listed.key, href=report_href(listed.key), date=(report.date or "")[:10],
+                              kind=report.kind, subject=report.subject or "(no subject)",
+                              sender=report.from_ or "unknown", reasons=list(reasons),
+                              take_on=shlex.join(["triage", "take-on", listed.key]),
+                              dismiss=shlex.join(["triage", "dismiss", listed.key])))
+    return found, False
 
 
 # --- one report ---------------------------------------------------------------------------------
