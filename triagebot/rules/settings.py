@@ -30,7 +30,7 @@ from triagebot.rules.loader import PACKAGED_RULES, read_file, rules_dir
 from triagebot.rules.routing import ROUTING_FILE, Routing, routing_from
 from triagebot.rules.sources import SOURCES_FILE, SourceSettings, parse_bounds, parse_sources
 from triagebot.rules.templates import TEMPLATES_DIR, Templates, load_templates, missing_templates
-from triagebot.rules.trees import WatchedTree, load_trees
+from triagebot.rules.trees import KernelBuilds, KernelTree, WatchedTree, load_kernel_trees, load_trees
 
 __all__ = ["PACKAGED_RULES", "Settings", "SourceSettings", "load_settings", "rules_dir", "settings_for"]
 
@@ -47,6 +47,8 @@ class Settings:
     floors: MetricFloors = field(default_factory=MetricFloors)
     max_wait_minutes: float = DEFAULT_MAX_WAIT_MINUTES  # hosts.toml: a report's wait for its host, at most
     trees: tuple[WatchedTree, ...] = ()  # trees.toml: git trees the daemon fetches for fixes (none when absent)
+    kernel_trees: tuple[KernelTree, ...] = ()  # trees.toml: the trees a host's switcher builds kernels from
+    kernel_builds: KernelBuilds = field(default_factory=KernelBuilds)  # trees.toml [kernel_builds]
 
     def need_hosts(self) -> tuple[Host, ...]:
         """The lab hosts; RulesError when the rules directory has no hosts.toml."""
@@ -79,14 +81,18 @@ def load_settings(rules: Path) -> Settings:
     hosts_file = read_file(hosts_path) if hosts_path.exists() else None
     routing_path = _own_or_packaged(rules, ROUTING_FILE)
     floors_path = _own_or_packaged(rules, FLOORS_FILE)
+    kernel_trees, kernel_builds = load_kernel_trees(rules)
     return Settings(
         rules_dir=rules, http=http, sources=sources, bounds=bounds,
-        hosts=hosts_from(hosts_file) if hosts_file is not None else None,
+        hosts=hosts_from(hosts_file, kernel_trees=kernel_trees, kernel_builds=kernel_builds)
+        if hosts_file is not None else None,
         max_wait_minutes=max_wait_from(hosts_file) if hosts_file is not None else DEFAULT_MAX_WAIT_MINUTES,
         templates=load_templates(rules) if (rules / TEMPLATES_DIR).is_dir() else None,
         routing=routing_from(read_file(routing_path)) if routing_path else Routing(),
         floors=floors_from(read_file(floors_path)) if floors_path else MetricFloors(),
         trees=load_trees(rules),
+        kernel_trees=kernel_trees,
+        kernel_builds=kernel_builds,
     )
 
 
