@@ -15,6 +15,7 @@ from typing import Any
 
 from triagebot.bisect.search import BisectBudget, bisect, bisect_log, bisect_summary
 from triagebot.errors import TriageError
+from triagebot.kernels.build import KernelBuilder
 from triagebot.notify import render
 from triagebot.records.report import Report
 from triagebot.reproduce.executors.choose import executor_for
@@ -34,7 +35,8 @@ _SHA = re.compile(r"[0-9a-f]{7,64}")
 MAX_COMMITS = 1 << 20  # more lines than any kernel range: the hook's output is not a commit list
 
 
-NO_BISECT_HOST = "no host in hosts.toml can bisect: one needs switch_kernel and list_commits hooks"
+NO_BISECT_HOST = ("no host in hosts.toml can bisect: one needs a switcher (vm, uml, kexec) or switch_kernel and "
+                  "list_commits hooks")
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,15 @@ def plan_bisect(report: Report, host: Host, templates: Templates, floors: Metric
 
 
 def list_commits(host: Host, executor: Executor, good: str, bad: str) -> list[str]:
-    """The commits after good up to bad, oldest first, as the host's hook lists them."""
+    """The commits after good up to bad, oldest first, as the host's hook lists them (a ready
+    switcher's: from its kernel tree's clone, first parents only)."""
+    if host.switcher is not None:
+        clone = KernelBuilder(host.switcher.kernel_tree, host.switcher.builds).clone
+        commits = clone.commits_between(good, bad)
+        if not commits:
+            raise TriageError(f"host {host.name}: no commits between {good} and {bad} in kernel tree "
+                              f"{host.switcher.kernel_tree.name}")
+        return commits
     try:
         argv = host.list_commits_argv(good, bad)
     except ValueError as error:
@@ -92,7 +102,8 @@ def bisect_on_lab(store: Store, database: Path, message_id: str, host: Host, pla
                   good: str, bad: str, budget: BisectBudget,
                   announce: Callable[[str], None] = lambda line: None, *, bisect_id: int | None = None,
                   on_sample: Callable[[Sample], None] | None = None,
-                  extra: Json | None = None) -> tuple[Json, int, bool]:
+                  extra: Json | None = None, kernel_config: Any = None,
+                  report_options: tuple[tuple[str, str], ...] = ()) -> tuple[Json, int, bool]:
     """Bisect good..bad on `host`, stored after every attempt (on the row `bisect_id` when given:
     the daemon's queued one, `extra` kept in its JSON); (result, its id, whether posted)."""
 
@@ -115,7 +126,8 @@ def bisect_on_lab(store: Store, database: Path, message_id: str, host: Host, pla
         def measure(base: str, suspect: str, schedule: LookSchedule, reported: float | None) -> Json:
             measured = replace(plan, reported_change_percent=reported)
             return rerun(measured, host, executor, base, suspect, rounds=schedule,
-                         floor_percent=floor_percent, on_sample=on_sample).to_json()
+                         floor_percent=floor_percent, on_sample=on_sample, kernel_config=kernel_config,
+                         report_options=report_options).to_json()
 
         result = stored(bisect(commits, good, measure, budget, reported_change_percent=plan.reported_change_percent,
                                on_progress=save))

@@ -31,6 +31,7 @@ from typing import TypeVar
 from triagebot.daemon.dispatch.inprocess import InlineDispatcher
 from triagebot.daemon.dispatch.protocol import Dispatcher, RunJob
 from triagebot.errors import TriageError
+from triagebot.kernels.config import KernelConfig
 from triagebot.lab.context import DaemonContext, StopRequested, patiently
 from triagebot.lab.queue import RERUNS, LabView, lab_view, preferred_host
 from triagebot.logs import event
@@ -41,9 +42,11 @@ from triagebot.records.report import Report, Source
 from triagebot.records.states import TriageState
 from triagebot.reproduce.executors.choose import executor_for
 from triagebot.reproduce.host_lock import host_busy, host_lock
+from triagebot.reproduce.hosts import switcher_words
 from triagebot.reproduce.limits import host_shape
 from triagebot.reproduce.materials import with_materials_over_http
 from triagebot.reproduce.plan import Plan, Refusal, plan_from_json, plan_report
+from triagebot.reproduce.report_config import report_kernel_config_over_http
 from triagebot.reproduce.rounds import commits_of, rounds_within
 from triagebot.reproduce.runner import Sample, rerun
 from triagebot.reproduce.schedule import Assignment
@@ -251,7 +254,11 @@ def _with_host_line(reply: dict, match, notes: list[str], alternatives: tuple[st
         line += "; differs: " + "; ".join(render.escape(item) for item in match.differences)
     if not match.host.can_switch_kernel:
         line += ("\n:warning: this host cannot switch kernels, so the report is not rerun here: "
-                 "describe a lab host in hosts.toml")
+                 "describe a lab host in hosts.toml"
+                 + (f" ({render.escape(match.host.switcher_note)})" if match.host.switcher_note else ""))
+    elif match.host.switcher is not None:
+        line += (f"\nKernels: each commit built from `{render.escape(match.host.switcher.kernel_tree.name)}` and "
+                 f"run {render.escape(switcher_words(match.host))}")
     for note in notes:
         line += f"\n_{render.escape(note)}_"
     return render.with_section(reply, line)
@@ -470,10 +477,15 @@ def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> st
         if lab.stop_requested():
             raise StopRequested()
 
+    kernel_config: KernelConfig | None = None
+    report_options: tuple[tuple[str, str], ...] = ()
+    if host.switcher is not None:  # the commits are built here: with the report's config where it gave one
+        kernel_config, report_options = report_kernel_config_over_http(report, store, lab.settings.http)
     try:
         with executor_for(host) as executor:
             result = rerun(plan, host, executor, base, suspect, on_sample=on_sample, rounds=rounds,
-                           floor_percent=lab.settings.floors.floor_for(plan.report_metric or plan.metric))
+                           floor_percent=lab.settings.floors.floor_for(plan.report_metric or plan.metric),
+                           kernel_config=kernel_config, report_options=report_options)
     except StopRequested:
         patiently(lab, lambda: store.set_triage(row.message_id, "planned",
                                                 note="stopped during a run: it starts over"))

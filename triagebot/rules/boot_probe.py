@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 QEMU = "qemu-system-x86_64"
-TOOLCHAIN = ("make", "gcc", "flex", "bison", "bc", "perl")
+TOOLCHAIN = ("make", "gcc", "flex", "bison", "bc", "perl", "busybox")  # busybox: the guest's power-off
 UML_FP_SIZE = 2696  # HOST_FP_SIZE of arch/x86/um/user-offsets.c, 6.1 to 6.13
 XSTATE_TIMEOUT_SECONDS = 20.0
 _PTRACE_ATTACH, _PTRACE_DETACH, _PTRACE_GETREGSET = 16, 17, 0x4204
@@ -54,8 +54,8 @@ class BootFacts:
 
     def _toolchain_problem(self) -> str | None:
         if self.toolchain_missing:
-            return f"the kernel build needs {', '.join(self.toolchain_missing)} (apt-get install build-essential " \
-                   "flex bison bc libelf-dev libssl-dev)"
+            return f"the kernel build and boot need {', '.join(self.toolchain_missing)} (apt-get install " \
+                   "build-essential flex bison bc libelf-dev libssl-dev busybox-static)"
         return None
 
     @property
