@@ -241,6 +241,42 @@ def fixture_tree(root: Path | None = None, tarball: Path = TARBALL) -> FixtureTr
         return tree
 
 
+PERSONALITY_REPORT = Path(__file__).resolve().parents[2] / "fixtures" / "kernels" / "personality-regression.eml"
+REPORT_MESSAGE_ID = "20241203094107.persona1@ivarga-lab"
+
+
+def report_text(tree: FixtureTree) -> bytes:
+    """The personality report (our own figures) naming the tree's slow commit and its parent."""
+    parent = tree.commits[tree.commits.index(tree.slow) - 1]
+    return (PERSONALITY_REPORT.read_text().replace("{SUSPECT}", tree.slow[:12]).replace("{BASE}", parent[:12])
+            .replace("{SUSPECT_SUBJECT}", SLOW_SUBJECT).encode())
+
+
+def parent_of(tree: FixtureTree, commit: str) -> str:
+    """The commit before `commit` in the tree's history (the base for its commits)."""
+    shas = (tree.base, *tree.commits)
+    return shas[shas.index(commit) - 1]
+
+
+def write_kernel_rules(root: Path, tree: FixtureTree, project: Path, *, jobs: int = 2) -> Path:
+    """The packaged rules as they ship (this-machine says switcher = "auto"), plus the fixture as
+    the kernel tree, built under `root`/kernels with the shared ccache."""
+    rules = root / "rules"
+    shutil.copytree(project / "rules", rules)
+    (rules / "trees.toml").write_text(f"""
+[[kernel_tree]]
+name = "fixture"
+url = "{tree.url}"
+branch = "{BRANCH}"
+
+[kernel_builds]
+cache_dir = "{root / 'kernels'}"
+ccache_dir = "{cache_root() / 'ccache'}"
+jobs = {jobs}
+""")
+    return rules
+
+
 if __name__ == "__main__":
     made = fixture_tree()
     print(json.dumps({"path": str(made.path)} | made.to_json(), indent=1))

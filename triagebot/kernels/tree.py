@@ -124,7 +124,7 @@ class KernelClone:
         if (worktree / ".git").exists():
             tree = Git(work_tree=worktree, home=self.path.parent, timeout=self.git.timeout,
                        file_mib=self.git.file_mib, what=f"kernel tree {self.tree.name}")
-            tree.run("checkout", "--quiet", "--force", "--detach", *end_of_options([sha]))
+            tree.run("checkout", "--quiet", "--force", "--detach", sha)  # a full sha: never read as an option
             return
         worktree.parent.mkdir(parents=True, exist_ok=True)
         self.git.run("worktree", "prune")
