@@ -271,3 +271,33 @@ def test_the_build_log_keeps_only_its_end_and_counts_compiles() -> None:
         log.add(f"  CC      kernel/file{number}.o\n")
     assert log.compiled == 50 and len(log.text()) <= 100 and log.text().endswith("file49.o\n")
     assert log.last(1) == "  CC      kernel/file49.o\n"
+
+
+def test_triage_hosts_says_what_each_switcher_needs_and_whether_the_machine_has_it() -> None:
+    from triagebot.cli.hosts import _render_host
+    from triagebot.reproduce.hosts import host_to_json
+
+    (vm,) = hosts(LOCAL + 'switcher = "auto"\n')
+    lines = "\n".join(_render_host(vm))
+    assert 'switch kernel: vm (chosen by switcher = "auto"): each commit built from kernel tree linux and run in ' \
+           "a QEMU guest (TCG, emulated; 512 MiB, 1 vCPU) on this machine" in lines
+    assert "needs qemu-system-x86_64: has it" in lines
+    assert "needs KVM with real VMX/SVM (else TCG emulation is used): MISSING (no vmx)" in lines
+    (bare,) = hosts(LOCAL + 'switcher = "auto"\n', facts=NOTHING)
+    assert "none: runs only on the running kernel (A/A runs, no verdict on a commit); this machine can boot no " \
+           "kernel it builds" in "\n".join(_render_host(bare))
+    (metal,) = hosts(KEXEC)
+    data = host_to_json(metal)
+    assert data["switcher"]["kind"] == "kexec" and data["can_switch_kernel"]
+    assert data["switcher"]["needs"][0] == {"need": "kexec (kexec-tools) on the host, run as root through sudo -n",
+                                            "has": None}
+
+
+def test_a_guest_host_plans_for_the_guest_not_the_machine_around_it() -> None:
+    from triagebot.reproduce.limits import host_shape
+
+    (vm,) = hosts(LOCAL + 'switcher = "vm"\n[host.vm]\nmemory_mib = 2048\n')
+    shape = host_shape(vm)
+    assert shape.threads == 1 and shape.memory_gb == 2 and shape.scratch_devices == ()
+    (plain,) = hosts(LOCAL)
+    assert host_shape(plain).threads == 2

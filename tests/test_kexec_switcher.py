@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import struct
 import tarfile
 from pathlib import Path
@@ -25,8 +26,12 @@ from triagebot.kernels.build import Artefact
 from triagebot.reproduce.executors.guest import KernelSwitchError
 from triagebot.reproduce.executors.kexec import KexecExecutor
 from triagebot.reproduce.executors.ssh import SshExecutor
+from triagebot.reproduce.plan import Plan, plan_command
+from triagebot.reproduce.runner import rerun
 from triagebot.rules.hosts import Host, parse_hosts
+from triagebot.rules.templates import load_templates
 from triagebot.rules.trees import KernelTree
+from triagebot.verdict.sequential import LookSchedule
 
 TREE = KernelTree("linux", "file:///srv/git/linux.git", "master")
 RELEASE = "6.12.118-tb2d00eceef795+"
@@ -172,3 +177,21 @@ def test_a_failed_load_stops_the_switch_before_any_reboot(metal) -> None:
         executor.switch_kernel("abc")
     assert "-e" not in (state / "calls").read_text().split()
     assert executor.running() == OLD_RELEASE
+
+
+@pytest.mark.skipif(shutil.which("sysbench") is None, reason="needs sysbench (apt-get install sysbench)")
+def test_a_rerun_on_a_kexec_host_switches_before_each_sample_and_records_its_kernels(metal) -> None:
+    executor, state, _kernels, _tmp_path = metal
+    plan = plan_command("sysbench cpu --threads=1 --time=1 run", load_templates(PROJECT / "rules"))
+    assert isinstance(plan, Plan)
+    record = rerun(plan, executor.host, executor, "abc", "def", rounds=LookSchedule(rounds=(3,)))
+    assert record.status == "done", record.error
+    releases = {"abc": RELEASE, "def": "6.12.118-tbdef0123456+"}
+    # A B A B: every sample on its own side's kernel, as the host's running-kernel hook said it
+    assert [sample.role for sample in record.samples[:4]] == ["base", "suspect", "base", "suspect"]
+    assert all(sample.running_kernel == releases[sample.commit] for sample in record.samples)
+    assert (state / "calls").read_text().count("-e") == len(record.samples)  # one kexec a sample
+    assert record.kernel_switch is not None and record.kernel_switch["switcher"] == "kexec"
+    assert not record.kernel_switch["guest"] and record.verdict is not None
+    assert record.verdict["kernel_switch"] == "on the host itself, kexec'd into each built kernel"
+    assert [build["release"] for build in record.builds[:2]] == [RELEASE, releases["def"]]

@@ -41,7 +41,7 @@ UML_NEEDS = ("CONFIG_64BIT=y", "CONFIG_BINFMT_ELF=y", "CONFIG_BINFMT_SCRIPT=y", 
 NEEDS = {"vm": VM_NEEDS, "uml": UML_NEEDS}
 # A path handed to the guest on its command line or to QEMU's -fsdev: no separators of either.
 _PLAIN_PATH = re.compile(r"/[A-Za-z0-9._/+-]*")
-_MARK = re.compile(r"^@@TRIAGE-([A-Z-]+) ?(.*)$", re.MULTILINE)
+_MARK = re.compile(r"@@TRIAGE-([A-Z-]+) ?(.*)$", re.MULTILINE)  # a line may begin with a terminal reset
 
 
 class BootError(TriageError):
