@@ -26,6 +26,7 @@ FLOORS = (
     ("ingest",),
     ("present",),  # a stored report as lines, pages or blocks
     ("notify",),
+    ("kernels",),  # kernel builds: a kernel tree's clone, builds cached by commit and config, guest boots
     ("reproduce",),
     ("lab",),  # the lab's queue and context, shared by reruns, bisections and fix tests
     ("lifecycle",),

@@ -28,6 +28,7 @@ from triagebot.bisect.estimate import HISTORY_RUNS, Estimate, estimate, host_tim
 from triagebot.bisect.progress import progress
 from triagebot.bisect.search import BisectBudget, bisect, bisect_log, bisect_summary
 from triagebot.errors import TriageError
+from triagebot.kernels.build import KernelBuilder
 from triagebot.notify import render
 from triagebot.records.report import Report
 from triagebot.reproduce.executors.choose import executor_for
@@ -47,7 +48,8 @@ _SHA = re.compile(r"[0-9a-f]{7,64}")
 MAX_COMMITS = 1 << 20  # more lines than any kernel range: the hook's output is not a commit list
 
 
-NO_BISECT_HOST = "no host in hosts.toml can bisect: one needs switch_kernel and list_commits hooks"
+NO_BISECT_HOST = ("no host in hosts.toml can bisect: one needs a switcher (vm, uml, kexec) or switch_kernel and "
+                  "list_commits hooks")
 PROGRESS_KIND = "bisect-progress-"  # + the bisection's id: its one progress message in the thread
 # Slack's progress message is edited at a step's first sample and then at most this often: a
 # sample of the test lab takes a second, and Slack rate-limits chat.update to about one a second
@@ -83,7 +85,15 @@ def plan_bisect(report: Report, host: Host, templates: Templates, floors: Metric
 
 
 def list_commits(host: Host, executor: Executor, good: str, bad: str) -> list[str]:
-    """The commits after good up to bad, oldest first, as the host's hook lists them."""
+    """The commits after good up to bad, oldest first, as the host's hook lists them (a ready
+    switcher's: from its kernel tree's clone, first parents only)."""
+    if host.switcher is not None:
+        clone = KernelBuilder(host.switcher.kernel_tree, host.switcher.builds).clone
+        commits = clone.commits_between(good, bad)
+        if not commits:
+            raise TriageError(f"host {host.name}: no commits between {good} and {bad} in kernel tree "
+                              f"{host.switcher.kernel_tree.name}")
+        return commits
     try:
         argv = host.list_commits_argv(good, bad)
     except ValueError as error:
@@ -148,11 +158,13 @@ def bisect_on_lab(store: Store, database: Path, message_id: str, host: Host, pla
                   on_sample: Callable[[Sample], None] | None = None,
                   extra: Json | None = None, confirm: Callable[[Estimate, str], bool] | None = None,
                   announce_sample: Callable[[str], None] | None = None,
-                  clock: Callable[[], float] = time.monotonic) -> tuple[Json, int, bool]:
+                  clock: Callable[[], float] = time.monotonic, kernel_config: Any = None,
+                  report_options: tuple[tuple[str, str], ...] = ()) -> tuple[Json, int, bool]:
     """Bisect good..bad on `host`, stored after every step and every sample's progress (on the row
     `bisect_id` when given: the daemon's queued one, `extra` kept in its JSON); (result, its id,
     whether posted). BisectRefused, nothing run, when the estimate exceeds the budget and
-    `confirm(estimate, why)` (None: no one to ask) does not say go on."""
+    `confirm(estimate, why)` (None: no one to ask) does not say go on. With a switcher, each
+    commit is built with `kernel_config` (the report's, else the host's) and `report_options`."""
     triage = store.get_triage(message_id)
     state: Json = {"step": 0, "steps": 0, "sample": 0, "runs": 0, "latest": {}, "edited": None}
 
@@ -225,7 +237,8 @@ def bisect_on_lab(store: Store, database: Path, message_id: str, host: Host, pla
         def measure(base: str, suspect: str, schedule: LookSchedule, reported: float | None) -> Json:
             measured = replace(plan, reported_change_percent=reported)
             return rerun(measured, host, executor, base, suspect, rounds=schedule,
-                         floor_percent=floor_percent, on_sample=sampled).to_json()
+                         floor_percent=floor_percent, on_sample=sampled, kernel_config=kernel_config,
+                         report_options=report_options).to_json()
 
         def saved(result: Json) -> None:
             save(result | names | {"estimate": estimate_json})

@@ -25,10 +25,12 @@ from triagebot.bisect.lab import NO_BISECT_HOST, BisectRefused, bisect_on_lab, p
 from triagebot.bisect.search import FOUND, BisectBudget, bisect_log, bisect_summary
 from triagebot.cli.common import add_db_argument, add_json_argument, add_rules_argument, database_path, open_store
 from triagebot.errors import TriageError
+from triagebot.kernels.config import KernelConfig
 from triagebot.lab.runner import can_bisect
 from triagebot.records.threads import normalize_message_id
-from triagebot.reproduce.hosts import choose_host, score_host
+from triagebot.reproduce.hosts import choose_host, score_host, switcher_words
 from triagebot.reproduce.materials import with_materials_over_http
+from triagebot.reproduce.report_config import report_kernel_config_over_http
 from triagebot.rules.hosts import Host
 from triagebot.rules.settings import settings_for
 
@@ -71,7 +73,8 @@ def _host(hosts: tuple[Host, ...], args: argparse.Namespace, report):
         if not chosen:
             raise TriageError(f"no host {args.host!r} in hosts.toml")
         if chosen[0] not in able:
-            raise TriageError(f"host {args.host} cannot bisect: it needs switch_kernel and list_commits hooks")
+            raise TriageError(f"host {args.host} cannot bisect: it needs a switcher, or switch_kernel and "
+                              "list_commits hooks")
         return score_host(chosen[0], report.test_machine, parameters=report.parameters)
     match = choose_host(able, report.test_machine, parameters=report.parameters)
     if match is None:
@@ -109,13 +112,21 @@ def run(args: argparse.Namespace) -> int:
         plan, good, bad = setup.plan, setup.good, setup.bad
         print(f"bisect of {message_id} on {host.name}: {good}..{bad}", file=sys.stderr)
         print(f"  plan: {' '.join(plan.argv)}  -> {plan.output_metric}, {plan.better} is better", file=sys.stderr)
+        kernel_config: KernelConfig | None = None
+        report_options: tuple[tuple[str, str], ...] = ()
+        if host.switcher is not None:
+            print(f"  kernels: built from kernel tree {host.switcher.kernel_tree.name} and booted "
+                  f"{switcher_words(host)}", file=sys.stderr)
+            kernel_config, report_options = report_kernel_config_over_http(
+                report, store, settings.http, announce=lambda line: print(f"triage bisect: {line}", file=sys.stderr))
         terminal = sys.stderr.isatty()
         try:
             stored, bisect_id, posted = bisect_on_lab(
                 store, database_path(args), message_id, host, plan, setup.floor_percent, good, bad, budget,
                 announce=lambda line: print(f"  {line}", file=sys.stderr),
                 confirm=ask if terminal and sys.stdin.isatty() else None,
-                announce_sample=(lambda line: print(f"  {line}", file=sys.stderr, flush=True)) if terminal else None)
+                announce_sample=(lambda line: print(f"  {line}", file=sys.stderr, flush=True)) if terminal else None,
+                kernel_config=kernel_config, report_options=report_options)
         except BisectRefused as refused:
             print(f"triage bisect: {message_id}: {refused}", file=sys.stderr)
             return 1

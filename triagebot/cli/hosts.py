@@ -21,7 +21,14 @@ from triagebot.cli.common import (
 )
 from triagebot.records.report import Report
 from triagebot.records.threads import normalize_message_id
-from triagebot.reproduce.hosts import HostMatch, disk_from_parameters, host_to_json, score_host
+from triagebot.reproduce.hosts import (
+    HostMatch,
+    disk_from_parameters,
+    host_to_json,
+    score_host,
+    switcher_needs,
+    switcher_words,
+)
 from triagebot.rules.hosts import Host
 from triagebot.rules.settings import settings_for
 
@@ -54,8 +61,17 @@ def _render_host(host: Host) -> list[str]:
     if host.labels:
         lines.append(f"  labels: {', '.join(host.labels)}")
     lines.append(f"  running kernel: {shlex.join(host.running_kernel)}")
+    if host.switcher is not None:
+        asked = " (chosen by switcher = \"auto\")" if host.switcher.asked == "auto" else ""
+        lines.append(f"  switch kernel: {host.switcher.kind}{asked}: each commit built from kernel tree "
+                     f"{host.switcher.kernel_tree.name} and run {switcher_words(host)}")
+        for need in switcher_needs(host):
+            mark = {True: "has it", False: "MISSING", None: "checked at the first switch"}[need["has"]]
+            lines.append(f"    needs {need['need']}: {mark}" + (f" ({need['why']})" if need.get("why") else ""))
+        return lines
     lines.append("  switch kernel: " + (shlex.join(host.switch_kernel) if host.switch_kernel else
-                                        "none: runs only on the running kernel (A/A runs, no verdict on a commit)"))
+                                        "none: runs only on the running kernel (A/A runs, no verdict on a commit)"
+                                        + (f"; {host.switcher_note}" if host.switcher_note else "")))
     if host.untrusted_code:
         lines.append("  untrusted code: the daemon builds any sender's patch series here by itself")
     return lines

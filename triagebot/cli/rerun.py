@@ -35,16 +35,18 @@ from triagebot.errors import TriageError
 from triagebot.fix_test.flow import archive_of
 from triagebot.fix_test.series import FixRefused
 from triagebot.fix_test.under_review import measure_series, series_mbox, series_to_test
+from triagebot.kernels.config import KernelConfig
 from triagebot.lab.mail_code import team_rule
 from triagebot.notify.render import short_commit
 from triagebot.records.report import Report
 from triagebot.records.threads import normalize_message_id
 from triagebot.reproduce.executors.choose import executor_for
 from triagebot.reproduce.host_lock import host_lock
-from triagebot.reproduce.hosts import choose_host, score_host
+from triagebot.reproduce.hosts import choose_host, score_host, switcher_words
 from triagebot.reproduce.limits import host_shape
 from triagebot.reproduce.materials import with_materials_over_http
 from triagebot.reproduce.plan import Plan, plan_report
+from triagebot.reproduce.report_config import report_kernel_config_over_http
 from triagebot.reproduce.rounds import commits_of, rounds_within
 from triagebot.reproduce.runner import RunRecord, Sample, rerun
 from triagebot.rules.hosts import Host
@@ -173,14 +175,23 @@ def run(args: argparse.Namespace) -> int:
         if not host.can_switch_kernel:
             print(f"triage rerun: {host.name} cannot switch kernels: base and suspect both run on its running "
                   f"kernel (an A/A run). It measures noise and tests the plan; it ends as {A_A_ONLY}, never a "
-                  f"verdict on {short_commit(suspect)}", file=sys.stderr)
+                  f"verdict on {short_commit(suspect)}"
+                  + (f" ({host.switcher_note})" if host.switcher_note else ""), file=sys.stderr)
         host_match = {"host_match": {"score": match.score, "differences": list(match.differences)}}
+        kernel_config: KernelConfig | None = None
+        report_options: tuple[tuple[str, str], ...] = ()
+        if host.switcher is not None:
+            print(f"  kernels: built from kernel tree {host.switcher.kernel_tree.name} and booted "
+                  f"{switcher_words(host)}", file=sys.stderr)
+            kernel_config, report_options = report_kernel_config_over_http(
+                report, store, settings.http, announce=lambda line: print(f"triage rerun: {line}", file=sys.stderr))
         cut_short: list[RunRecord] = []
         try:
             with _terminated_as_interruption(), host_lock(database, host.name), executor_for(host) as executor:
                 result = rerun(plan, host, executor, base, suspect, on_sample=_progress,
                                rounds=rounds_within(args.budget), on_cut_short=cut_short.append,
-                               floor_percent=settings.floors.floor_for(plan.report_metric or plan.metric))
+                               floor_percent=settings.floors.floor_for(plan.report_metric or plan.metric),
+                               kernel_config=kernel_config, report_options=report_options)
         except (KeyboardInterrupt, Terminated) as interruption:
             if not cut_short or not cut_short[0].samples:
                 print(f"triage rerun: {message_id}: stopped before the first sample: nothing to keep", file=sys.stderr)
@@ -237,6 +248,11 @@ def render_verdict(run_json: dict) -> str:
              f"  host:     {run_json['host']} (match {run_json['host_match']['score']:.2f} to the report's machine)"]
     if run_json["host_match"]["differences"]:
         lines.append("  differs:  " + "; ".join(run_json["host_match"]["differences"]))
+    if verdict.get("kernel_switch"):
+        lines.append(f"  kernels:  built and booted by triagebot; the benchmark ran {verdict['kernel_switch']}")
+        for build in run_json.get("builds") or []:
+            lines.append(f"            {build['commit'][:12]} {build['release']}: {build['how']}"
+                         + (f" in {build['seconds']:.0f} s" if build.get("how") != "cached" else ""))
     if not verdict.get("host_can_switch_kernel", True):
         lines.append("  note:     this host cannot switch kernels: base and suspect ran on the same kernel "
                      "(an A/A run); describe a lab host that can in hosts.toml for a verdict")

@@ -36,6 +36,7 @@ from triagebot.errors import TriageError
 from triagebot.fix_test.flow import archive_of
 from triagebot.fix_test.series import FixRefused
 from triagebot.fix_test.under_review import SeriesToTest, measure_series, series_mbox, series_to_test
+from triagebot.kernels.config import KernelConfig
 from triagebot.lab.context import DaemonContext, StopRequested, patiently
 from triagebot.lab.mail_code import MayBuild, team_rule
 from triagebot.lab.queue import RERUNS, LabView, lab_view, preferred_host
@@ -47,9 +48,11 @@ from triagebot.records.report import Report, Source
 from triagebot.records.states import TriageState
 from triagebot.reproduce.executors.choose import executor_for
 from triagebot.reproduce.host_lock import host_busy, host_lock
+from triagebot.reproduce.hosts import switcher_words
 from triagebot.reproduce.limits import host_shape
 from triagebot.reproduce.materials import with_materials_over_http
 from triagebot.reproduce.plan import Plan, Refusal, plan_from_json, plan_report
+from triagebot.reproduce.report_config import report_kernel_config_over_http
 from triagebot.reproduce.rounds import commits_of, rounds_within
 from triagebot.reproduce.runner import RunRecord, Sample, rerun
 from triagebot.reproduce.schedule import Assignment
@@ -290,7 +293,11 @@ def _with_host_line(reply: dict, match, notes: list[str], alternatives: tuple[st
         line += "; differs: " + "; ".join(render.escape(item) for item in match.differences)
     if not match.host.can_switch_kernel:
         line += ("\n:warning: this host cannot switch kernels, so the report is not rerun here: "
-                 "describe a lab host in hosts.toml")
+                 "describe a lab host in hosts.toml"
+                 + (f" ({render.escape(match.host.switcher_note)})" if match.host.switcher_note else ""))
+    elif match.host.switcher is not None:
+        line += (f"\nKernels: each commit built from `{render.escape(match.host.switcher.kernel_tree.name)}` and "
+                 f"run {render.escape(switcher_words(match.host))}")
     for note in notes:
         line += f"\n_{render.escape(note)}_"
     return render.with_section(reply, line)
@@ -533,6 +540,10 @@ def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> st
             raise StopRequested()
 
     cut_short: list[RunRecord] = []
+    kernel_config: KernelConfig | None = None
+    report_options: tuple[tuple[str, str], ...] = ()
+    if host.switcher is not None:  # the commits are built here: with the report's config where it gave one
+        kernel_config, report_options = report_kernel_config_over_http(report, store, lab.settings.http)
     try:
         floor = lab.settings.floors.floor_for(plan.report_metric or plan.metric)
         with executor_for(host) as executor:
@@ -541,7 +552,8 @@ def _run_one(store: Store, lab: DaemonContext, row: TriageRow, host: Host) -> st
                                         on_sample=on_sample)
             else:
                 result = rerun(plan, host, executor, base, suspect, on_sample=on_sample, rounds=rounds,
-                               floor_percent=floor, on_cut_short=cut_short.append)
+                               floor_percent=floor, on_cut_short=cut_short.append,
+                               kernel_config=kernel_config, report_options=report_options)
     except StopRequested:
         taken = len(samples)
 

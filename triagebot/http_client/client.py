@@ -106,7 +106,7 @@ def _shut(sock: socket.socket) -> None:
 
 
 def _watched_connection(base: type) -> type:
-    class Watched(base):  # type: ignore[misc, valid-type]
+    class Watched(base):
         def connect(self) -> None:
             super().connect()
             watch = getattr(_CURRENT, "watch", None)
@@ -148,7 +148,7 @@ class _Decoder:
         if not self.identity and encoding not in ("gzip", "x-gzip", "deflate"):
             raise ResponseRefused(f"{url}: Content-Encoding {encoding!r} was not asked for: refused")
         self._wbits = zlib.MAX_WBITS if encoding == "deflate" else 16 + zlib.MAX_WBITS
-        self._object = None if self.identity else zlib.decompressobj(self._wbits)
+        self._object = zlib.decompressobj(self._wbits)  # not read when the body is identity
         self._started = False
         self._done = False  # past the end of the last gzip member: the rest is ignored
         self._members = 1

@@ -20,8 +20,9 @@ def rerun_host(store: Store, message_id: str) -> str:
 
 
 def can_bisect(host: Host) -> bool:
-    """A host bisects when it can switch kernels and list the commits of a range."""
-    return host.can_switch_kernel and bool(host.list_commits)
+    """A host bisects when it can switch kernels and list the commits of a range: its hooks, or a
+    ready switcher (which lists them from its kernel tree)."""
+    return host.switcher is not None or (host.can_switch_kernel and bool(host.list_commits))
 
 
 def can_test_fixes(host: Host) -> bool:
@@ -31,7 +32,7 @@ def can_test_fixes(host: Host) -> bool:
 
 AFTER_VERDICT_STEPS: dict[str, tuple[Callable[[Host], bool], str]] = {
     "test fixes": (can_test_fixes, "switch_kernel and build_patched hooks"),
-    "bisect": (can_bisect, "switch_kernel and list_commits hooks"),
+    "bisect": (can_bisect, "a switcher, or switch_kernel and list_commits hooks"),
 }
 
 

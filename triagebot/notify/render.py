@@ -414,13 +414,28 @@ def verdict_reply(verdict: Json | None, run: Json | None = None) -> Payload:
     if verdict.get("host_can_switch_kernel") is False:
         blocks.append(_context(":warning: the host could not switch kernels: an A/A run, "
                                "no evidence about the commit"))
+    kernels = kernels_line(verdict)
+    if kernels:
+        blocks.append(_context(escape(kernels)))
     text = (f"Verdict: {outcome}. {verdict.get('reason') or ''} Measured "
-            f"{percent(verdict.get('measured_change_percent'))} {interval}.")
+            f"{percent(verdict.get('measured_change_percent'))} {interval}."
+            + (f" {kernels}" if kernels else ""))
     storage = storage_lines((run or {}).get("plan") or {})
     if storage:
         blocks.append(_context(*(escape(line) for line in storage)))
         text += " " + " ".join(storage)
     return fit({"text": escape(text), "blocks": blocks})
+
+
+def kernels_line(verdict: Json) -> str | None:
+    """Where the measured kernels ran, when a ready switcher built and booted them: a guest's
+    numbers are not hardware's, and the reader is told so beside them."""
+    where = verdict.get("kernel_switch")
+    if not where:
+        return None
+    guest = "guest" in where or "User-mode" in where
+    return (f"Kernels built and booted by triagebot, the benchmark run {where}"
+            + (": emulated or UML magnitudes, not hardware's (docs/kernels.md)" if guest else ""))
 
 
 def _a_a_reply(verdict: Json, run: Json) -> Payload:

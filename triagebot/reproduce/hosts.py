@@ -35,12 +35,60 @@ def host_to_json(host: Host) -> dict[str, Any]:
         "stressors": list(host.stressors) if host.stressors is not None else None,
         "untrusted_code": host.untrusted_code,
     }
+    if host.switcher is not None:
+        data["switcher"] = {"kind": host.switcher.kind, "asked": host.switcher.asked,
+                            "kernel_tree": host.switcher.kernel_tree.name, "config": host.switcher.config,
+                            "describe": switcher_words(host), "needs": switcher_needs(host)}
+    if host.switcher_note:
+        data["switcher_note"] = host.switcher_note
     if host.ssh is not None:
         data["ssh"] = {"host": host.ssh.host, "port": host.ssh.port, "user": host.ssh.user,
                        "identity_file": host.ssh.identity_file,
                        "known_hosts_file": host.ssh.known_hosts_file,
                        "control_master": host.ssh.control_master}
     return data
+
+
+def switcher_words(host: Host) -> str:
+    """How a ready switcher runs a commit on `host`, in a few words."""
+    switcher = host.switcher
+    if switcher is None:
+        return "by its switch_kernel hook" if host.switch_kernel else "not at all (A/A runs)"
+    if switcher.kind == "vm":
+        accel = host.boot.accel if switcher.accel == "auto" and host.boot is not None else switcher.accel
+        how = "KVM" if accel == "kvm" else "TCG, emulated" if accel == "tcg" else "KVM or TCG"
+        return f"in a QEMU guest ({how}; {switcher.memory_mib} MiB, 1 vCPU) on this machine"
+    if switcher.kind == "uml":
+        return f"as User-mode Linux ({switcher.memory_mib} MiB) on this machine"
+    return "on the host itself, kexec'd into"
+
+
+def switcher_needs(host: Host) -> list[dict[str, Any]]:
+    """What the host's switcher needs from the machine, each with whether it has it (True,
+    False, or None: only the first switch can tell, on an SSH host)."""
+    switcher, facts = host.switcher, host.boot
+    if switcher is None:
+        return []
+    if switcher.kind == "kexec":
+        return [{"need": f"{switcher.kexec} (kexec-tools) on the host, run as root"
+                         + (f" through {' '.join(switcher.privilege)}" if switcher.privilege else ""), "has": None},
+                {"need": "a kernel built here that boots the host (its own config by default)", "has": None},
+                {"need": f"{switcher.boot_dir} and {switcher.modules_dir} writable by that user", "has": None}]
+    toolchain = {"need": "the kernel toolchain (make, gcc, flex, bison, bc, perl)",
+                 "has": None if facts is None else not facts.toolchain_missing}
+    needs = [toolchain]
+    if switcher.kind == "vm":
+        needs.append({"need": "qemu-system-x86_64", "has": None if facts is None else facts.qemu is not None})
+        needs.append({"need": "KVM with real VMX/SVM (else TCG emulation is used)",
+                      "has": None if facts is None else facts.kvm is None,
+                      **({"why": facts.kvm} if facts is not None and facts.kvm else {})})
+    else:
+        needs.append({"need": "ptrace of children and an XSAVE area of at most 2696 bytes (UML up to 6.13)",
+                      "has": None if facts is None else facts.uml is None,
+                      **({"why": facts.uml} if facts is not None and facts.uml else {})})
+    needs.append({"need": "busybox (the guest's power-off) and the benchmarks on this machine's PATH",
+                  "has": None if facts is None else "busybox" not in facts.toolchain_missing})
+    return needs
 
 
 def disk_from_parameters(parameters: Iterable[tuple[str, str]]) -> str | None:

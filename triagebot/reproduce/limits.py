@@ -19,7 +19,7 @@ from pathlib import Path
 
 from triagebot.reproduce.executors.protocol import Limits
 from triagebot.reproduce.plan import HostShape
-from triagebot.rules.hosts import Host
+from triagebot.rules.hosts import Host, default_process_budget
 
 GIB = 1 << 30
 PROCESS_MARGIN = 64  # pids above the plan's budget: the benchmark's parent, its helpers, prlimit
@@ -40,7 +40,12 @@ def scratch_gb(host: Host) -> int:
 
 
 def host_shape(host: Host) -> HostShape:
-    """The host as the planner sees it."""
+    """The host as the planner sees it: for a vm or uml switcher, the guest the plan runs in
+    (one CPU, its memory), not the machine around it."""
+    if host.switcher is not None and host.switcher.guest:
+        return HostShape(threads=1, memory_gb=max(1, host.switcher.memory_mib // 1024), scratch_gb=scratch_gb(host),
+                         processes=default_process_budget(1), tools=host.tools + host.programs,
+                         scratch_devices=(), kernel_filesystems=None, stressors=host.stressors)
     return HostShape(threads=host.threads, memory_gb=host.memory_gb, scratch_gb=scratch_gb(host),
                      processes=host.process_budget, tools=host.tools + host.programs,
                      scratch_devices=host.scratch_devices, kernel_filesystems=host.kernel_filesystems,

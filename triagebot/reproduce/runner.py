@@ -24,10 +24,11 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from triagebot.errors import TriageError
 from triagebot.records.states import RUN_CUT_SHORT
-from triagebot.reproduce.executors.protocol import ConnectionLost, Executor, ExecutorError, Limits
+from triagebot.reproduce.executors.protocol import ConnectionLost, Executor, ExecutorError, Limits, SwitchesKernels
 from triagebot.reproduce.limits import describe_limits, host_limits
 from triagebot.reproduce.outputs import OutputError, parse_output
 from triagebot.reproduce.plan import Plan
@@ -81,6 +82,8 @@ class RunRecord:
     verdict: dict | None = None
     events: list[str] = field(default_factory=list)
     same_kernel: bool = False  # the host cannot switch kernels: both sides on one kernel (A/A)
+    kernel_switch: dict | None = None  # a ready switcher's account of how the kernels ran (a guest?)
+    builds: list[dict] = field(default_factory=list)  # the kernels it built or took from its cache
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -111,14 +114,20 @@ class Runner:
     """Takes samples of one plan on one host through its executor."""
 
     def __init__(self, plan: Plan, host: Host, executor: Executor, *, retries: int = 2,
-                 limits: Limits | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
+                 limits: Limits | None = None, sleep: Callable[[float], None] = time.sleep,
+                 kernel_config: Any = None, report_options: tuple[tuple[str, str], ...] = (),
+                 announce: Callable[[str], None] = lambda line: None) -> None:
         self.plan = plan
         self.host = host
         self.executor = executor
         self.retries = retries
         self.limits = limits
         self.sleep = sleep
+        self.kernel_config = kernel_config  # the report's config (triagebot.kernels.config), if it gave one
+        self.report_options = report_options  # the CONFIG_ lines its mail names
+        self.announce = announce
         self._current: str | None = None
+        self._running_release = ""
 
     def _hook(self, argv: tuple[str, ...], what: str, *, again_after_drop: bool) -> str | None:
         """Run a host hook; its stdout. A dropped connection is waited out; then the hook runs
@@ -140,8 +149,22 @@ class Runner:
     def _running(self) -> str:
         return self._hook(self.host.running_kernel, "running_kernel", again_after_drop=True) or ""
 
+    def _switch(self, commit: str) -> str:
+        """A ready switcher builds and boots `commit` itself; the kernel's release."""
+        assert isinstance(self.executor, SwitchesKernels)
+        if self._current != commit:
+            try:
+                self._running_release = self.executor.switch_kernel(
+                    commit, self.kernel_config, self.report_options, announce=self.announce)
+            except TriageError as error:  # a build that failed, a kernel that did not come up
+                raise RunError(str(error)) from error
+            self._current = commit
+        return self._running_release
+
     def _boot(self, commit: str) -> str:
         """Switch to `commit` where the host can, and return what the running-kernel hook says."""
+        if self.host.switcher is not None and isinstance(self.executor, SwitchesKernels):
+            return self._switch(commit)
         running = None
         if self.host.can_switch_kernel and self._current != commit:
             try:
@@ -270,28 +293,43 @@ def interruption_text(interruption: BaseException) -> str:
 def rerun(plan: Plan, host: Host, executor: Executor, base_commit: str, suspect_commit: str, *,
           rounds: LookSchedule = DEFAULT_ROUNDS, floor_percent: float | None = None,
           on_sample: Callable[[Sample], None] | None = None, retries: int = 2,
-          limits: Limits | None = None, on_cut_short: Callable[[RunRecord], None] | None = None) -> RunRecord:
+          limits: Limits | None = None, on_cut_short: Callable[[RunRecord], None] | None = None,
+          kernel_config: Any = None, report_options: tuple[tuple[str, str], ...] = ()) -> RunRecord:
     """Interleaved base/suspect samples in adaptive rounds, ending with the verdict (or an error).
 
     The plan's commands run under `limits`, by default those scaled from the host (host_limits).
     Interrupted (any exception but a TriageError: KeyboardInterrupt, a stop raised by
     `on_sample`), the record is marked cut short and given to `on_cut_short`, and the
-    interruption goes on."""
+    interruption goes on. On a host with a ready switcher the executor builds and boots each
+    commit, with the report's `kernel_config` where it gave one; a run inside a guest (vm, uml)
+    needs at least the switcher's floor_percent of change to confirm."""
     record = RunRecord(host=host.name, base_commit=base_commit, suspect_commit=suspect_commit,
                        plan=plan.to_json(), started_at=_now(), same_kernel=not host.can_switch_kernel)
     limits = limits if limits is not None else host_limits(host)
-    runner = Runner(plan, host, executor, retries=retries, limits=limits)
+    switching = host.switcher is not None and isinstance(executor, SwitchesKernels)
+    if switching:
+        assert isinstance(executor, SwitchesKernels)
+        record.kernel_switch = executor.kernel_switch
+    runner = Runner(plan, host, executor, retries=retries, limits=limits, kernel_config=kernel_config,
+                    report_options=report_options, announce=record.events.append)
     record.events.append(f"limits: {describe_limits(limits)}")
     record.events.extend(getattr(executor, "limit_notes", ()))
     if plan.runs_on:
         record.events.append(f"storage: each sample runs on {plan.runs_on}, unmounted after it")
     record.events.extend(f"storage differs from the report's: {item}" for item in plan.storage_differs)
     floor = floor_percent if floor_percent is not None else load_floors().floor_for(plan.report_metric or plan.metric)
+    if record.kernel_switch is not None and record.kernel_switch.get("guest") \
+            and floor < record.kernel_switch["floor_percent"]:
+        record.events.append(f"floor: {record.kernel_switch['floor_percent']:g}% (not {floor:g}%): the samples run "
+                             f"{record.kernel_switch['describe']}, whose magnitudes and noise are not hardware's")
+        floor = record.kernel_switch["floor_percent"]
     if not host.can_switch_kernel:
         rounds = first_round_only(rounds)
         record.events.append(f"host {host.name} cannot switch kernels: base and suspect both run on the "
-                             "running kernel (an A/A run; no evidence about the commit): one round of "
-                             f"{rounds.rounds[0]} a side, since more samples of one kernel say nothing more")
+                             "running kernel (an A/A run; no evidence about the commit)"
+                             + (f" ({host.switcher_note})" if host.switcher_note else "")
+                             + f": one round of {rounds.rounds[0]} a side, since more samples of one kernel "
+                             "say nothing more")
 
     def run_round(size: int) -> tuple[list[float], list[float]]:
         base: list[float] = []
@@ -322,5 +360,10 @@ def rerun(plan: Plan, host: Host, executor: Executor, base_commit: str, suspect_
                                                        "host_can_switch_kernel": host.can_switch_kernel}
         if record.same_kernel:  # noise and a working plan, never a verdict on the commit
             record.verdict = a_a_verdict(record.verdict, record.to_json())
+    if switching:
+        assert isinstance(executor, SwitchesKernels)
+        record.builds = list(executor.builds)
+    if record.verdict is not None and record.kernel_switch is not None:
+        record.verdict["kernel_switch"] = record.kernel_switch["describe"]
     record.finished_at = _now()
     return record

@@ -23,6 +23,19 @@ write (its scratch directory and any scratch devices), labels, and the operator'
 
 Hooks are argv lists, never shell strings: nothing here is handed to a shell. Choosing a host
 for a report is the reproduce stage's (triagebot.reproduce.hosts).
+
+Instead of the hooks, a host may name a ready switcher that triagebot ships (triagebot/kernels
+builds the commit from a `[[kernel_tree]]` of trees.toml; docs/kernels.md):
+
+- `switcher = "vm"`: each command boots the built kernel under QEMU on this machine (KVM where
+  the CPU has VMX/SVM, else TCG emulation) with the host's / as its read-only root; local only.
+- `switcher = "uml"`: each command boots the kernel built as User-mode Linux; local only.
+- `switcher = "kexec"`: an SSH host; the built kernel is installed there and kexec'd into.
+- `switcher = "auto"`: vm, else uml, whichever this machine can run (triagebot.rules.boot_probe),
+  when a kernel tree is configured; else none, with the reason (`switcher_note`): A/A runs.
+
+Their options are `[host.vm]`, `[host.uml]` and `[host.kexec]` tables; a switcher host takes no
+switch_kernel, list_commits or build_patched hook.
 """
 from __future__ import annotations
 
@@ -33,7 +46,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from triagebot.errors import RulesError
-from triagebot.rules.loader import RulesFile, Section, parse_text, read_file
+from triagebot.rules.boot_probe import BootFacts, probe_boot
+from triagebot.rules.loader import PACKAGED_RULES, RulesFile, Section, parse_text, read_file
+from triagebot.rules.trees import KernelBuilds, KernelTree
 from triagebot.untrusted.argv import substituted
 
 if TYPE_CHECKING:
@@ -79,6 +94,54 @@ class SshAccess:
     control_master: bool = False  # share one connection between commands (ControlMaster=auto)
 
 
+SWITCHERS = ("vm", "uml", "kexec", "auto")
+ACCELS = ("auto", "tcg", "kvm")
+HOST_CONFIG = "host"  # `config = "host"`: the running kernel's /boot/config-$(uname -r)
+# The fragment a switcher builds from when the report gives no config (rules/kernels/).
+DEFAULT_FRAGMENTS = {"vm": "kernels/x86-min.config", "uml": "kernels/uml-min.config"}
+# A guest's verdict needs at least this change: emulation and UML distort magnitudes and add noise.
+GUEST_FLOOR_PERCENT = 10.0
+DEFAULT_BUILDS = KernelBuilds()
+_CPU = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.,=+-]{0,127}")
+
+
+@dataclass(frozen=True)
+class Switcher:
+    """A ready kernel switcher: how the host boots a commit triagebot built (docs/kernels.md)."""
+
+    kind: str  # vm / uml / kexec
+    kernel_tree: KernelTree
+    builds: KernelBuilds = DEFAULT_BUILDS  # trees.toml's [kernel_builds]: where and how it builds
+    # The config when the report has none: a fragment file (absolute path; `allnoconfig` plus
+    # it) or HOST_CONFIG. A report's config is used first where `report_config` (not for uml:
+    # a report's config is an x86 one).
+    config: str = HOST_CONFIG
+    report_config: bool = True
+    asked: str = ""  # what hosts.toml said: the kind, or "auto"
+    # vm and uml
+    memory_mib: int = 512
+    boot_seconds: float = 120.0  # a boot's allowance on top of the command's own timeout
+    floor_percent: float = GUEST_FLOOR_PERCENT  # the least change a verdict in the guest confirms
+    accel: str = "auto"  # vm: auto / tcg / kvm
+    cpu: str | None = None  # vm: QEMU's -cpu; None: qemu64 under TCG, host under KVM
+    # kexec
+    boot_dir: str = "/boot"
+    modules_dir: str = "/lib/modules"
+    privilege: tuple[str, ...] = ()  # prefix of the commands that need root, e.g. ["sudo", "-n"]
+    kexec: str = "kexec"  # the kexec program on the host
+    execute: tuple[str, ...] = ()  # the last step; (): `systemctl kexec` where systemd runs, else `kexec -e`
+
+    @property
+    def arch(self) -> str:
+        """The kernel's ARCH: um for UML, x86_64 for the others."""
+        return "um" if self.kind == "uml" else "x86_64"
+
+    @property
+    def guest(self) -> bool:
+        """Whether the plan runs inside a guest kernel (vm, uml) rather than on the host itself."""
+        return self.kind in ("vm", "uml")
+
+
 @dataclass(frozen=True)
 class Host:
     name: str
@@ -114,6 +177,9 @@ class Host:
     described: tuple[str, ...] = ()  # the facts the machine gave (not written in hosts.toml)
     disks: tuple[str, ...] = ()  # the machine's block devices, described (describe = "auto")
     untrusted_code: bool = False  # disposable/isolated: the daemon may build any sender's patches here
+    switcher: Switcher | None = None  # a ready switcher (None: the hooks, or no switching)
+    switcher_note: str | None = None  # why `switcher = "auto"` chose none
+    boot: BootFacts | None = None  # what this machine offers for booting kernels (vm, uml, auto)
 
     def tool(self, name: str) -> str | None:
         """Where the host keeps the tool `name`, or None when it does not have it."""
@@ -134,7 +200,7 @@ class Host:
 
     @property
     def can_switch_kernel(self) -> bool:
-        return bool(self.switch_kernel)
+        return bool(self.switch_kernel) or self.switcher is not None
 
     def switch_kernel_argv(self, commit: str) -> tuple[str, ...]:
         """The switch hook with `{commit}` substituted; ValueError for a commit that is no ref."""
@@ -170,7 +236,10 @@ def _check_commit(commit: str) -> None:
 _HOST_KEYS = ("name", "reach", "ssh", "describe", "cpu_model", "microarch", "threads", "sockets", "memory_gb",
               "disk", "scratch_dir", "scratch_devices", "labels", "switch_kernel",
               "running_kernel", "list_commits", "build_patched", "reboot_timeout_s", "max_processes", "scratch_gb",
-              "tools", "untrusted_code")
+              "tools", "untrusted_code", "switcher", "kernel_tree", "vm", "uml", "kexec")
+_SWITCHER_KEYS = {"vm": ("config", "report_config", "memory_mib", "boot_seconds", "floor_percent", "accel", "cpu"),
+                  "uml": ("config", "memory_mib", "boot_seconds", "floor_percent"),
+                  "kexec": ("config", "report_config", "boot_dir", "modules_dir", "privilege", "kexec", "execute")}
 _SSH_KEYS = ("host", "port", "user", "identity_file", "known_hosts_file", "connect_timeout_s",
              "control_master")
 
@@ -255,6 +324,122 @@ def _ssh(entry: Section) -> SshAccess:
 
 
 Probe = Callable[[str], "MachineFacts"]  # scratch_dir -> the local machine's facts
+BootProbe = Callable[[], BootFacts]  # what this machine offers for booting kernels
+
+
+def is_commit_ref(text: str) -> bool:
+    """Whether `text` may name a commit to a hook or to git: a sha or ref, `^`/`~N` allowed."""
+    return bool(_COMMIT.fullmatch(text)) and ".." not in text
+
+
+def _kernel_tree(entry: Section, trees: tuple[KernelTree, ...], kind: str) -> KernelTree:
+    name = entry.optional_string("kernel_tree")
+    if name is None:
+        if len(trees) != 1:
+            entry.fail(f"switcher = \"{kind}\" builds from a kernel tree: name one with kernel_tree "
+                       f"({', '.join(tree.name for tree in trees)} in trees.toml)")
+        return trees[0]
+    for tree in trees:
+        if tree.name == name:
+            return tree
+    entry.fail(f"kernel_tree {name!r} is no [[kernel_tree]] of trees.toml "
+               f"({', '.join(tree.name for tree in trees) or 'it has none'})", "kernel_tree")
+
+
+def _config(options: Section, kind: str, rules: Path) -> str:
+    """The switcher's own config: HOST_CONFIG or an existing fragment file (absolute path)."""
+    default = DEFAULT_FRAGMENTS.get(kind, HOST_CONFIG)
+    value = options.string("config", default)
+    if value == HOST_CONFIG:
+        if kind == "uml":
+            options.fail("config = \"host\" is an x86 config: a UML kernel needs a UML fragment "
+                         "(default kernels/uml-min.config)", "config")
+        return value
+    path = Path(value) if value.startswith("/") else rules / value
+    if not path.is_file() and value == default and (PACKAGED_RULES / value).is_file():
+        path = PACKAGED_RULES / value  # the packaged fragment, for a rules directory without its own
+    if not path.is_file():
+        options.fail(f"config {value!r}: no such fragment file ({path}); give a file of CONFIG_ lines or "
+                     "\"host\"", "config")
+    return str(path.resolve())
+
+
+def _options(entry: Section, kind: str) -> Section:
+    """The [host.KIND] table (empty when absent), its keys checked; a table for another switcher refused."""
+    for other in ("vm", "uml", "kexec"):
+        if other in entry and other != kind and not (entry.get("switcher") == "auto" and other in ("vm", "uml")):
+            entry.fail(f"[host.{other}] belongs to switcher = \"{other}\", not to this host's switcher", other)
+    if kind not in entry:
+        return Section(entry.file, f"{entry.where}: [host.{kind}]", {}, entry.line)
+    options = entry.nested(kind, f"[host.{kind}]")
+    options.check_keys(_SWITCHER_KEYS[kind])
+    return options
+
+
+def _switcher(entry: Section, kind: str, asked: str, tree: KernelTree, rules: Path, builds: KernelBuilds) -> Switcher:
+    options = _options(entry, kind)
+    values: dict = {"kind": kind, "kernel_tree": tree, "builds": builds, "asked": asked,
+                    "config": _config(options, kind, rules)}
+    if kind in ("vm", "kexec"):
+        values["report_config"] = options.boolean("report_config", True)
+    else:
+        values["report_config"] = False
+    if kind in ("vm", "uml"):
+        values.update(memory_mib=options.whole("memory_mib", 512, 64, 1 << 20),
+                      boot_seconds=options.number("boot_seconds", 120.0, 0, 3600, above=True),
+                      floor_percent=options.number("floor_percent", GUEST_FLOOR_PERCENT, 0, 90, above=True))
+    if kind == "vm":
+        values["accel"] = options.choice("accel", ACCELS, "auto")
+        cpu = options.optional_string("cpu")
+        if cpu is not None and not _CPU.fullmatch(cpu):
+            options.fail(f"cpu must be a QEMU CPU model such as qemu64 or host, not {cpu!r}", "cpu")
+        values["cpu"] = cpu
+    if kind == "kexec":
+        values.update(boot_dir=_absolute(options, "boot_dir", options.string("boot_dir", "/boot")),
+                      modules_dir=_absolute(options, "modules_dir", options.string("modules_dir", "/lib/modules")),
+                      privilege=options.strings("privilege"),
+                      kexec=options.string("kexec", "kexec"),
+                      execute=options.strings("execute"))
+        if isinstance(options.get("execute"), str) or isinstance(options.get("privilege"), str):
+            options.fail("execute and privilege must be argv lists, not shell strings")
+    return Switcher(**values)
+
+
+def _switcher_of(entry: Section, reach: str, trees: tuple[KernelTree, ...], rules: Path,
+                 boot: Callable[[], BootFacts], builds: KernelBuilds) -> tuple[Switcher | None, str | None]:
+    """The host's ready switcher (None without one) and, for "auto" that chose none, why."""
+    if "switcher" not in entry:
+        for kind in ("vm", "uml", "kexec", "kernel_tree"):
+            if kind in entry:
+                entry.fail(f"{kind} is for a host with a switcher (switcher = \"vm\", \"uml\", \"kexec\" or "
+                           "\"auto\")", kind)
+        return None, None
+    asked = entry.choice("switcher", SWITCHERS)
+    for hook in ("switch_kernel", "list_commits", "build_patched"):
+        if entry.get(hook):
+            entry.fail(f"a host with switcher = \"{asked}\" takes no {hook} hook: the switcher builds, lists and "
+                       "boots the commits itself (fix tests still need the hooks)", hook)
+    if asked == "kexec" and reach != "ssh":
+        entry.fail("switcher = \"kexec\" reboots the host into the kernel: it must be an SSH host, never this "
+                   "machine", "switcher")
+    if asked in ("vm", "uml", "auto") and reach != "local":
+        entry.fail(f"switcher = \"{asked}\" boots the kernel on this machine: reach must be \"local\" (run a "
+                   "worker on the lab machine for a guest there)", "switcher")
+    if asked in ("vm", "uml", "auto") and entry.get("scratch_devices"):
+        entry.fail("scratch_devices are not seen inside a guest: a vm or uml host takes none", "scratch_devices")
+    if asked == "auto":
+        if not trees:
+            return None, "no [[kernel_tree]] in trees.toml to build kernels from"
+        facts = boot()
+        usable = [kind for kind, problem in (("vm", facts.vm_problem()), ("uml", facts.uml_problem())) if not problem]
+        if not usable:
+            return None, f"this machine can boot no kernel it builds: vm: {facts.vm_problem()}; " \
+                         f"uml: {facts.uml_problem()}"
+        return _switcher(entry, usable[0], asked, _kernel_tree(entry, trees, usable[0]), rules, builds), None
+    if not trees:
+        entry.fail(f"switcher = \"{asked}\" builds kernels from a [[kernel_tree]] of trees.toml, and it has none",
+                   "switcher")
+    return _switcher(entry, asked, asked, _kernel_tree(entry, trees, asked), rules, builds), None
 
 
 def probe_local(scratch_dir: str) -> MachineFacts:
@@ -278,7 +463,8 @@ def _described(entry: Section, facts: MachineFacts | None) -> dict:
     return values
 
 
-def _host(entry: Section, probe: Probe) -> Host:
+def _host(entry: Section, probe: Probe, trees: tuple[KernelTree, ...] = (),
+          boot: Callable[[], BootFacts] = probe_boot, builds: KernelBuilds = DEFAULT_BUILDS) -> Host:
     entry.check_keys(_HOST_KEYS)
     name = entry.string("name", None)
     if not _NAME.fullmatch(name):
@@ -298,6 +484,7 @@ def _host(entry: Section, probe: Probe) -> Host:
     for device in devices:
         if not device.startswith("/dev/") or ".." in device:
             entry.fail(f"scratch_devices: {device!r} is not a /dev/ path")
+    switcher, note = _switcher_of(entry, reach, trees, Path(entry.file.name).parent, boot, builds)
     return Host(
         name=name,
         reach=reach,
@@ -326,20 +513,28 @@ def _host(entry: Section, probe: Probe) -> Host:
         described=tuple(filled),
         disks=facts.disks if facts is not None and describe else (),
         untrusted_code=entry.boolean("untrusted_code", False),
+        switcher=switcher,
+        switcher_note=note,
+        boot=boot() if switcher is not None and switcher.guest else None,
     )
 
 
-def hosts_from(file: RulesFile, probe: Probe | None = None) -> tuple[Host, ...]:
+def hosts_from(file: RulesFile, probe: Probe | None = None, kernel_trees: tuple[KernelTree, ...] = (),
+               boot_probe: BootProbe | None = None, kernel_builds: KernelBuilds = DEFAULT_BUILDS) -> tuple[Host, ...]:
     """The hosts of one parsed hosts.toml; RulesError naming file, line and entry on any fault.
 
     A local host's programs and kernel filesystems, and the facts of one that says
-    describe = "auto", come from `probe` (default: this machine, read once)."""
+    describe = "auto", come from `probe` (default: this machine, read once); what this machine
+    offers for booting kernels (switcher vm, uml, auto) from `boot_probe`, asked at most once and
+    only for such a host. `kernel_trees` and `kernel_builds` are trees.toml's: what a switcher
+    builds from, and where."""
     file.top().check_keys(("host", "max_wait_minutes"))
     probe = _once(probe or probe_local)
+    boot = _boot_once(boot_probe or probe_boot)
     hosts: list[Host] = []
     seen: set[str] = set()
     for entry in file.entries("host", label="name"):
-        host = _host(entry, probe)
+        host = _host(entry, probe, kernel_trees, boot, kernel_builds)
         if host.name in seen:
             entry.fail(f"name {host.name!r} is used by an earlier entry")
         seen.add(host.name)
@@ -368,17 +563,32 @@ def _once(probe: Probe) -> Probe:
     return cached
 
 
-def parse_hosts(text: str, path: Path, probe: Probe | None = None) -> tuple[Host, ...]:
+def _boot_once(probe: BootProbe) -> Callable[[], BootFacts]:
+    seen: list[BootFacts] = []
+
+    def cached() -> BootFacts:
+        if not seen:
+            seen.append(probe())
+        return seen[0]
+    return cached
+
+
+def parse_hosts(text: str, path: Path, probe: Probe | None = None, kernel_trees: tuple[KernelTree, ...] = (),
+                boot_probe: BootProbe | None = None, kernel_builds: KernelBuilds = DEFAULT_BUILDS) -> tuple[Host, ...]:
     """The hosts of one hosts.toml text; `path` names it in errors."""
-    return hosts_from(parse_text(text, str(path)), probe)
+    return hosts_from(parse_text(text, str(path)), probe, kernel_trees, boot_probe, kernel_builds)
 
 
-def load_hosts(rules: Path, probe: Probe | None = None) -> tuple[Host, ...]:
-    """The inventory in `rules/hosts.toml`; a missing or invalid file is a RulesError."""
+def load_hosts(rules: Path, probe: Probe | None = None, boot_probe: BootProbe | None = None) -> tuple[Host, ...]:
+    """The inventory in `rules/hosts.toml` (with trees.toml's kernel trees); a missing or invalid
+    file is a RulesError."""
+    from triagebot.rules.trees import load_kernel_trees
+
     path = rules / HOSTS_FILE
     if not path.exists():
         raise missing_hosts(rules)
-    return hosts_from(read_file(path), probe)
+    trees, builds = load_kernel_trees(rules)
+    return hosts_from(read_file(path), probe, trees, boot_probe, builds)
 
 
 def missing_hosts(rules: Path) -> RulesError:

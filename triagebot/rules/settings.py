@@ -33,7 +33,7 @@ from triagebot.rules.loader import PACKAGED_RULES, read_file, rules_dir
 from triagebot.rules.routing import ROUTING_FILE, Routing, routing_from
 from triagebot.rules.sources import SOURCES_FILE, SourceSettings, parse_bounds, parse_sources
 from triagebot.rules.templates import TEMPLATES_DIR, Templates, load_templates, missing_templates
-from triagebot.rules.trees import TreeRules, WatchedTree, load_tree_rules
+from triagebot.rules.trees import KernelBuilds, KernelTree, TreeRules, WatchedTree, load_kernel_trees, load_tree_rules
 from triagebot.rules.trust import TRUST_FILE, TrustList, load_trust
 
 __all__ = ["PACKAGED_RULES", "Settings", "SourceSettings", "load_settings", "rules_dir", "settings_for"]
@@ -54,6 +54,8 @@ class Settings:
     trust: TrustList = field(default_factory=TrustList)  # trust.toml: whose patches the daemon builds by itself
     tree_rules: TreeRules = field(default_factory=TreeRules)  # trees.toml whole: its trees and where regressions live
     fix_tests: FixTestRules = field(default_factory=FixTestRules)  # fix_tests.toml: the recovery a Tested-by needs
+    kernel_trees: tuple[KernelTree, ...] = ()  # trees.toml: the trees a host's switcher builds kernels from
+    kernel_builds: KernelBuilds = field(default_factory=KernelBuilds)  # trees.toml [kernel_builds]
 
     def need_hosts(self) -> tuple[Host, ...]:
         """The lab hosts; RulesError when the rules directory has no hosts.toml."""
@@ -88,9 +90,11 @@ def load_settings(rules: Path) -> Settings:
     floors_path = _own_or_packaged(rules, FLOORS_FILE)
     tree_rules = load_tree_rules(rules)
     fix_tests_path = _own_or_packaged(rules, FIX_TESTS_FILE)
+    kernel_trees, kernel_builds = load_kernel_trees(rules)
     return Settings(
         rules_dir=rules, http=http, sources=sources, bounds=bounds,
-        hosts=hosts_from(hosts_file) if hosts_file is not None else None,
+        hosts=hosts_from(hosts_file, kernel_trees=kernel_trees, kernel_builds=kernel_builds)
+        if hosts_file is not None else None,
         max_wait_minutes=max_wait_from(hosts_file) if hosts_file is not None else DEFAULT_MAX_WAIT_MINUTES,
         templates=load_templates(rules) if (rules / TEMPLATES_DIR).is_dir() else None,
         routing=routing_from(read_file(routing_path)) if routing_path else Routing(),
@@ -98,6 +102,8 @@ def load_settings(rules: Path) -> Settings:
         trees=tree_rules.trees, tree_rules=tree_rules,
         trust=load_trust(_own_or_packaged(rules, TRUST_FILE)),
         fix_tests=fix_tests_from(read_file(fix_tests_path)) if fix_tests_path else FixTestRules(),
+        kernel_trees=kernel_trees,
+        kernel_builds=kernel_builds,
     )
 
 

@@ -30,6 +30,26 @@ command is never named by a rules file). What a fix's commit in a tree means for
 tree `upstream_of` the regression's, the fix is queued; any other tree says nothing about it.
 `upstream_of` names other [[tree]]s, never the tree itself, with no cycle; `regression_tree`
 names a [[tree]] whenever there is one.
+
+The same file names the kernel trees a host with a `switcher` builds its kernels from
+(triagebot/kernels), fetched with the same [bounds] (a kernel tree's clone deepens by
+`commits_per_pass` at a time when a commit asked for is older than its first fetch), and where
+and how those kernels are built:
+
+    [[kernel_tree]]
+    name = "linux"            # hosts.toml's `kernel_tree` names it (default: the only one)
+    url = "file:///srv/git/linux.git"
+    branch = "master"
+
+    [kernel_builds]           # defaults as shown
+    cache_dir = ""            # "": $XDG_CACHE_HOME/triagebot/kernels (else ~/.cache/triagebot/kernels)
+    max_cache_gib = 20        # built kernels kept, least recently used evicted past it
+    max_work_dirs = 3         # worktree + build directory pairs kept, one per (tree, arch, config)
+    build_seconds = 7200      # one build, stopped and reported past it
+    jobs = 0                  # make -j; 0: the machine's CPUs
+    ccache = true             # compile through ccache when it is installed
+    ccache_dir = ""           # "": CACHE_DIR/ccache
+    log_kib = 256             # the last KiB of a build's output kept with the run
 """
 from __future__ import annotations
 
@@ -69,6 +89,32 @@ class WatchedTree:
 
 DEFAULT_REGRESSION_TREE = "mainline"  # where a regression lives unless its culprit's tree is another
 OWN, UPSTREAM = "own", "upstream"  # a commit's tree against a regression's (see `relation`)
+
+
+@dataclass(frozen=True)
+class KernelTree:
+    """A kernel tree a switcher builds from: cloned under the kernel cache, fetched within `bounds`."""
+
+    name: str
+    url: str
+    branch: str
+    bounds: TreeBounds = TreeBounds()
+
+
+@dataclass(frozen=True)
+class KernelBuilds:
+    """Where and how kernels are built (trees.toml's [kernel_builds])."""
+
+    cache_dir: str | None = None  # None: $XDG_CACHE_HOME/triagebot/kernels
+    max_cache_gib: float = 20.0
+    max_work_dirs: int = 3
+    build_seconds: float = 7200.0
+    jobs: int = 0  # 0: os.cpu_count()
+    ccache: bool = True
+    ccache_dir: str | None = None  # None: CACHE_DIR/ccache
+    log_kib: int = 256
+
+
 _BOUND_KEYS = ("every_minutes", "commits_per_pass", "fetch_seconds", "message_kib", "first_days", "file_mib")
 
 
@@ -113,13 +159,70 @@ def _bounds(section: Section, base: TreeBounds) -> TreeBounds:
         file_mib=section.whole("file_mib", base.file_mib, 1, 1024 * 1024))
 
 
+_BUILD_KEYS = ("cache_dir", "max_cache_gib", "max_work_dirs", "build_seconds", "jobs", "ccache", "ccache_dir",
+               "log_kib")
+
+
+def _directory(section: Section, key: str) -> str | None:
+    """An absolute directory (`~` expanded), or None for "" (the default)."""
+    value = section.text(key, "")
+    if not value:
+        return None
+    expanded = str(Path(value).expanduser())
+    if not expanded.startswith("/") or "/../" in expanded + "/" or any(char in expanded for char in ", \t\n"):
+        section.fail(f"{key} must be an absolute directory without '..', commas or spaces, not {value!r}", key)
+    return expanded.rstrip("/") or "/"
+
+
+def kernel_builds_from(file: RulesFile) -> KernelBuilds:
+    """trees.toml's [kernel_builds], defaults where absent."""
+    section = file.table("kernel_builds")
+    section.check_keys(_BUILD_KEYS)
+    return KernelBuilds(
+        cache_dir=_directory(section, "cache_dir"),
+        max_cache_gib=section.number("max_cache_gib", 20.0, 0, 1 << 20, above=True),
+        max_work_dirs=section.whole("max_work_dirs", 3, 1, 64),
+        build_seconds=section.number("build_seconds", 7200.0, 0, 7 * 24 * 3600, above=True),
+        jobs=section.whole("jobs", 0, 0, 4096),
+        ccache=section.boolean("ccache", True),
+        ccache_dir=_directory(section, "ccache_dir"),
+        log_kib=section.whole("log_kib", 256, 1, 64 * 1024))
+
+
+def _checked_tree(entry: Section, taken: set[str]) -> tuple[str, str, str]:
+    """An entry's name, url and branch, each validated."""
+    name = entry.string("name")
+    if not _NAME.match(name):
+        entry.fail(f"name must be lower-case letters, digits, - and _ (it names a folder), not {name!r}", "name")
+    if name in taken:
+        entry.fail(f"name {name!r} is given twice", "name")
+    url = entry.string("url")
+    if not _URL.match(url):
+        entry.fail(f"url must be an {', '.join(URL_SCHEMES)} URL (scheme://host/path), not {url!r}", "url")
+    branch = entry.string("branch")
+    if not _BRANCH.match(branch):
+        entry.fail(f"branch must be a branch name (letters, digits, . _ / -), not {branch!r}", "branch")
+    return name, url, branch
+
+
+def kernel_trees_from(file: RulesFile) -> tuple[KernelTree, ...]:
+    """trees.toml's [[kernel_tree]] entries, each with the file's [bounds] unless it says otherwise."""
+    bounds = _bounds(file.table("bounds"), TreeBounds())
+    trees: list[KernelTree] = []
+    for entry in file.entries("kernel_tree", label="name"):
+        entry.check_keys(("name", "url", "branch", *_BOUND_KEYS))
+        name, url, branch = _checked_tree(entry, {tree.name for tree in trees})
+        trees.append(KernelTree(name, url, branch, _bounds(entry, bounds)))
+    return tuple(trees)
+
+
 def trees_from(file: RulesFile) -> tuple[WatchedTree, ...]:
     return tree_rules_from(file).trees
 
 
 def tree_rules_from(file: RulesFile) -> TreeRules:
     top = file.top()
-    top.check_keys(("bounds", "tree", "regression_tree"))
+    top.check_keys(("bounds", "tree", "regression_tree", "kernel_tree", "kernel_builds"))
     bounds_section = file.table("bounds")
     bounds_section.check_keys(_BOUND_KEYS)
     bounds = _bounds(bounds_section, TreeBounds())
@@ -127,17 +230,7 @@ def tree_rules_from(file: RulesFile) -> TreeRules:
     entries = file.entries("tree", label="name")
     for entry in entries:
         entry.check_keys(("name", "url", "branch", "upstream_of", *_BOUND_KEYS))
-        name = entry.string("name")
-        if not _NAME.match(name):
-            entry.fail(f"name must be lower-case letters, digits, - and _ (it names a folder), not {name!r}", "name")
-        if any(tree.name == name for tree in trees):
-            entry.fail(f"name {name!r} is given twice", "name")
-        url = entry.string("url")
-        if not _URL.match(url):
-            entry.fail(f"url must be an {', '.join(URL_SCHEMES)} URL (scheme://host/path), not {url!r}", "url")
-        branch = entry.string("branch")
-        if not _BRANCH.match(branch):
-            entry.fail(f"branch must be a branch name (letters, digits, . _ / -), not {branch!r}", "branch")
+        name, url, branch = _checked_tree(entry, {tree.name for tree in trees})
         upstream_of = entry.strings("upstream_of", pattern=_NAME, what="tree names")
         if name in upstream_of:
             entry.fail(f"upstream_of names the tree itself ({name!r})", "upstream_of")
@@ -185,5 +278,15 @@ def load_trees(rules_dir: Path) -> tuple[WatchedTree, ...]:
     return load_tree_rules(rules_dir).trees
 
 
-__all__ = ["DEFAULT_REGRESSION_TREE", "OWN", "TREES_FILE", "UPSTREAM", "RulesError", "TreeBounds", "TreeRules",
-           "WatchedTree", "load_tree_rules", "load_trees", "same_repository", "tree_rules_from", "trees_from"]
+def load_kernel_trees(rules_dir: Path) -> tuple[tuple[KernelTree, ...], KernelBuilds]:
+    """`rules_dir/trees.toml`'s kernel trees and build settings; none and the defaults when absent."""
+    path = rules_dir / TREES_FILE
+    if not path.exists():
+        return (), KernelBuilds()
+    file = read_file(path)
+    return kernel_trees_from(file), kernel_builds_from(file)
+
+
+__all__ = ["DEFAULT_REGRESSION_TREE", "OWN", "TREES_FILE", "UPSTREAM", "KernelBuilds", "KernelTree", "RulesError",
+           "TreeBounds", "TreeRules", "WatchedTree", "kernel_builds_from", "kernel_trees_from", "load_kernel_trees",
+           "load_tree_rules", "load_trees", "same_repository", "tree_rules_from", "trees_from"]

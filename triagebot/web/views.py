@@ -27,7 +27,7 @@ from triagebot.lab.queue import BUSY_ELSEWHERE, lab_view
 from triagebot.lab.standing import Standing, standing
 from triagebot.lifecycle.detect import cause_text
 from triagebot.lifecycle.follow import where_of
-from triagebot.notify.render import STATE_MEANING, commit_url, lore_url, percent, short_commit
+from triagebot.notify.render import STATE_MEANING, commit_url, kernels_line, lore_url, percent, short_commit
 from triagebot.present.dates import parse_since
 from triagebot.present.headline import change_text
 from triagebot.present.report_view import ReportView, gather_report
@@ -480,7 +480,7 @@ def _run_view(run: Mapping[str, Any] | None, report: Report, public: bool) -> di
             "p_value": _number(verdict.get("p_value")), "alpha": _number(verdict.get("alpha")),
             "runs": f"{verdict.get('runs_base', '?')} base + {verdict.get('runs_suspect', '?')} suspect",
             "floor": _number(verdict.get("floor_percent")), "better": verdict.get("better") or "?",
-            "a_a": verdict.get("host_can_switch_kernel") is False}
+            "a_a": verdict.get("host_can_switch_kernel") is False, "kernels": kernels_line(verdict)}
     return view
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from triagebot.errors import TriageError
 
@@ -159,3 +159,22 @@ def scratch_child(root: str, path: str) -> bool:
         return False
     rest = path[len(root) + 1:].rstrip("/")
     return bool(rest) and "/" not in rest and rest not in (".", "..")
+
+
+@runtime_checkable
+class SwitchesKernels(Protocol):
+    """An executor that builds and boots the commit itself (a host's ready switcher: vm, uml,
+    kexec), instead of the host's switch_kernel hook."""
+
+    builds: list[dict]  # each kernel switched to: its build (or cache hit), for the run record
+
+    @property
+    def kernel_switch(self) -> dict:
+        """How the runs are made (switcher, accelerator, whether inside a guest), for the record."""
+        ...
+
+    def switch_kernel(self, commit: str, report_config: Any = None, report_options: tuple[tuple[str, str], ...] = (),
+                      announce: Any = None) -> str:
+        """Build `commit` and make the next runs use it; the running kernel's release.
+        A TriageError when it cannot (the run ends with that reason)."""
+        ...
