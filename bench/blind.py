@@ -41,15 +41,23 @@ from triagebot.records.report import Report, Source  # noqa: E402
 LABELS = PROJECT / "fixtures" / "labels" / "blind"
 MIRRORS = PROJECT.parent / ".mirror"
 STANCES = ("reproduced", "not-reproduced", "none")
-TAKEN_KINDS = ("human-report", "lkp-regression")  # a regression report the team takes on
+TAKEN_KINDS = ("human-report", "lkp-regression", "patch-regression")  # a regression report the team takes on
 ROBOT_KINDS = ("lkp-regression", "lkp-improvement", "lkp-functional", "syzbot", "bot")
 PEOPLE_KINDS = ("human-report", "human-bug")
+PEOPLE_REPORT_KINDS = ("human-report", "patch-regression")  # issue 38: a person's regression report, either form
+ROBOT_SENDERS = ("lkp@intel.com", "oliver.sang@intel.com", "kernel test robot")
 FIELDS = ("culprit", "headline", "machine", "reproducers")
 TARGETS = {"stance": 95.0, "reproduced": 90.0, "not-reproduced": 90.0, "precision": 95.0, "recall": 90.0,
            "culprit": 90.0, "headline": 90.0, "machine": 90.0, "reproducers": 90.0}
 HEADLINE_TOLERANCE = 0.15  # percentage points: labels round to one decimal
 _SOURCE = re.compile(r"^(?P<owner>[A-Za-z0-9][\w.-]*)/(?P<name>[\w.-]+)@(?P<commit>[0-9a-f]{40})$")
 _MESSAGE_ID = re.compile(rb"^Message-ID:[ \t]*(?:\r?\n[ \t]+)?<?([^>\s]+)>?", re.IGNORECASE | re.MULTILINE)
+
+
+def _robot(label: dict) -> bool:
+    """A report the robot sent (its pre-merge reports are patch-regressions too): not a person's."""
+    reporter = str(label.get("reporter") or "").lower()
+    return any(sender in reporter for sender in ROBOT_SENDERS)
 
 
 class LabelError(ValueError):
@@ -258,6 +266,9 @@ def measure(replies: list[dict], reports: list[dict], raw: dict[str, bytes]) -> 
     admitted: Counter = Counter()
     digested: Counter = Counter()
     robots_as_people: list[str] = []
+    # issue 38's figures, as the daemon treats each message (flow.admit, flow.post_digests)
+    reach = {"reached": 0, "clear": 0}  # people's clear regression reports taken on or in the digest
+    admitted_real = {"real": 0, "admitted": 0}  # what the daemon takes on that is a real regression report
     fields: dict[str, dict[str, Any]] = {name: {"agree": 0, "total": 0, "stated_agree": 0, "stated_total": 0}
                                          for name in FIELDS}
     for label in reports:
@@ -266,10 +277,17 @@ def measure(replies: list[dict], reports: list[dict], raw: dict[str, bytes]) -> 
             continue
         kinds[(label["kind"], report.kind)] += 1
         # what the daemon does with it (flow.admit, flow.post_digests): a thread, the day's digest, or stored
-        if report.kind in REPORT_KINDS and not uncertain_reasons(report):
+        is_admitted = report.kind in REPORT_KINDS and not uncertain_reasons(report)
+        is_digested = report.kind in DIGEST_KINDS and bool(uncertain_reasons(report))
+        if is_admitted:
             admitted[label["kind"]] += 1
-        elif report.kind in DIGEST_KINDS and uncertain_reasons(report):
+            admitted_real["admitted"] += 1
+            admitted_real["real"] += bool(label["taken_on"])
+        elif is_digested:
             digested[label["kind"]] += 1
+        if label["kind"] in PEOPLE_REPORT_KINDS and label["taken_on"] and not _robot(label):
+            reach["clear"] += 1
+            reach["reached"] += is_admitted or is_digested
         expected_taken = bool(label["taken_on"])
         got_taken = report.kind in TAKEN_KINDS
         taken.append((expected_taken, got_taken))
@@ -300,6 +318,9 @@ def measure(replies: list[dict], reports: list[dict], raw: dict[str, bytes]) -> 
         "taken_on": _precision_recall(taken),
         "people_taken_on": _precision_recall(people),
         "robots_read_as_people": robots_as_people,
+        "reach": reach | {"percent": _ratio(reach["reached"], reach["clear"])},
+        "daemon_taken_on_precision": admitted_real | {"percent": _ratio(admitted_real["real"],
+                                                                        admitted_real["admitted"])},
         "admitted_by_daemon": {"kinds": list(REPORT_KINDS), "by_label_kind": dict(admitted),
                                "digest_by_label_kind": dict(digested)},
         "kinds": {f"{expected} -> {got}": count for (expected, got), count in sorted(kinds.items())},
@@ -314,6 +335,10 @@ def _target(name: str, value: float | None) -> str:
     if value is None or goal is None:
         return ""
     return f"  (target >= {goal:.0f}%{'' if value >= goal else ', missed'})"
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}%"
 
 
 def _show(value: object) -> str:
@@ -357,6 +382,11 @@ def print_result(result: dict, notes: list[str]) -> None:
               + "; list in the day's digest: "
               + (", ".join(f"{kind} {count}" for kind, count in sorted(admitted["digest_by_label_kind"].items()))
                  or "none"))
+        reach, real = result["reach"], result["daemon_taken_on_precision"]
+        print(f"reach (issue 38): {reach['reached']} of {reach['clear']} people's clear regression reports "
+              f"taken on or in the digest ({_percent(reach['percent'])})")
+        print(f"taken on by the daemon: {real['real']} of {real['admitted']} are real regression reports "
+              f"({_percent(real['percent'])})")
         print("kinds (label -> output): " + "; ".join(f"{pair} {count}" for pair, count in result["kinds"].items()))
     for name, field in result["fields"].items():
         if field["total"]:
