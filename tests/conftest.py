@@ -58,7 +58,7 @@ def stores(request: pytest.FixtureRequest, tmp_path: Path):
 # The files whose tests take minutes (a daemon bisecting, twenty worker kills, real lkp-tests and
 # kernel runs): started first, so that under `pytest -n 4` (.ci/run) they run beside the many
 # short tests instead of after them, and the suite ends when its longest test does.
-LONG_FIRST = ("test_worker_kills.py", "test_lkp_run.py", "test_bisect_daemon.py",
+LONG_FIRST = ("test_kernels_real.py", "test_worker_kills.py", "test_lkp_run.py", "test_bisect_daemon.py",
               "test_after_verdict_postgres.py", "test_bisect_lab.py", "test_daemon.py", "test_lab_parallel.py",
               "test_fix_daemon.py", "test_fix_lab.py", "test_rerun_ssh.py", "test_slack_lab.py")
 
