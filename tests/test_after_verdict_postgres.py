@@ -147,6 +147,12 @@ def test_work_that_needs_no_lab_host_ends_in_the_daemon_and_gets_no_job(tmp_path
             dispatcher.close()
 
 
+def _bisect_reply(message: dict) -> bool:
+    """The bisection's result in the thread (not its progress message, edited while it runs)."""
+    kind = kind_of(message)
+    return kind.startswith("bisect-") and not kind.startswith("bisect-progress-")
+
+
 @pytest.mark.skipif(not (shutil.which("sysbench") and shutil.which("git")),
                     reason="the lab needs sysbench and git (apt-get install sysbench git)")
 def test_a_worker_bisects_a_merge_confirmed_on_postgresql_and_it_is_posted_once(tmp_path: Path,
@@ -175,10 +181,10 @@ def test_a_worker_bisects_a_merge_confirmed_on_postgresql_and_it_is_posted_once(
             assert stop_daemon(worker) == 0
             with PostgresStore(url) as store:
                 assert [item["status"] for item in store.bisects(REPORT_ID)] == [bisect_flow.QUEUED]
-            assert not [message for message in slack.messages(CHANNEL_ID) if kind_of(message).startswith("bisect-")]
+            assert not [message for message in slack.messages(CHANNEL_ID) if _bisect_reply(message)]
             worker = start_worker()  # the daemon defers the host's job anew; this worker takes it
-            wait_for(lambda: [message for message in slack.messages(CHANNEL_ID)
-                              if kind_of(message).startswith("bisect-")], 1500, "the bisection's reply", daemon,
+            wait_for(lambda: [message for message in slack.messages(CHANNEL_ID) if _bisect_reply(message)], 1500,
+                     "the bisection's reply", daemon,
                      worker_log)
             with PostgresStore(url) as store:  # the worker's job ended (deleted): nothing waits on the host
                 wait_for(lambda: job_rows(store) == [], 120, "the after-verdict job to end", daemon, worker_log)
@@ -191,8 +197,11 @@ def test_a_worker_bisects_a_merge_confirmed_on_postgresql_and_it_is_posted_once(
             subprocess.run([*HOOK, "stop", str(state)], check=False)
         messages = slack.messages(CHANNEL_ID)
     parent = next(message for message in messages if kind_of(message) == "parent")
-    replies = [message for message in messages if kind_of(message).startswith("bisect-")]
+    replies = [message for message in messages if _bisect_reply(message)]
     assert len(replies) == 1 and replies[0]["thread_ts"] == parent["ts"]
+    # its progress is one message of the thread, edited in place, the interrupted attempt's included
+    progress = [message for message in messages if kind_of(message).startswith("bisect-progress-")]
+    assert len(progress) == 1 and progress[0]["thread_ts"] == parent["ts"]
     assert replies[0]["text"].startswith(f"Bisect: first bad commit {branch[3]} (")
     with PostgresStore(url) as store:
         [result] = store.bisects(REPORT_ID)
