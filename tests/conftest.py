@@ -63,6 +63,20 @@ LONG_FIRST = ("test_kernels_real.py", "test_worker_kills.py", "test_lkp_run.py",
               "test_fix_daemon.py", "test_fix_lab.py", "test_rerun_ssh.py", "test_slack_lab.py")
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Under `--dist loadgroup` every test of an xdist_group must carry its group in its id, or
+    pytest-xdist sends the group's tests to several processes at once (they share one machine-wide
+    resource: /lkp/result, the kernels' cache): a pytest and pytest-xdist that do not agree on
+    where an id lives (pytest 9 with xdist 3.8) fail here, at once, rather than flakily later."""
+    if not getattr(session.config.option, "loadgroup", False):  # set in each xdist worker
+        return
+    ungrouped = [item.nodeid for item in session.items
+                 if item.get_closest_marker("xdist_group") is not None and "@" not in item.nodeid]
+    if ungrouped:
+        raise pytest.UsageError(f"--dist loadgroup did not group {len(ungrouped)} tests (e.g. {ungrouped[0]}): "
+                                "this pytest-xdist cannot mark ids under this pytest; install pytest<9")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: index for index, name in enumerate(LONG_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
