@@ -262,7 +262,8 @@ def _people_slowdown(own: str) -> Slowdown | None:
             before = _NO_GAIN.sub(" ", sentence[max(0, match.start() - HEDGE_REACH):match.start()])
             if _HEDGE.search(before) or _QUESTION.search(sentence[:match.start()]) or _ROBOT_WORDS.search(sentence) \
                     or _GAIN.search(_NO_GAIN.sub(" ", _GAIN_COLUMN.sub("|", sentence))) \
-                    or _MINIMISED.search(sentence[max(0, match.start() - MINIMISED_REACH):match.end() + MINIMISED_REACH]):
+                    or _MINIMISED.search(sentence[max(0, match.start() - MINIMISED_REACH):
+                                                  match.end() + MINIMISED_REACH]):
                 continue
             at = start + match.start()
             if gains is None:
