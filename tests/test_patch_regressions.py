@@ -249,3 +249,8 @@ def test_a_gain_column_in_a_table_is_a_heading_not_a_gain() -> None:
 def test_a_slowdown_bounded_as_negligible_is_no_report(body: str) -> None:
     report = parse_message(mail(PPC, body), Source("eml"))
     assert report.kind == "reply"
+
+
+def test_a_bound_on_another_quantity_leaves_the_slowdown_read() -> None:
+    body = "With this series and under 10% free space, my untar runs 30% slower (41 s against 31.5 s).\n"
+    assert parse_message(mail(PPC, body), Source("eml")).kind == "patch-regression"

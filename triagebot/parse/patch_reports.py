@@ -125,7 +125,13 @@ _QUESTION = re.compile(r"\b(?:why|wonder\w*|whether)\b", re.IGNORECASE)
 # A slowdown the writer bounds as negligible is no report: "a performance degradation of less than
 # 0.6%" (dev8:42, a reviewer finding no change), "<1% worse" (dev8:31), "(<1% slower)" (linux-ext4
 # 2024, the multigrain timestamps cover letters v9 and v10).
-_MINIMISED = re.compile(r"(?:\bless\s+than|\bunder|\bbelow|<)\s*~?\s*\d+(?:\.\d+)?\s?%", re.IGNORECASE)
+_BOUND = r"(?:\bless\s+than|\bunder|\bbelow|<)\s*~?\s*\d+(?:\.\d+)?\s?%"
+# The bound is the slowdown's own: next to its words ("<1% slower", "degradation of less than 0.6%"),
+# not another quantity nearby ("with under 10% free space, writes are 30% slower").
+_MINIMISED = re.compile(
+    _BOUND + r"\s*(?:\w+\s+)?(?:slower|worse|regression|degradation|drop|slowdown|loss|overhead|lower|less)\b"
+    r"|\b(?:degradation|regression|slowdown|drop|loss|hit|overhead|penalty|slower|worse)\s+(?:(?:of|by|is|was|at)\s+)?"
+    + _BOUND, re.IGNORECASE)
 MINIMISED_REACH = 25  # characters around the slowdown's words where its bound stands
 # A table's column named for a gain ("| Improvement |", "| Speedup |") is a heading, not a claim of
 # one: the tester's perf bench tables under "A 2% performance degradation was observed" (dev8:11,
