@@ -90,8 +90,12 @@ class TestSshd:
         self.config = directory / "sshd_config"
         self.log = directory / "sshd.log"
         self.process: subprocess.Popen[bytes] | None = None
-        # set in every session (sshd's SetEnv: it overrides sshd's own PATH), e.g. a lab's PATH
-        self.environment = dict(environment or {})
+        # set in every session (sshd's SetEnv: it overrides sshd's own PATH), e.g. a lab's PATH.
+        # SHLVL=1: the login shell counts itself a nested shell (2), so bash does not read the
+        # account's ~/.bashrc for a command over ssh: the tests' host must not depend on this
+        # machine's dotfiles (a `pyenv init` there waited a minute on a lock a killed session
+        # left, and every command timed out).
+        self.environment = {"SHLVL": "1", **(environment or {})}
         self._prepare()
 
     def _keygen(self, path: Path, comment: str) -> None:
