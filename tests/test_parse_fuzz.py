@@ -19,14 +19,14 @@ from hypothesis import strategies as st
 from tests.conftest import CORPUS, PROJECT
 from triagebot.errors import MessageError
 from triagebot.parse.report import parse_message
+from triagebot.records.report import KINDS as REPORT_KINDS
 from triagebot.records.report import Source, report_to_json
 
 SAMPLES = sorted(CORPUS.glob("*")) if CORPUS.is_dir() else []
 _SPEC = importlib.util.spec_from_file_location("bench_fuzz", PROJECT / "bench" / "fuzz.py")
 bench_fuzz = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(bench_fuzz)
-KINDS = ("lkp-regression", "lkp-improvement", "lkp-functional", "syzbot", "human-report", "human-perf-complaint",
-         "human-bug", "reply", "other")
+KINDS = REPORT_KINDS  # the record contract's kinds (records/report.py): a mutation may give any of them
 
 
 @st.composite
