@@ -20,6 +20,7 @@ from tests.support.slack_world import CHANNEL, REPORT, REPORT_ID, ROUTING, TOKEN
 from tests.support.smtp_server import SmtpServer
 from triagebot.actions import carry_out as asked
 from triagebot.actions import upstream
+from triagebot.bisect.lab import NO_BISECT_HOST
 from triagebot.daemon import flow
 from triagebot.parse.report import parse_message
 from triagebot.records.report import Source
@@ -274,7 +275,7 @@ def test_test_fix_and_bisect_are_asked_of_a_confirmed_report_and_their_result_sa
     assert result.action == f"{action}:failed"
     expected = (f"{REPORT_ID}: no confirmed rerun to test a fix against (triage rerun first)"
                 if action == "test-fix" else
-                "no host in hosts.toml can bisect: one needs switch_kernel and list_commits hooks")
+                NO_BISECT_HOST)
     assert result.detail == expected
     world.deliver()
     assert world.thread_texts()[-1] == f"<@U0RUNNER> {action}: {expected}"

@@ -178,7 +178,7 @@ def test_the_team_still_sees_all_of_it(crawled_site) -> None:
     reply = html.unescape(fetch(crawled_site["team"] + f"/r/{PUBLIC_REPLY_ID}")[2].decode())
     assert PRIVATE_ID in reply and "fsmark.files_per_sec 12.3% improvement" in reply
     lab = html.unescape(fetch(crawled_site["team"] + f"/r/{LAB_ID}")[2].decode())
-    assert "fix-tested: v3 on lab-local" in lab and "action-" in lab and "lab-local" in lab
+    assert "fix-tested lab: v3 on lab-local" in lab and "action-" in lab and "lab-local" in lab
     plan = html.unescape(fetch(crawled_site["team"] + f"/r/{THREADS_ID}")[2].decode())
     assert "the host has 2 threads" in plan
     assert "update-queued-" in html.unescape(fetch(crawled_site["team"] + f"/r/{SECOND_ID}")[2].decode())
