@@ -56,10 +56,6 @@ _RESUMED = re.compile(r"^(\d+)\s+<\.\.\. execve resumed>.*\) = (-?\d+)")
 _FORK = re.compile(r"^(\d+)\s+(?:<\.\.\. )?(?:clone3?|v?fork)\b.*= (\d+)$")
 
 
-# lkp-tests writes every run's results under the one /lkp/result of this machine: the tests that
-# run it share one xdist worker (`--dist loadgroup` in .ci/run), never two at once.
-pytestmark = pytest.mark.xdist_group("lkp-result")
-
 def process_tree(trace: Path) -> tuple[dict[int, int], dict[int, list[list[str]]]]:
     """(parent of each traced process, the argv of each program each process executed)."""
     parents: dict[int, int] = {}
