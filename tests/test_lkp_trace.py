@@ -51,8 +51,10 @@ print(json.dumps({"status": record.status, "error": record.error, "argv": list(p
                   "cleanup": list(plan.cleanup_argv), "samples": len(record.samples)}))
 """
 
-_EXECVE = re.compile(r'^(\d+)\s+execve\("(?:[^"\\]|\\.)*", \[(.*?)\], .*?(?:\) = (-?\d+).*|<unfinished \.\.\.>)$')
-_RESUMED = re.compile(r"^(\d+)\s+<\.\.\. execve resumed>.*\) = (-?\d+)")
+# strace pads a short line's "= result" out to a column ("<... execve resumed>)             = 0"):
+# the result is read after any run of spaces
+_EXECVE = re.compile(r'^(\d+)\s+execve\("(?:[^"\\]|\\.)*", \[(.*?)\], .*?(?:\)\s+= (-?\d+).*|<unfinished \.\.\.>)$')
+_RESUMED = re.compile(r"^(\d+)\s+<\.\.\. execve resumed>.*\)\s+= (-?\d+)")
 _FORK = re.compile(r"^(\d+)\s+(?:<\.\.\. )?(?:clone3?|v?fork)\b.*= (\d+)$")
 
 
