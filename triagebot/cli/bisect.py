@@ -23,14 +23,19 @@ import sys
 from triagebot.bisect.estimate import Estimate
 from triagebot.bisect.lab import NO_BISECT_HOST, BisectRefused, bisect_on_lab, plan_bisect
 from triagebot.bisect.search import FOUND, BisectBudget, bisect_log, bisect_summary
-from triagebot.cli.common import add_db_argument, add_json_argument, add_rules_argument, database_path, open_store
+from triagebot.cli.common import (
+    add_db_argument,
+    add_json_argument,
+    add_rules_argument,
+    database_path,
+    open_store,
+    report_kernels,
+)
 from triagebot.errors import TriageError
-from triagebot.kernels.config import KernelConfig
 from triagebot.lab.runner import can_bisect
 from triagebot.records.threads import normalize_message_id
-from triagebot.reproduce.hosts import choose_host, score_host, switcher_words
+from triagebot.reproduce.hosts import choose_host, score_host
 from triagebot.reproduce.materials import with_materials_over_http
-from triagebot.reproduce.report_config import report_kernel_config_over_http
 from triagebot.rules.hosts import Host
 from triagebot.rules.settings import settings_for
 
@@ -112,13 +117,7 @@ def run(args: argparse.Namespace) -> int:
         plan, good, bad = setup.plan, setup.good, setup.bad
         print(f"bisect of {message_id} on {host.name}: {good}..{bad}", file=sys.stderr)
         print(f"  plan: {' '.join(plan.argv)}  -> {plan.output_metric}, {plan.better} is better", file=sys.stderr)
-        kernel_config: KernelConfig | None = None
-        report_options: tuple[tuple[str, str], ...] = ()
-        if host.switcher is not None:
-            print(f"  kernels: built from kernel tree {host.switcher.kernel_tree.name} and booted "
-                  f"{switcher_words(host)}", file=sys.stderr)
-            kernel_config, report_options = report_kernel_config_over_http(
-                report, store, settings.http, announce=lambda line: print(f"triage bisect: {line}", file=sys.stderr))
+        kernel_config, report_options = report_kernels("bisect", host, report, store, settings)
         terminal = sys.stderr.isatty()
         try:
             stored, bisect_id, posted = bisect_on_lab(

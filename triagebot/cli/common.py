@@ -3,13 +3,19 @@ one way a command opens the store."""
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from triagebot.kernels.config import KernelConfig
+    from triagebot.records.report import Report
+    from triagebot.rules.hosts import Host
+    from triagebot.rules.settings import Settings
     from triagebot.store.location import StoreLocation
+    from triagebot.store.protocol import Store
     from triagebot.store.sql import SqlStore
 
 # The store's modules (some 30 ms of imports) load only when a command
@@ -86,3 +92,19 @@ def open_store(args: argparse.Namespace) -> Iterator[SqlStore]:
         check_database_place(location.local_path)
     with location.open() as store:
         yield store
+
+
+def report_kernels(command: str, host: Host, report: Report, store: Store,
+                   settings: Settings) -> tuple[KernelConfig | None, tuple[tuple[str, str], ...]]:
+    """For a host whose switcher builds the commits: say so on stderr and fetch the report's
+    kernel config and options (`triage rerun` and `triage bisect` alike); (None, ()) otherwise."""
+    if host.switcher is None:
+        return None, ()
+    # here, not at the top: every command imports this module, only these two build kernels
+    from triagebot.reproduce.hosts import switcher_words
+    from triagebot.reproduce.report_config import report_kernel_config_over_http
+
+    print(f"  kernels: built from kernel tree {host.switcher.kernel_tree.name} and booted "
+          f"{switcher_words(host)}", file=sys.stderr)
+    return report_kernel_config_over_http(report, store, settings.http,
+                                          announce=lambda line: print(f"triage {command}: {line}", file=sys.stderr))

@@ -28,6 +28,7 @@ from triagebot.cli.common import (
     add_rules_argument,
     database_path,
     open_store,
+    report_kernels,
 )
 from triagebot.cli.keys import resolve_key
 from triagebot.cli.plotfile import check_plot_path, write_plot
@@ -35,18 +36,16 @@ from triagebot.errors import TriageError
 from triagebot.fix_test.flow import archive_of
 from triagebot.fix_test.series import FixRefused
 from triagebot.fix_test.under_review import measure_series, series_mbox, series_to_test
-from triagebot.kernels.config import KernelConfig
 from triagebot.lab.mail_code import team_rule
 from triagebot.notify.render import short_commit
 from triagebot.records.report import Report
 from triagebot.records.threads import normalize_message_id
 from triagebot.reproduce.executors.choose import executor_for
 from triagebot.reproduce.host_lock import host_lock
-from triagebot.reproduce.hosts import choose_host, score_host, switcher_words
+from triagebot.reproduce.hosts import choose_host, score_host
 from triagebot.reproduce.limits import host_shape
 from triagebot.reproduce.materials import with_materials_over_http
 from triagebot.reproduce.plan import Plan, plan_report
-from triagebot.reproduce.report_config import report_kernel_config_over_http
 from triagebot.reproduce.rounds import commits_of, rounds_within
 from triagebot.reproduce.runner import RunRecord, Sample, rerun
 from triagebot.rules.hosts import Host
@@ -178,13 +177,7 @@ def run(args: argparse.Namespace) -> int:
                   f"verdict on {short_commit(suspect)}"
                   + (f" ({host.switcher_note})" if host.switcher_note else ""), file=sys.stderr)
         host_match = {"host_match": {"score": match.score, "differences": list(match.differences)}}
-        kernel_config: KernelConfig | None = None
-        report_options: tuple[tuple[str, str], ...] = ()
-        if host.switcher is not None:
-            print(f"  kernels: built from kernel tree {host.switcher.kernel_tree.name} and booted "
-                  f"{switcher_words(host)}", file=sys.stderr)
-            kernel_config, report_options = report_kernel_config_over_http(
-                report, store, settings.http, announce=lambda line: print(f"triage rerun: {line}", file=sys.stderr))
+        kernel_config, report_options = report_kernels("rerun", host, report, store, settings)
         cut_short: list[RunRecord] = []
         try:
             with _terminated_as_interruption(), host_lock(database, host.name), executor_for(host) as executor:
