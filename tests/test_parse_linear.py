@@ -97,8 +97,8 @@ CASES = {
     """,
     "an lkp sender of many lkp words": """
         from triagebot.parse import classify
-        assert not classify._lkp_sender("lkp " * 50_000)
-        assert classify._lkp_sender("lkp robot <someone@intel.com>")
+        assert not classify.lkp_sender("lkp " * 50_000)
+        assert classify.lkp_sender("lkp robot <someone@intel.com>")
     """,
     "value and unit": """
         from triagebot.parse import reported

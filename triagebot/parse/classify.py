@@ -36,7 +36,7 @@ _LKP_WORD = re.compile(r"\blkp\b", re.IGNORECASE)
 _INTEL = re.compile(r"@intel\.com", re.IGNORECASE)
 
 
-def _lkp_sender(sender: str) -> bool:
+def lkp_sender(sender: str) -> bool:
     if _LKP_SENDER.search(sender):
         return True
     word = _LKP_WORD.search(sender)
@@ -67,7 +67,7 @@ def classify(subject: str, sender: str, own_text: str) -> str:
     text = own_text[:CHANGE_WINDOW]  # where a report's change and figures may stand
     is_reply = bool(_REPLY_SUBJECT.match(subject))
     # The robot's performance report posted under the patch it blames: a report, not a reply.
-    if is_reply and _lkp_sender(sender):
+    if is_reply and lkp_sender(sender):
         opening = _LKP_REPLY_OPENING.search(own_text[:_LKP_REPLY_HEAD])
         if opening:
             return "lkp-regression" if opening.group(1).lower() == "regression" else "lkp-improvement"
@@ -84,7 +84,7 @@ def classify(subject: str, sender: str, own_text: str) -> str:
             return "human-report"  # a commit bisected or blamed by its sha: a merged change's regression
         # A person's slowdown measured against the series of the thread (issue 38): a report of
         # its own kind, whose suspect is the series (patch_reports.py).
-        if not _lkp_sender(sender) and not ROBOT_SENDERS.search(sender) and series_subject(subject) is not None \
+        if not lkp_sender(sender) and not ROBOT_SENDERS.search(sender) and series_subject(subject) is not None \
                 and people_slowdown(own_text) is not None:
             return "patch-regression"
         return "reply"
@@ -95,7 +95,7 @@ def classify(subject: str, sender: str, own_text: str) -> str:
         return "syzbot"
     # The robot's sentence in a person's patch (a commit message quoting the report it fixes) is
     # the patch's, not a report (issue 38's false take-on): a sign-off or a diff says so.
-    if _LKP_BODY.search(head) and (_lkp_sender(sender) or ("kernel test robot" in head and not _has_patch(own_text))):
+    if _LKP_BODY.search(head) and (lkp_sender(sender) or ("kernel test robot" in head and not has_patch(own_text))):
         perf = _LKP_PERF.search(" ".join(head.split()))
         if perf:
             # LKP states the sign with the word: "regression" or "improvement" decides.
@@ -230,7 +230,7 @@ def _human_kind(title: str, head: str, *, report_form: bool = False) -> str:
     bug = BUG_TITLE.search(title)
     if perf and not bug:
         return "human-report"  # the title complains of speed: "Massive slowdown …"
-    if not report_form and _has_patch(head):
+    if not report_form and has_patch(head):
         return "other"  # a patch posted without a [PATCH] tag: a sign-off or a diff
     if bug and not perf:
         return "human-bug"  # the title names a failure: a hang, a splat, corruption
@@ -242,7 +242,7 @@ def _human_kind(title: str, head: str, *, report_form: bool = False) -> str:
     return "human-report" if _body_slowdown(head) else "other"
 
 
-def _has_patch(head: str) -> bool:
+def has_patch(head: str) -> bool:
     if "Signed-off-by: " not in head and "diff --git " not in head and " Mon Sep 17 " not in head:
         return False
     return bool(PATCH_BODY.search(head))

@@ -116,8 +116,13 @@ SLOWDOWN = re.compile(
 # prevent regressions" (dev7:41), "no obvious degradation" (ext4 2024); nor when it asks: "wondering
 # why does will it scale report a 1.5% regression" (dev7:16), "why x86 has … but … much worse"
 # (dev7:40).
+# Nor is the slowdown a change removes ("This fixes a 20% throughput regression", "to address the
+# slowdown"), nor a comparative naming a kind of thing ("the slower link speeds", "the slower path").
 _HEDGE = re.compile(r"\b(?:no|not|never|without|would|could|might|may|should|if|prevent\w*|avoid\w*|expect\w*|"
-                    r"worr\w+|concern\w*|risk\w*|fear\w*)\b|n't\b|'d\b", re.IGNORECASE)
+                    r"worr\w+|concern\w*|risk\w*|fear\w*|fix\w*|address\w*|resolv\w*|solv\w*)\b|n't\b|'d\b",
+                    re.IGNORECASE)
+_ATTRIBUTIVE = re.compile(r"\bthe\s+$", re.IGNORECASE)  # before a comparative
+_COMPARATIVE = ("slower", "worse", "lower", "poorer")
 # The robot's own sentence retold or pasted by a person is the robot's report, not a measurement of
 # the writer's (tests/test_lkp_patch_replies.py); the robot's report is its own record.
 _ROBOT_WORDS = re.compile(r"kernel test robot noticed|\bwe noticed an? [-+]?\d", re.IGNORECASE)
@@ -252,6 +257,20 @@ def people_slowdown(own: str) -> Slowdown | None:
     return _people_slowdown(own[:MAX_OWN])
 
 
+def refused(sentence: str, start: int, end: int, *, mixed: bool = True) -> bool:
+    """Whether the slowdown words at sentence[start:end] are no claim of the writer's: hedged,
+    denied or removed by a fix, a comparative naming a kind of thing, the robot's sentence retold,
+    or bounded as negligible; and, with `mixed` (a sure reading's test), asked about or beside a
+    gain in the same sentence (see the patterns above)."""
+    before = _NO_GAIN.sub(" ", sentence[max(0, start - HEDGE_REACH):start])
+    if _HEDGE.search(before) or _ROBOT_WORDS.search(sentence) \
+            or (sentence[start:end].lower().startswith(_COMPARATIVE) and _ATTRIBUTIVE.search(before)) \
+            or _MINIMISED.search(sentence[max(0, start - MINIMISED_REACH):end + MINIMISED_REACH]):
+        return True
+    return mixed and bool(_QUESTION.search(sentence[:start])
+                          or _GAIN.search(_NO_GAIN.sub(" ", _GAIN_COLUMN.sub("|", sentence))))
+
+
 @functools.lru_cache(maxsize=32)  # asked for a reply's kind, then for its fields
 def _people_slowdown(own: str) -> Slowdown | None:
     if not may_state_slowdown(own.lower()):
@@ -265,11 +284,7 @@ def _people_slowdown(own: str) -> Slowdown | None:
         if start + len(sentence) < first.start():
             continue  # before the first slowdown's words: nothing to read there
         for match in SLOWDOWN.finditer(sentence):
-            before = _NO_GAIN.sub(" ", sentence[max(0, match.start() - HEDGE_REACH):match.start()])
-            if _HEDGE.search(before) or _QUESTION.search(sentence[:match.start()]) or _ROBOT_WORDS.search(sentence) \
-                    or _GAIN.search(_NO_GAIN.sub(" ", _GAIN_COLUMN.sub("|", sentence))) \
-                    or _MINIMISED.search(sentence[max(0, match.start() - MINIMISED_REACH):
-                                                  match.end() + MINIMISED_REACH]):
+            if refused(sentence, match.start(), match.end()):
                 continue
             at = start + match.start()
             if gains is None:

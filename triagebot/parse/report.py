@@ -7,11 +7,17 @@ import re
 from triagebot.errors import MessageError
 from triagebot.parse import lkp as lkp_parser
 from triagebot.parse import prose
-from triagebot.parse.classify import classify, is_patch_review, is_plain_patch, is_report_thread
+from triagebot.parse.classify import classify, has_patch, is_patch_review, is_plain_patch, is_report_thread, lkp_sender
 from triagebot.parse.commits import find_commits
 from triagebot.parse.draft import Draft, LanguageRequest, complete
 from triagebot.parse.finite import finite_only, may_hold_huge_number
-from triagebot.parse.kind_rules import PERF_BODY, REGZBOT_INTRODUCED
+from triagebot.parse.kind_rules import (
+    CI_RESULT_SUBJECT,
+    NOT_A_REPORT_SUBJECT,
+    PERF_BODY,
+    REGZBOT_INTRODUCED,
+    ROBOT_SENDERS,
+)
 from triagebot.parse.language import rough_sentences
 from triagebot.parse.limits import MAX_LINE_CHARS
 from triagebot.parse.machine import stated_machine
@@ -21,6 +27,7 @@ from triagebot.parse.metrics import parse_tables
 from triagebot.parse.numbers import combine_stance, judge_numbers
 from triagebot.parse.objections import OBJECTION_GATE, after_line_break, objections_without_spacy, read_trailers
 from triagebot.parse.patch_reports import people_patch_series, people_slowdown, robot_patch_series, series_subject
+from triagebot.parse.possible_report import possible_slowdown
 from triagebot.parse.quoting import split_quotes
 from triagebot.parse.reported import performance_worse_percent, reported_headline
 from triagebot.parse.reproducers import benchmark_hints, command_hints, find_commands, inline_commands
@@ -278,6 +285,7 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
         split = split_quotes(body)
         own = split.own
         kind = classify(subject, sender, own)
+        kind = _second_look(kind, subject, sender, own, split.quoted)
     fields: dict = {}
     quoted = False
     request = None
@@ -315,7 +323,7 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
         if scripts:
             fields = {**fields, "reproducers": (*fields["reproducers"], *scripts)}
         if kind == "patch-regression":
-            slowdown = people_slowdown(own)
+            slowdown = people_slowdown(own) or possible_slowdown(own)
             series = people_patch_series(subject, in_reply_to, body, slowdown) if slowdown else None
             if series is None:  # classify saw one: the two readings are the same function's
                 kind = "reply"
@@ -339,6 +347,44 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
     if may_hold_huge_number(body):
         report = finite_only(report)
     return Draft(report, request)
+
+
+# What the second look may read again (possible_report.py): a reply, a person's message read as no
+# report, or a functional bug report. Never the robots', a patch, a pull request or an announcement.
+SECOND_LOOK_KINDS = ("reply", "other", "human-bug")
+# A new thread tagged only for discussion ("[RFC] performance regression with …"): no patch, no
+# pull request; its text is read like any other post's when it carries no patch.
+_DISCUSSION_TAG = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*?\[\s*(?:RFC|RFT|DISCUSS\w*|QUESTION)\s*\](?!\s*\[)",
+                             re.IGNORECASE)
+
+
+def _answers_a_slowdown(subject: str, quoted: str) -> bool:
+    """A reply quoting a claimed slowdown answers it: its own slowdown words are a reproduction."""
+    return quotes_a_slowdown(quoted) or quotes_a_patch_regression(subject, quoted)
+
+
+def _second_look(kind: str, subject: str, sender: str, own: str, quoted: str) -> str:
+    """The kind after a second, broad look (issue 38: nothing that may be a report is dropped
+    silently): a message the kind rules left unread whose writer may state a slowdown becomes a
+    report the daemon is unsure of — a `patch-regression` in a series' thread, else a
+    `human-perf-complaint` — which the day's digest lists. A reply in a report's thread (its
+    subject, or a quoted slowdown) answers that report: its stance is read, not a report of its own."""
+    if kind not in SECOND_LOOK_KINDS or ROBOT_SENDERS.search(sender) or lkp_sender(sender):
+        return kind
+    if kind == "other" and ((NOT_A_REPORT_SUBJECT.search(subject) and not _DISCUSSION_TAG.match(subject))
+                            or CI_RESULT_SUBJECT.search(subject) or has_patch(own)):
+        return kind  # a patch, a pull request, an announcement, a bot's results
+    if possible_slowdown(own) is None:
+        return kind
+    if kind == "reply":
+        if _answers_a_slowdown(subject, quoted):
+            return kind
+        if series_subject(subject) is not None:
+            # a series' title may name what it speeds up ("improve write latency"): still a review
+            # thread, whose replies' slowdowns are the series' own
+            return "patch-regression"
+        return kind if is_report_thread(subject) else "human-perf-complaint"
+    return "human-perf-complaint"
 
 
 _FIXES_LINE = re.compile(r"^[ \t]*Fixes:.*$", re.MULTILINE)

@@ -1,0 +1,125 @@
+"""The second look (issue 38: nothing that may be a report is dropped silently).
+
+A person's message the kind rules leave unread, whose own text may state a slowdown, becomes a
+report the daemon is unsure of: a `patch-regression` with no tie to the series in a series'
+thread, else a `human-perf-complaint`. Neither is taken on; the day's digest lists each. A hedge,
+a question, a fix's own words, a code delay, a patch, a robot and a reply answering the report it
+quotes stay what they were.
+"""
+from __future__ import annotations
+
+import pytest
+
+from triagebot.daemon import flow
+from triagebot.parse.possible_report import possible_slowdown
+from triagebot.parse.report import parse_message
+from triagebot.records.certainty import uncertain_reasons
+from triagebot.records.report import Report, Source
+
+PERSON = "Tove Rask <tove@example.org>"
+
+
+def mail(subject: str, body: str, sender: str = PERSON, in_reply_to: str | None = "cover@example.org") -> Report:
+    header = f"From: {sender}\nTo: dev@example.org\nSubject: {subject}\n" \
+             "Date: Wed, 12 Mar 2025 10:00:00 +0000\nMessage-ID: <second@example.org>\n"
+    if in_reply_to:
+        header += f"In-Reply-To: <{in_reply_to}>\nReferences: <{in_reply_to}>\n"
+    return parse_message((header + "\n" + body).encode(), Source("eml"))
+
+
+def digested(report: Report) -> bool:
+    """What flow.post_digests lists and flow.admit leaves: a digest kind the daemon is unsure of."""
+    return report.kind in flow.DIGEST_KINDS and bool(uncertain_reasons(report))
+
+
+SERIES = "Re: [PATCH v3 2/5] mmc: host: move the tuning retries into the core"
+
+
+@pytest.mark.parametrize("body", [
+    # signed changes per job, no word of slowness
+    "I ran my usual set on the board.\n\n8 jobs, 4k:\n  rand read: -7.1%\n  rand write: -18.3%\n  seq write: -40.2%\n\n"
+    "One job looks fine.\n",
+    # a duration grown, in words no earlier form knows
+    "On the Rockchip board the card now takes about 6 seconds longer to come up after resume.\n",
+    # an overhead stated with a unit and a figure
+    "Our CI sees a 12% overhead in run time for the whole mmc test suite.\n",
+])
+def test_a_slowdown_in_words_the_kind_rules_do_not_know_is_a_digest_line_in_a_series_thread(body: str) -> None:
+    report = mail(SERIES, body)
+    assert report.kind == "patch-regression"
+    assert report.series is not None and not report.series.attributed  # never sure
+    assert report.series.subject == "[PATCH v3 2/5] mmc: host: move the tuning retries into the core"
+    assert digested(report)
+    assert any("tie to the series" in reason for reason in uncertain_reasons(report))
+
+
+def test_a_figure_read_from_the_sentence_is_kept() -> None:
+    report = mail(SERIES, "With 5.3 and this set, fio seq write fell to 212 MB/s, a 31% regression for us.\n")
+    assert report.series is not None
+    assert "31%" in report.series.numbers and "212 MB/s" in report.series.numbers
+
+
+def test_a_slowdown_told_outside_a_series_thread_is_a_complaint_in_the_digest() -> None:
+    report = mail("Re: eMMC trouble on the new boards",
+                  "Since moving these boards to 6.9, boot time increased by 9 seconds, all of it in mmc probing.\n")
+    assert report.kind == "human-perf-complaint"
+    assert digested(report)
+
+
+def test_a_new_post_with_no_patch_is_read_whatever_its_discussion_tag() -> None:
+    report = mail("[RFC] tuning retries make every resume slow", "Hi,\n\nOn 6.10 our resume is much slower: "
+                  "62 ms before, 410 ms now, as measured with the pm trace points.\n", in_reply_to=None)
+    assert report.kind == "human-perf-complaint"
+    assert digested(report)
+
+
+def test_a_functional_report_stating_a_slowdown_reaches_the_digest() -> None:
+    report = mail("[REGRESSION] mmc0: timeout waiting for hardware interrupt on 6.11",
+                  "The card still works, but reads dropped from 88 MB/s to 11 MB/s and the log fills with "
+                  "timeouts.\n", in_reply_to=None)
+    assert report.kind == "human-perf-complaint"
+    assert digested(report)
+
+
+@pytest.mark.parametrize("body", [
+    "This would make the retry loop slower by 5% on slow cards, I think.\n",  # a worry
+    "Could this cause a 10% throughput drop on eMMC?\n",  # asked
+    "This fixes a 20% throughput regression introduced by the tuning rework.\n",  # the fix's words
+    "The controller needs a 100 ms delay after the clock change, see the TRM.\n",  # code's delay
+    "We wait longer than 1 second only for the slower link speeds.\n",  # code's wait, no claim of ours
+    "Looks good to me.\n\nReviewed-by: Tove Rask <tove@example.org>\n",
+    "The spec allows +50% -0% on this timeout.\n",  # a tolerance, no drop
+])
+def test_what_states_no_slowdown_of_the_writers_stays_a_reply(body: str) -> None:
+    report = mail(SERIES, body)
+    assert report.kind == "reply", possible_slowdown(body)
+
+
+def test_a_cc_line_naming_the_regressions_list_is_no_slowdown() -> None:
+    assert possible_slowdown("[+cc Ana, Bo, regressions, boot]\n\nThe probe order changed in 6.2.\n") is None
+
+
+def test_a_reply_answering_the_slowdown_it_quotes_keeps_its_stance_reading() -> None:
+    body = ("> With this series applied, seq write is 30% slower on my board (120 MB/s vs 171 MB/s).\n\n"
+            "Same here: on my board the card takes about 9 seconds longer to come up.\n")
+    report = mail(SERIES, body)
+    assert report.kind == "reply"
+
+
+def test_a_patch_and_the_robot_get_no_second_look() -> None:
+    patch = ("Reads were 30% slower after the tuning rework; restore the old retry count.\n\n"
+             "Signed-off-by: Tove Rask <tove@example.org>\n---\n"
+             "diff --git a/drivers/mmc/core/core.c b/drivers/mmc/core/core.c\n")
+    assert mail("mmc: core: restore the retry count", patch, in_reply_to=None).kind == "other"
+    robot = mail(SERIES, "Throughput dropped by 22% on our box, 4k reads.\n",
+                 sender="kernel test robot <lkp@intel.com>")
+    assert robot.kind == "reply"
+
+
+def test_the_second_look_takes_nothing_on() -> None:
+    report = mail(SERIES, "The whole suite ran 25% slower with this series applied, 40 s against 32 s.\n")
+    # a tie and a figure: the kind rules' own sure reading, not the second look's
+    assert report.kind == "patch-regression" and not uncertain_reasons(report)
+    report = mail(SERIES, "On our ARM box, hackbench is 14% lower: 3.1 s becomes 3.6 s in the pipe mode.\n")
+    assert report.kind == "patch-regression" and uncertain_reasons(report)
+    assert report.kind in flow.REPORT_KINDS  # yet admit skips it: flow.admit takes no unsure report

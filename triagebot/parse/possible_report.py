@@ -1,0 +1,110 @@
+"""Parse stage: a second look at a person's message the kind rules left unread — may it report a
+slowdown? Pure.
+
+Issue 38 asks that nothing that may be a report is dropped silently. The kind rules
+(classify.py, patch_reports.py) take on a person's slowdown only in the forms they know, and each
+form was written from development mail; measured on lists no rule was written from, most people's
+reports used other words. This reading is deliberately broad, and never sure: what it finds is a
+`patch-regression` with no tie to the series (a reply in a series' thread) or a
+`human-perf-complaint` (any other message), both below the confidence floor (certainty.py), so the
+daemon takes none of it on and lists each in the day's digest, where a person takes it on or
+dismisses it with one button.
+
+What it reads: one sentence of the writer's own text that states a slowdown, not hedged or asked,
+and not the slowdown a fix removes:
+- a strong word (regression, slower, slowdown, "slows … down", degradation, "very slow") with a
+  word of performance or a figure in the same sentence;
+- or a weak word (worse, lower, drop, overhead, "takes … longer", increase, less …) with both a word of
+  performance and a figure in the same sentence ("the keyboard takes 8 seconds longer", "IOPS
+  dropped from 3.0M to 1.2M");
+- or signed negative changes: two or more, or one beside a word of performance (`write: -45.5%`,
+  `-16.9%`).
+
+Measured in bench/README.md ("Issue 38: the second look"): on the development sets it reaches
+the reports the kind rules missed; over linux-ext4 2024 (5,273 messages) it adds about one digest
+line a month.
+"""
+from __future__ import annotations
+
+import re
+
+from triagebot.parse.patch_reports import HEDGE_REACH, Slowdown, refused
+
+# A sentence: as patch_reports reads the writer's text.
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
+MAX_OWN = 20000  # characters of the writer's own text read
+MAX_SENTENCE = 1500  # characters of one sentence read (a table without full stops is one "sentence")
+
+# Words that say slowness on their own.
+STRONG = re.compile(
+    r"\bregress(?:ion|ions|es|ed|ing)?\b(?!@)|\bslow(?:er|downs?)\b|\bslow(?:s|ed|ing)?\s+(?:\w+\s+)?down\b|\bdegrad\w+"
+    r"|\b(?:too|very|really|much|extremely|painfully|terribly)\s+slow\b", re.IGNORECASE)
+# Words that say slowness only beside a word of performance and a figure.
+WEAK = re.compile(
+    r"\b(?:worse|lower|poorer|reduc(?:ed|es|tion)|decreas(?:e|es|ed)|drop(?:s|ped|ping)?|loss|lost|penalty|overhead|"
+    r"hit|increas(?:e|es|ed)|higher|fewer|less|doubled|tripled)\b"
+    # a duration grown: "takes about 8 seconds longer"; not code's "wait longer than 1 second"
+    r"|\b(?:takes?|took|taking|lasts?|lasted|runs?|ran)\s+(?:\w+\s+){0,3}?longer\b", re.IGNORECASE)
+# Words of performance: what is measured, or the program measuring it.
+PERFORMANCE = re.compile(
+    r"\bperf(?:ormance)?\b|\bthroughput|\bbandwidth|\biops\b|\blatenc\w+|\bspeed\b|[KMGT]i?B/s|\b[kmg]b/s|"
+    r"\bboot[ -]?times?\b|\brun[ -]?time|\bduration\b|\bops\b|ops/s|\btransactions\b|\btps\b|"
+    r"\bcpu\s+(?:usage|utili[sz]ation|time|cycles|load)|\bbenchmark\w*|\bseconds?\b|\bminutes?\b|\bjitter\b"
+    r"|\b(?:fio|iperf3?|netperf|hackbench|will-it-scale|reaim|aim7|sysbench|dbench|fs_mark|fsmark|geekbench|lmbench|"
+    r"unixbench|kernbench|stress-ng|cyclictest|tbench|pgbench|specjbb|redis|memcached|mysql|postgres\w*|iozone|"
+    r"filebench|fxmark|vdbench|mmtests|perf\s+bench|dd)\b", re.IGNORECASE)
+# A figure: a percentage or factor, a value of a unit, a duration, a signed drop.
+FIGURE = re.compile(
+    r"\d[\d,]*(?:\.\d+)?\s?(?:%|x\b|×|times\b|[KMGT]i?B|[kmg]b/s|k?iops|ops\b|[mun]?s\b|µs|secs?\b|seconds?|"
+    r"minutes?|mins?\b|hours?|[MG]bits|[MG]bps|[KMG]/s|fps\b|tps\b)", re.IGNORECASE)
+# A change printed with its sign, as comparison tools and people's tables do: "write: -45.5%".
+NEGATIVE_CHANGE = re.compile(r"(?<![\w.+-])-(?!0+(?:\.0+)?\s?%)\d+(?:\.\d+)?\s?%")  # not a tolerance's "-0%"
+# Not a claim: what the kind rules refuse (patch_reports.refused: hedged, denied, retold from the
+# robot, bounded as negligible, removed by a fix), and here also a change undone ("revert",
+# "restore", "recover": the slowdown is the one they remove). A question about a slowdown ("why
+# does reaim regress 10-20% with …") and a slowdown beside a gain ("50% worse boot times …, better
+# again with it off") are no sure report, but a person should see them: the digest is for that.
+_UNDONE = re.compile(r"\b(?:revert\w*|restor\w*|recover\w*|unless)\b", re.IGNORECASE)
+# A line naming whom the writer copies ("[+cc Vitaly, regressions]", "Cc: …"): the regressions list
+# is named there, no slowdown.
+_CC_LINE = re.compile(r"^[ \t]*\[?\+?cc\b[^\n]*$", re.IGNORECASE | re.MULTILINE)
+MAX_NUMBERS = 12  # figures kept as written
+_GATE = ("regress", "slow", "degrad")  # what every STRONG form holds; WEAK and NEGATIVE_CHANGE need a digit
+
+
+def _claims(sentence: str, match: re.Match[str]) -> bool:
+    return not refused(sentence, match.start(), match.end(), mixed=False) and \
+        not _UNDONE.search(sentence[max(0, match.start() - HEDGE_REACH):match.start()])
+
+
+def _stated(sentence: str) -> bool:
+    """Whether one sentence states a slowdown (see the module text)."""
+    if sentence.rstrip().endswith("?"):
+        return False  # asked, not told
+    performance = PERFORMANCE.search(sentence) is not None
+    figure = FIGURE.search(sentence) is not None
+    if any(_claims(sentence, match) for match in STRONG.finditer(sentence)) and (performance or figure):
+        return True
+    if performance and figure and any(_claims(sentence, match) for match in WEAK.finditer(sentence)):
+        return True
+    # signed drops: one beside a word of performance, or a row of them (a comparison's table)
+    drops = sum(_claims(sentence, match) for match in NEGATIVE_CHANGE.finditer(sentence))
+    return drops >= 2 or (drops == 1 and performance)
+
+
+def possible_slowdown(own: str) -> Slowdown | None:
+    """The first sentence of the writer's own text that may state a slowdown, as a Slowdown never
+    tied to a series (`attributed` False: the reading is never sure), or None."""
+    text = own[:MAX_OWN]
+    lower = text.lower()
+    if not any(word in lower for word in _GATE) and "%" not in text and not any(char.isdigit() for char in text):
+        return None  # no strong word and no figure: nothing here can state a slowdown
+    if "cc" in lower:
+        text = _CC_LINE.sub("", text)
+    for sentence in _SENTENCE.split(text):
+        piece = sentence[:MAX_SENTENCE]
+        if _stated(piece):
+            numbers = [" ".join(found.group(0).split())
+                       for found in (*NEGATIVE_CHANGE.finditer(piece), *FIGURE.finditer(piece))]
+            return Slowdown(" ".join(piece.split())[:400], tuple(dict.fromkeys(numbers))[:MAX_NUMBERS], False)
+    return None
