@@ -759,15 +759,25 @@ _ELLIPTIC = re.compile(r"\s*(?:(?:also|still|but|and|so|sadly|unfortunately|nope
 _STILL_ELIDED = re.compile(r"\s*(?:and|but|yet)\s+still\s+(?:get|getting|got|see|seeing|saw|hit|hitting)\b",
                            re.IGNORECASE)
 # the writer as the subject of "still get/see", with no condition or reader before it: not "If you
-# still see the crash, let me know" nor "whether we still hit it"
-_STILL_MINE = re.compile(r"^(?:(?!\b(?:if|whether|unless|you|your)\b)[^?])*?\b(?:I|we)\b"
-                         r"(?:(?!\b(?:if|whether|unless|you|your)\b)[^?])*?"
-                         r"\bstill\s+(?:get|getting|got|see|seeing|saw|hit|hitting)\b", re.IGNORECASE)
+# still see the crash, let me know" nor "whether we still hit it" (_writer_still_sees)
+_STILL_VERB = re.compile(r"\bstill\s+(?:get|getting|got|see|seeing|saw|hit|hitting)\b", re.IGNORECASE)
+_WRITER_SUBJECT = re.compile(r"\b(?:I|we)\b", re.IGNORECASE)
+_CONDITION_OR_READER = re.compile(r"\b(?:if|whether|unless|you|your)\b|\?", re.IGNORECASE)
 # ... and names the kernel it ran: "running Linux 5.1" (dev6:133), "on top of eccb852f1fe6"
 # (dev6:61), as the sightings read before do ("in kernel 5.2.9", dev6:288; "on 5.1.0+ kernels",
 # dev2:45): a sentence naming no kernel ("we still hit the error path here") may tell of code
 _KERNEL_NAMED = re.compile(r"\b(?:v?\d+\.\d+\w*|(?=[0-9a-f]*\d)[0-9a-f]{7,40}|linux-next|next-\d{8}|mainline|"
                            r"kernels?|rc\d+)\b", re.IGNORECASE)
+
+
+def _writer_still_sees(text: str) -> bool:
+    """A "still get/see" with the writer before it and no condition or reader before that (linear)."""
+    writer = _WRITER_SUBJECT.search(text)
+    if writer is None:
+        return False
+    condition = _CONDITION_OR_READER.search(text)
+    limit = len(text) if condition is None else condition.start()
+    return any(writer.end() <= still.start() <= limit for still in _STILL_VERB.finditer(text, 0, limit + 1))
 
 
 # a negation after a reproduction that narrows where it shows: "But not reproduced on WSL"
@@ -818,7 +828,7 @@ def stance_of_sentences(rough: tuple[str, ...], in_reply: bool) -> Stance:
         if _ELLIPTIC.match(text):
             labels = labels | {"ELLIPTIC"}
         if "STILL_SEEN" in labels and (_STILL_ELIDED.match(text)
-                                       or (_STILL_MINE.search(text) and _KERNEL_NAMED.search(text))):
+                                       or (_writer_still_sees(text) and _KERNEL_NAMED.search(text))):
             labels = labels | {"STILL_MINE"}
         if _CODE_WALK.search(text) and not _WRITER.search(text):
             labels = labels | {"GENERIC"}
