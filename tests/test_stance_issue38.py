@@ -34,6 +34,9 @@ SENTENCES = [
     ("Reproducibility is 100% on my board.", "reproduced"),  # dev6:309
     ("I debug with the reproducer from the report, which works 100% of the time here.", "reproduced"),  # dev6:300
     ("It is not 100% reproducible, sadly.", "none"),  # no rate claimed
+    # a fix confirmed by what it suppresses: no stance (the opposite error)
+    ("I confirmed that the proposed patch suppresses the splat by running the C program.", "none"),  # dev6:168
+    ("I verified the fix suppresses the warning with the syz reproducer on 6.1.", "none"),  # dev6:257
 ]
 
 

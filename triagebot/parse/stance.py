@@ -617,6 +617,12 @@ FORMS_ISSUE38: dict[str, list[list[dict[str, Any]]]] = {
          {"LOWER": {"IN": ["persists", "persisted", "persist"]}}, {"LOWER": {"IN": ["in", "on", "with"]}},
          {"OP": "{0,4}"}, _VERSION],
     ],
+    # a fix confirmed by what it suppresses: "I confirmed that the fix patch suppresses the bug by
+    # testing with the C-reproducer" (dev6:168, 311; dev6:257 "the above patch suppresses the bug":
+    # three nilfs2 threads), as "confirm the crash is fixed" (FIXED above)
+    "FIXED": [
+        [{"LOWER": {"IN": _PATCH_WORDS}}, {"OP": "{0,3}"}, {"LOWER": {"IN": ["suppresses", "suppressed", "suppress"]}}],
+    ],
     # a rate of one's own reproduction: "The reproducability is 100%." (dev6:309, linux-bcache), "this
     # reproducer, which works 100% of the times" (dev6:300, reiserfs-devel), as "I can reproduce the
     # problem 100% of the time" (dev6:43, read before); not "not 100% reproducible"
