@@ -19,7 +19,8 @@ the other way is conflicting evidence and the stance abstains to `none`, unless 
 where a reproduction shows ("But not reproduced on WSL").
 
 Round two (FORMS_DEV2 below) adds the forms of a second development set, each naming the
-labels of fixtures/labels/dev2/replies.jsonl it rests on.
+labels of fixtures/labels/dev2/replies.jsonl it rests on; later rounds (FORMS_DEV3, FORMS_DEV5,
+FORMS_ISSUE38) do the same for the sets they were read from.
 """
 from __future__ import annotations
 
@@ -69,7 +70,10 @@ STANCE_PATTERN = re.compile(
     r"\b(?:does|did|do)(?:n't| not)\s+(?:help|fix|resolve|solve|cure)\b|"
     # (a version or "it" before it is the Matcher's to check: a digit-led alternative costs every number)
     r"(?:\b(?:is|was|are|were)|'s)\s+(?:(?:also|still|too|equally|likewise)\s+){0,2}(?:bad|broken|affected)\b|"
-    r"\b(?:failing|fails|(?:shows|show|showing|showed)\s+up)\s+(?:in|on|with)\s+(?:the\s+)?v?\d+\.\d",
+    r"\b(?:failing|fails|(?:shows|show|showing|showed)\s+up)\s+(?:in|on|with)\s+(?:the\s+)?v?\d+\.\d|"
+    # issue 38 (FORMS_ISSUE38): "the bug persists in v6.0.0", keyed on the verb; "and still get the
+    # oops" (the sighting's noun is the Matcher's to check)
+    r"\bpersist(?:s|ed)?\s+(?:in|on|with)\b|\bstill\s+(?:get|getting|got|see|seeing|saw|hit|hitting)\s",
     re.IGNORECASE)
 STANCE_GATE = Gate(("reproduc", "confirm", "verified", "unable", "see", "saw", "observ", "notic", "hit",
                     "trigger", "measured", "no ", "same", "still ", "also ", "encounter", "experienc", "patch",
@@ -80,7 +84,7 @@ STANCE_GATE = Gate(("reproduc", "confirm", "verified", "unable", "see", "saw", "
                     "still", "rerunning", "re-running", "retesting", "duplicate", "repro", "provok", "generate",
                     "effect", "n't fix", "not fix", "n't yet", "not yet", "n't help", "not help", "n't resol",
                     "not resol", "n't solv", "not solv", "n't gone", "not gone", "n't cure", "not cure", "broken",
-                    "affected", "failing ", "fails ", "up in", "up on", "up with"),
+                    "affected", "failing ", "fails ", "up in", "up on", "up with", "persist"),
                    STANCE_PATTERN)
 
 
@@ -574,20 +578,80 @@ FORMS_DEV5: dict[str, list[list[dict[str, Any]]]] = {
     ],
 }
 
-# the second, third and fifth rounds' forms join the labels above (a label's patterns are alternatives)
+# Issue 38, third round of reproduced recall: forms each seen in at least three development
+# messages of at least two threads (dev6 and dev7 replies, fixtures/labels/dev6 and dev7; `dev6:N`
+# is line N of its replies.jsonl), read where the writer's own run left the problem in place.
+_STILL_NOUNS = ["regression", "slowdown", "degradation", "problem", "issue", "splat", "warning", "hang", "deadlock",
+                "bug", "crash", "stall", "corruption", "panic", "oops", "error", "failure"]
+FORMS_ISSUE38: dict[str, list[list[dict[str, Any]]]] = {
+    # the problem seen again with no subject next to the verb: "I'm now running Linux 5.1 and still
+    # see the errors described above" (dev6:133, linux-bcache), "I tried ... v4.19 - v5.4 - v5.5.11
+    # and still get the crash" (dev6:337, linux-nilfs), "I still get guest crashes with this on top
+    # of eccb852f1fe6" (dev6:61, virtualization); a sighting only with the writer in the sentence
+    "STILL_SEEN": [
+        [{"LOWER": "still"}, {"LOWER": {"IN": ["get", "getting", "got", "see", "seeing", "saw", "hit", "hitting"]}},
+         {"LOWER": {"IN": ["the", "a", "an", "this", "that", "these", "those", "same", "similar"]},
+          "OP": "{0,2}"},
+         {"IS_ALPHA": True, "OP": "?"},
+         {"LOWER": {"IN": _STILL_NOUNS + [noun + "s" for noun in _STILL_NOUNS] + ["crashes", "lockdep"]}}],
+    ],
+    # the writer's own figures still behind the baseline: "parallel dio reads still has poor
+    # performance than before" (dev2:13, linux-ext4), "a little improvement ..., but still poor than
+    # original" (dev7:31, linux-ext4, another thread), "It is still slower than reverting the LZ4
+    # update" (dev7:51, linux-erofs); not "still slower than ext4" (another thing compared)
+    "STILL_WORSE_THAN": [
+        [{"LOWER": "still"},
+         {"LOWER": {"IN": ["has", "have", "had", "is", "was", "much", "slightly", "a", "bit", "little", "somewhat"]},
+          "OP": "{0,2}"},
+         {"LOWER": {"IN": ["poor", "poorer", "slower", "worse"]}}, {"LOWER": "performance", "OP": "?"},
+         {"LOWER": "than"}, {"LOWER": {"IN": ["the", "with"]}, "OP": "?"},
+         {"LOWER": {"IN": ["before", "original", "reverting", "revert", "reverted", "baseline", "base", "without",
+                           "w/o", "vanilla", "old", "older", "previous", "parent", "unpatched"]}}],
+    ],
+    # the problem named persisting in a kernel the writer names: "The bug persists in Linux
+    # v6.0.0." (dev6:179, reiserfs-devel), "The bug persists in the latest commit, v5.15.76"
+    # (dev6:204, linux-cachefs, another thread), as "the problem still persists" after a build of
+    # one's own (dev3:130, linux-cifs, read before); not "while the slowdown persists" (no kernel)
+    "PERSISTS_IN": [
+        [{"LOWER": {"IN": _STILL_NOUNS + [noun + "s" for noun in _STILL_NOUNS] + ["crashes"]}},
+         {"LOWER": {"IN": ["persists", "persisted", "persist"]}}, {"LOWER": {"IN": ["in", "on", "with"]}},
+         {"OP": "{0,4}"}, _VERSION],
+    ],
+    # a fix confirmed by what it suppresses: "I confirmed that the fix patch suppresses the bug by
+    # testing with the C-reproducer" (dev6:168, 311; dev6:257 "the above patch suppresses the bug":
+    # three nilfs2 threads), as "confirm the crash is fixed" (FIXED above)
+    "FIXED": [
+        [{"LOWER": {"IN": _PATCH_WORDS}}, {"OP": "{0,3}"}, {"LOWER": {"IN": ["suppresses", "suppressed", "suppress"]}}],
+    ],
+    # a rate of one's own reproduction: "The reproducability is 100%." (dev6:309, linux-bcache), "this
+    # reproducer, which works 100% of the times" (dev6:300, reiserfs-devel), as "I can reproduce the
+    # problem 100% of the time" (dev6:43, read before); not "not 100% reproducible"
+    "REPRO_RATE": [
+        [{"LOWER": {"IN": ["reproducibility", "reproducability", "reproduceability", "reproduction"]}},
+         {"LOWER": "rate", "OP": "?"}, {"LOWER": {"IN": ["is", "was", "of"]}}, {"ORTH": "100"}, {"ORTH": "%"}],
+        [{"LOWER": {"IN": ["works", "worked", "reproduces", "reproduced", "triggers", "triggered"]}}, {"ORTH": "100"},
+         {"ORTH": "%"}, {"LOWER": "of"}, {"LOWER": "the"}, {"LOWER": {"IN": ["time", "times", "runs", "boots"]}}],
+    ],
+}
+
+# the second, third and fifth rounds' forms and issue 38's join the labels above (a label's
+# patterns are alternatives)
 PATTERNS = {label: PATTERNS.get(label, []) + FORMS_DEV2.get(label, []) + FORMS_DEV3.get(label, [])
-            + FORMS_DEV5.get(label, []) for label in (*PATTERNS, *FORMS_DEV2, *FORMS_DEV3, *FORMS_DEV5)}
+            + FORMS_DEV5.get(label, []) + FORMS_ISSUE38.get(label, [])
+            for label in (*PATTERNS, *FORMS_DEV2, *FORMS_DEV3, *FORMS_DEV5, *FORMS_ISSUE38)}
 
 _STANCE_LABELS = frozenset({"NOT_REPRODUCED", "REPRODUCED", "SEEN", "NOT_SEEN", "REPRODUCE_WORD", "SEE_IT",
                             "STAYED_FINE", "NOT_THERE", "NOT_CONFIRMED", "SAME_ELSEWHERE", "SAME_RESULT",
                             "REVERT_RESTORES", "DIFF_WITH_WITHOUT", "STILL_BAD", "BISECTED", "STILL_SAME",
-                            "STILL_PRESENT", "NOT_FIXED", "NOT_FIXED_MINE", "VERSION_BAD", "BAD_RESULT"})
+                            "STILL_PRESENT", "NOT_FIXED", "NOT_FIXED_MINE", "VERSION_BAD", "BAD_RESULT",
+                            "STILL_SEEN", "STILL_WORSE_THAN", "PERSISTS_IN", "REPRO_RATE"})
 # an affirmation that needs nothing more, and one that needs the writer's own run in the message
 _AFFIRMATIONS = frozenset({"SAME_ELSEWHERE", "REVERT_RESTORES", "DIFF_WITH_WITHOUT", "BISECTED", "STILL_SAME",
-                           "VERSION_BAD"})
+                           "VERSION_BAD", "STILL_WORSE_THAN", "PERSISTS_IN", "REPRO_RATE"})
 _AFFIRMATIONS_AFTER_RUN = frozenset({"SAME_RESULT", "STILL_BAD", "STILL_PRESENT", "BAD_RESULT"})
 _AFTERTHOUGHTS = frozenset({"FUTURE", "WILL", "HEDGE", "BELIEF"})
-_REPLY_ONLY = frozenset({"BISECTED", "STILL_SAME", "STILL_PRESENT", "VERSION_BAD", "BAD_RESULT"})
+_REPLY_ONLY = frozenset({"BISECTED", "STILL_SAME", "STILL_PRESENT", "VERSION_BAD", "BAD_RESULT", "STILL_SEEN",
+                         "STILL_WORSE_THAN", "PERSISTS_IN", "REPRO_RATE"})
 
 
 def decide_sentence(labels: frozenset[str], question: bool, seeing_reproduces: bool = True) -> str:
@@ -629,7 +693,9 @@ def decide_sentence(labels: frozenset[str], question: bool, seeing_reproduces: b
         return "none" if labels & {"PATCHED", "FIXED"} and "UNPATCHED" not in labels else "not-reproduced"
     if not seeing_reproduces:
         labels = labels - _REPLY_ONLY  # a report's own bisect or "still there" is the report itself
-    seen = seeing_reproduces and "SEEN" in labels and "READ_MAIL" not in labels
+    # "... and still see the errors" (issue 38): a sighting only with the writer as its subject
+    seen = seeing_reproduces and "READ_MAIL" not in labels and (
+        "SEEN" in labels or {"STILL_SEEN", "STILL_MINE"} <= labels)
     affirmed = ("REPRODUCED" in labels or seen or bool(labels & _AFFIRMATIONS)
                 or (ran and bool(labels & _AFFIRMATIONS_AFTER_RUN)))
     if not affirmed or "NOT_SEEN" in labels or negated:
@@ -694,6 +760,32 @@ _ELLIPTIC = re.compile(r"\s*(?:(?:also|still|but|and|so|sadly|unfortunately|nope
                        r"no (?:luck|regression|difference)|tried)\b", re.IGNORECASE)
 
 
+# the writer left out before a sighting that goes on: "I tried the following versions: ... and
+# still get the crash" (dev6:337; FORMS_ISSUE38's STILL_SEEN)
+_STILL_ELIDED = re.compile(r"\s*(?:and|but|yet)\s+still\s+(?:get|getting|got|see|seeing|saw|hit|hitting)\b",
+                           re.IGNORECASE)
+# the writer as the subject of "still get/see", with no condition or reader before it: not "If you
+# still see the crash, let me know" nor "whether we still hit it" (_writer_still_sees)
+_STILL_VERB = re.compile(r"\bstill\s+(?:get|getting|got|see|seeing|saw|hit|hitting)\b", re.IGNORECASE)
+_WRITER_SUBJECT = re.compile(r"\b(?:I|we)\b", re.IGNORECASE)
+_CONDITION_OR_READER = re.compile(r"\b(?:if|whether|unless|you|your)\b|\?", re.IGNORECASE)
+# ... and names the kernel it ran: "running Linux 5.1" (dev6:133), "on top of eccb852f1fe6"
+# (dev6:61), as the sightings read before do ("in kernel 5.2.9", dev6:288; "on 5.1.0+ kernels",
+# dev2:45): a sentence naming no kernel ("we still hit the error path here") may tell of code
+_KERNEL_NAMED = re.compile(r"\b(?:v?\d+\.\d+\w*|(?=[0-9a-f]*\d)[0-9a-f]{7,40}|linux-next|next-\d{8}|mainline|"
+                           r"kernels?|rc\d+)\b", re.IGNORECASE)
+
+
+def _writer_still_sees(text: str) -> bool:
+    """A "still get/see" with the writer before it and no condition or reader before that (linear)."""
+    writer = _WRITER_SUBJECT.search(text)
+    if writer is None:
+        return False
+    condition = _CONDITION_OR_READER.search(text)
+    limit = len(text) if condition is None else condition.start()
+    return any(writer.end() <= still.start() <= limit for still in _STILL_VERB.finditer(text, 0, limit + 1))
+
+
 # a negation after a reproduction that narrows where it shows: "But not reproduced on WSL"
 _RESTRICTION = re.compile(r"\s*(?:but|however|though|although)\b[,]?\s+(?:it\s+)?(?:is\s+|was\s+|does\s+|did\s+)?"
                           r"(?:not|n't)\b[^.]{0,40}?\b(?:on|with|in|under)\b", re.IGNORECASE)
@@ -741,6 +833,9 @@ def stance_of_sentences(rough: tuple[str, ...], in_reply: bool) -> Stance:
         labels = sentence_label_set(spans)
         if _ELLIPTIC.match(text):
             labels = labels | {"ELLIPTIC"}
+        if "STILL_SEEN" in labels and (_STILL_ELIDED.match(text)
+                                       or (_writer_still_sees(text) and _KERNEL_NAMED.search(text))):
+            labels = labels | {"STILL_MINE"}
         if _CODE_WALK.search(text) and not _WRITER.search(text):
             labels = labels | {"GENERIC"}
         question = text.rstrip().endswith("?")
