@@ -121,7 +121,12 @@ SLOWDOWN = re.compile(
 _HEDGE = re.compile(r"\b(?:no|not|never|without|would|could|might|may|should|if|prevent\w*|avoid\w*|expect\w*|"
                     r"worr\w+|concern\w*|risk\w*|fear\w*|fix\w*|address\w*|resolv\w*|solv\w*)\b|n't\b|'d\b",
                     re.IGNORECASE)
-_ATTRIBUTIVE = re.compile(r"\bthe\s+$", re.IGNORECASE)  # before a comparative
+# A comparative after an article or a preposition names a kind of thing: "the slower link speeds"
+# (linux-pci 2023), "at slower baudrates" (dev9:42), "on slower machines".
+_ATTRIBUTIVE = re.compile(r"\b(?:the|at|for|on|with|in|of)\s+$", re.IGNORECASE)
+# A sentence that states a slowdown and denies one ("So it's slower, but that's not 25% slower",
+# dev9:41, a variant's cost argued small) is no sure claim.
+_DENIAL = re.compile(r"\b(?:no|not|never)\b|n't\b", re.IGNORECASE)
 _COMPARATIVE = ("slower", "worse", "lower", "poorer")
 # The robot's own sentence retold or pasted by a person is the robot's report, not a measurement of
 # the writer's (tests/test_lkp_patch_replies.py); the robot's report is its own record.
@@ -260,15 +265,18 @@ def people_slowdown(own: str) -> Slowdown | None:
 def refused(sentence: str, start: int, end: int, *, mixed: bool = True) -> bool:
     """Whether the slowdown words at sentence[start:end] are no claim of the writer's: hedged,
     denied or removed by a fix, a comparative naming a kind of thing, the robot's sentence retold,
-    or bounded as negligible; and, with `mixed` (a sure reading's test), asked about or beside a
-    gain in the same sentence (see the patterns above)."""
+    or bounded as negligible; and, with `mixed` (a sure reading's test), asked about, beside a
+    gain, or beside a slowdown denied in the same sentence (see the patterns above)."""
     before = _NO_GAIN.sub(" ", sentence[max(0, start - HEDGE_REACH):start])
     if _HEDGE.search(before) or _ROBOT_WORDS.search(sentence) \
             or (sentence[start:end].lower().startswith(_COMPARATIVE) and _ATTRIBUTIVE.search(before)) \
             or _MINIMISED.search(sentence[max(0, start - MINIMISED_REACH):end + MINIMISED_REACH]):
         return True
     return mixed and bool(_QUESTION.search(sentence[:start])
-                          or _GAIN.search(_NO_GAIN.sub(" ", _GAIN_COLUMN.sub("|", sentence))))
+                          or _GAIN.search(_NO_GAIN.sub(" ", _GAIN_COLUMN.sub("|", sentence)))
+                          or any(_DENIAL.search(_NO_GAIN.sub(" ", sentence[max(0, other.start() - HEDGE_REACH):
+                                                                          other.start()]))
+                                 for other in SLOWDOWN.finditer(sentence)))
 
 
 @functools.lru_cache(maxsize=32)  # asked for a reply's kind, then for its fields

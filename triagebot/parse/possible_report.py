@@ -12,6 +12,7 @@ dismisses it with one button.
 
 What it reads: one sentence of the writer's own text that states a slowdown, not hedged or asked,
 and not the slowdown a fix removes:
+- a duration grown, said outright ("now takes much longer");
 - a strong word (regression, slower, slowdown, "slows … down", degradation, "very slow") with a
   word of performance or a figure in the same sentence;
 - or a weak word (worse, lower, drop, overhead, "takes … longer", increase, less …) with both a word of
@@ -39,16 +40,27 @@ MAX_SENTENCE = 1500  # characters of one sentence read (a table without full sto
 STRONG = re.compile(
     r"\bregress(?:ion|ions|es|ed|ing)?\b(?!@)|\bslow(?:er|downs?)\b|\bslow(?:s|ed|ing)?\s+(?:\w+\s+)?down\b|\bdegrad\w+"
     r"|\b(?:too|very|really|much|extremely|painfully|terribly)\s+slow\b", re.IGNORECASE)
+# A duration grown, said outright, a slowdown on its own: "now takes much longer" (dev9:20), "the
+# booting is now taking significantly longer" (dev9:58), "takes considerably longer".
+GROWN = re.compile(r"\b(?:takes?|taken|took|taking)\s+(?:\w+\s+)?(?:much|significantly|considerably|substantially|way|"
+                   r"far|a\s+lot|noticeably|dramatically)\s+longer\b", re.IGNORECASE)
 # Words that say slowness only beside a word of performance and a figure.
 WEAK = re.compile(
     r"\b(?:worse|lower|poorer|reduc(?:ed|es|tion)|decreas(?:e|es|ed)|drop(?:s|ped|ping)?|loss|lost|penalty|overhead|"
-    r"hit|increas(?:e|es|ed)|higher|fewer|less|doubled|tripled)\b"
+    r"hit|increas(?:e|es|ed)|higher|fewer|less|doubl(?:e|es|ed)|tripl(?:e|es|ed)|quadrupl(?:e|es|ed))\b"
+    # "about 8% longer build time" (dev9:76)
+    r"|\b\d+(?:\.\d+)?\s?%\s+longer\b"
     # a duration grown: "takes about 8 seconds longer"; not code's "wait longer than 1 second"
     r"|\b(?:takes?|took|taking|lasts?|lasted|runs?|ran)\s+(?:\w+\s+){0,3}?longer\b", re.IGNORECASE)
 # Words of performance: what is measured, or the program measuring it.
 PERFORMANCE = re.compile(
     r"\bperf(?:ormance)?\b|\bthroughput|\bbandwidth|\biops\b|\blatenc\w+|\bspeed\b|[KMGT]i?B/s|\b[kmg]b/s|"
-    r"\bboot[ -]?times?\b|\brun[ -]?time|\bduration\b|\bops\b|ops/s|\btransactions\b|\btps\b|"
+    r"[KMG]i?bits?/s|[KMG]bps\b"
+    # a time the writer measures: "policy load time" (dev9:1), "8% longer build time" (dev9:76),
+    # "the resume time" (dev9:88), "worse boot times" (dev8:3)
+    r"|\b(?:load|build|compile|resume|suspend|boot|run|execution|response|startup|start-up|wall|wall-clock|elapsed|"
+    r"probe|scan|mount|test|detection|init|initiali[sz]ation|setup|wake-?up|shutdown|reboot|access|seek|copy|sync|"
+    r"fsync|write|read)[ -]?times?\b|\bduration\b|\bops\b|ops/s|\btransactions\b|\btps\b|"
     r"\bcpu\s+(?:usage|utili[sz]ation|time|cycles|load)|\bbenchmark\w*|\bseconds?\b|\bminutes?\b|\bjitter\b"
     r"|\b(?:fio|iperf3?|netperf|hackbench|will-it-scale|reaim|aim7|sysbench|dbench|fs_mark|fsmark|geekbench|lmbench|"
     r"unixbench|kernbench|stress-ng|cyclictest|tbench|pgbench|specjbb|redis|memcached|mysql|postgres\w*|iozone|"
@@ -56,7 +68,10 @@ PERFORMANCE = re.compile(
 # A figure: a percentage or factor, a value of a unit, a duration, a signed drop.
 FIGURE = re.compile(
     r"\d[\d,]*(?:\.\d+)?\s?(?:%|x\b|×|times\b|[KMGT]i?B|[kmg]b/s|k?iops|ops\b|[mun]?s\b|µs|secs?\b|seconds?|"
-    r"minutes?|mins?\b|hours?|[MG]bits|[MG]bps|[KMG]/s|fps\b|tps\b)", re.IGNORECASE)
+    r"minutes?|mins?\b|hours?|[KMG]i?bits?/s|[MG]bits|[MG]bps|[KMG]/s|fps\b|tps\b)"
+    # a figure in words: "by one second" (dev9:88), "two times slower" (dev9:61), "almost triples" (dev9:1)
+    r"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|several|a\s+few|a\s+couple\s+of)\s+"
+    r"(?:seconds?|minutes?|hours?|times)\b|\b(?:doubl|tripl|quadrupl)(?:e|es|ed)\b", re.IGNORECASE)
 # A change printed with its sign, as comparison tools and people's tables do: "write: -45.5%".
 NEGATIVE_CHANGE = re.compile(r"(?<![\w.+-])-(?!0+(?:\.0+)?\s?%)\d+(?:\.\d+)?\s?%")  # not a tolerance's "-0%"
 # Not a claim: what the kind rules refuse (patch_reports.refused: hedged, denied, retold from the
@@ -69,7 +84,8 @@ _UNDONE = re.compile(r"\b(?:revert\w*|restor\w*|recover\w*|unless)\b", re.IGNORE
 # is named there, no slowdown.
 _CC_LINE = re.compile(r"^[ \t]*\[?\+?cc\b[^\n]*$", re.IGNORECASE | re.MULTILINE)
 MAX_NUMBERS = 12  # figures kept as written
-_GATE = ("regress", "slow", "degrad")  # what every STRONG form holds; WEAK and NEGATIVE_CHANGE need a digit
+# What a statement needs at the least: a digit, or a literal of a STRONG form or of a figure in words.
+_GATE = ("regress", "slow", "degrad", "longer", "doubl", "tripl", "quadrupl", "second", "minute", "hour", "times")
 
 
 def _claims(sentence: str, match: re.Match[str]) -> bool:
@@ -81,6 +97,8 @@ def _stated(sentence: str) -> bool:
     """Whether one sentence states a slowdown (see the module text)."""
     if sentence.rstrip().endswith("?"):
         return False  # asked, not told
+    if any(_claims(sentence, match) for match in GROWN.finditer(sentence)):
+        return True
     performance = PERFORMANCE.search(sentence) is not None
     figure = FIGURE.search(sentence) is not None
     if any(_claims(sentence, match) for match in STRONG.finditer(sentence)) and (performance or figure):
@@ -97,8 +115,8 @@ def possible_slowdown(own: str) -> Slowdown | None:
     tied to a series (`attributed` False: the reading is never sure), or None."""
     text = own[:MAX_OWN]
     lower = text.lower()
-    if not any(word in lower for word in _GATE) and "%" not in text and not any(char.isdigit() for char in text):
-        return None  # no strong word and no figure: nothing here can state a slowdown
+    if not any(char.isdigit() for char in text) and not any(word in lower for word in _GATE):
+        return None  # no figure and no strong word: nothing here can state a slowdown
     if "cc" in lower:
         text = _CC_LINE.sub("", text)
     for sentence in _SENTENCE.split(text):

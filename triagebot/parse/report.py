@@ -12,6 +12,7 @@ from triagebot.parse.commits import find_commits
 from triagebot.parse.draft import Draft, LanguageRequest, complete
 from triagebot.parse.finite import finite_only, may_hold_huge_number
 from triagebot.parse.kind_rules import (
+    BUG_TITLE,
     CI_RESULT_SUBJECT,
     NOT_A_REPORT_SUBJECT,
     PERF_BODY,
@@ -383,7 +384,9 @@ def _second_look(kind: str, subject: str, sender: str, own: str, quoted: str) ->
             # a series' title may name what it speeds up ("improve write latency"): still a review
             # thread, whose replies' slowdowns are the series' own
             return "patch-regression"
-        return kind if is_report_thread(subject) else "human-perf-complaint"
+        # a reply in a report's or a failure's thread answers it (its stance is read: "still fails
+        # here, and boots slower too", dev6 replies 102)
+        return kind if is_report_thread(subject) or BUG_TITLE.search(subject) else "human-perf-complaint"
     return "human-perf-complaint"
 
 
