@@ -140,3 +140,20 @@ def test_a_sentence_stating_and_denying_a_slowdown_is_no_sure_report() -> None:
     # a variant's cost argued small: not taken on, but a person sees it in the digest
     report = mail(SERIES, "With this series the loop is slower, but it's not 20% slower as feared: 1.2 s vs 1.18 s.\n")
     assert report.kind == "patch-regression" and uncertain_reasons(report)
+
+
+def test_a_bug_trackers_new_mail_carries_a_persons_report() -> None:
+    # the title names a failure, the text a slowdown the kind rules do not read: a digest line,
+    # though a bug tracker sent the mail
+    body = ("https://bugzilla.kernel.org/show_bug.cgi?id=300001\n\n            Bug ID: 300001\n"
+            "           Summary: sdhci timeout errors on 6.12\n\n"
+            "The log fills with sdhci timeout errors, and card reads drop to 4 MB/s from 80 MB/s.\n")
+    report = mail("[Bug 300001] New: sdhci timeout errors on 6.12", body,
+                  sender="bugzilla-daemon@kernel.org", in_reply_to=None)
+    assert report.kind == "human-perf-complaint"
+    assert digested(report)
+
+
+def test_a_regression_beside_a_size_is_functional_and_a_degradation_by_a_share_is_speed() -> None:
+    assert possible_slowdown("A kernel regression when xattrs are written, on a 20GB virtio drive.") is None
+    assert possible_slowdown("Those two calls matter most, and they degrade ~15% with v4.") is not None

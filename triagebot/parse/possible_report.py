@@ -13,8 +13,9 @@ dismisses it with one button.
 What it reads: one sentence of the writer's own text that states a slowdown, not hedged or asked,
 and not the slowdown a fix removes:
 - a duration grown, said outright ("now takes much longer");
-- a strong word (regression, slower, slowdown, "slows … down", degradation, "very slow") with a
-  word of performance or a figure in the same sentence;
+- a word of slowness (slower, slowdown, "slows … down", "very slow") with a word of performance or
+  a figure in the same sentence, or a word of worsening (regression, degradation) with a word of
+  performance;
 - or a weak word (worse, lower, drop, overhead, "takes … longer", increase, less …) with both a word of
   performance and a figure in the same sentence ("the keyboard takes 8 seconds longer", "IOPS
   dropped from 3.0M to 1.2M");
@@ -36,10 +37,15 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 MAX_OWN = 20000  # characters of the writer's own text read
 MAX_SENTENCE = 1500  # characters of one sentence read (a table without full stops is one "sentence")
 
-# Words that say slowness on their own.
+# Words that say slowness on their own, with a word of performance or a figure.
 STRONG = re.compile(
-    r"\bregress(?:ion|ions|es|ed|ing)?\b(?!@)|\bslow(?:er|downs?)\b|\bslow(?:s|ed|ing)?\s+(?:\w+\s+)?down\b|\bdegrad\w+"
+    r"\bslow(?:er|downs?)\b|\bslow(?:s|ed|ing)?\s+(?:\w+\s+)?down\b"
     r"|\b(?:too|very|really|much|extremely|painfully|terribly)\s+slow\b", re.IGNORECASE)
+# Words that say a change for the worse, of speed only beside a word of performance or a share: a
+# regression or a degradation is as often functional ("a kernel regression with ext4 and ea_inode …
+# 20GB virtio drive", a bug tracker's report; "a degraded array"); "degrade ~15%" (dev9:62) is speed.
+WORSENED = re.compile(r"\bregress(?:ion|ions|es|ed|ing)?\b(?!@)|\bdegrad\w+", re.IGNORECASE)
+_SHARE = re.compile(r"\d(?:\.\d+)?\s?(?:%|x\b|×|times\b)", re.IGNORECASE)
 # A duration grown, said outright, a slowdown on its own: "now takes much longer" (dev9:20), "the
 # booting is now taking significantly longer" (dev9:58), "takes considerably longer".
 GROWN = re.compile(r"\b(?:takes?|taken|took|taking)\s+(?:\w+\s+)?(?:much|significantly|considerably|substantially|way|"
@@ -60,7 +66,8 @@ PERFORMANCE = re.compile(
     # "the resume time" (dev9:88), "worse boot times" (dev8:3)
     r"|\b(?:load|build|compile|resume|suspend|boot|run|execution|response|startup|start-up|wall|wall-clock|elapsed|"
     r"probe|scan|mount|test|detection|init|initiali[sz]ation|setup|wake-?up|shutdown|reboot|access|seek|copy|sync|"
-    r"fsync|write|read)[ -]?times?\b|\bduration\b|\bops\b|ops/s|\btransactions\b|\btps\b|"
+    r"fsync|write|read)[ -]?times?\b|\btime\s+(?:taken|spent|needed)\b"
+    r"|\bduration\b|\bops\b|ops/s|\btransactions\b|\btps\b|"
     r"\bcpu\s+(?:usage|utili[sz]ation|time|cycles|load)|\bbenchmark\w*|\bseconds?\b|\bminutes?\b|\bjitter\b"
     r"|\b(?:fio|iperf3?|netperf|hackbench|will-it-scale|reaim|aim7|sysbench|dbench|fs_mark|fsmark|geekbench|lmbench|"
     r"unixbench|kernbench|stress-ng|cyclictest|tbench|pgbench|specjbb|redis|memcached|mysql|postgres\w*|iozone|"
@@ -102,6 +109,9 @@ def _stated(sentence: str) -> bool:
     performance = PERFORMANCE.search(sentence) is not None
     figure = FIGURE.search(sentence) is not None
     if any(_claims(sentence, match) for match in STRONG.finditer(sentence)) and (performance or figure):
+        return True
+    if (performance or _SHARE.search(sentence)) \
+            and any(_claims(sentence, match) for match in WORSENED.finditer(sentence)):
         return True
     if performance and figure and any(_claims(sentence, match) for match in WEAK.finditer(sentence)):
         return True
