@@ -121,6 +121,25 @@ def test_a_take_on_from_the_digest_starts_the_report_and_is_kept_as_a_label(worl
     assert flow._unsure_item(world.store, lab, complaint.message_id) is None
 
 
+# read only by the second look (parse/possible_report.py): a reply in a discussion thread that states
+# a slowdown in words the kind rules do not know, and a plain review reply beside it
+SECOND_LOOK = _mail("Re: eMMC trouble on the new boards", "Since we moved the boards to 6.9, boot time increased "
+                    "by 9 seconds, all of it in mmc probing.", "second-look@example.org",
+                    reply_to="trouble@example.org")
+REVIEW = _mail("Re: [PATCH v2 2/3] sched: batch the wakeups", "Looks fine to me, one nit below.",
+               "review@example.org")
+
+
+def test_a_slowdown_only_the_second_look_reads_is_a_digest_line(world: World, tmp_path: Path) -> None:
+    lab = flow.DaemonContext(settings=world.settings, database=tmp_path / "lab.db", deliver=lambda: None)
+    second, review = store_day(world.store, [SECOND_LOOK, REVIEW])
+    assert (second.kind, review.kind) == ("human-perf-complaint", "reply")
+    assert flow.admit(world.store, lab, admit_days=14, now=datetime(2024, 4, 20, tzinfo=UTC)) == []
+    assert flow.post_digests(world.store, lab, now=datetime(2024, 4, 17, 6, 0, tzinfo=UTC))
+    world.deliver()
+    assert set(digest_line_buttons(world)) == {second.message_id}  # the review is no line
+
+
 def test_who_may_not_decide_is_refused_and_nothing_is_kept(world: World) -> None:
     store_day(world.store, [UNSURE])
     status, answer = world.send(world.command("U0NOBODY", "take-on <unsure@example.org>"))
