@@ -91,8 +91,13 @@ _UNDONE = re.compile(r"\b(?:revert\w*|restor\w*|recover\w*|unless)\b", re.IGNORE
 # is named there, no slowdown.
 _CC_LINE = re.compile(r"^[ \t]*\[?\+?cc\b[^\n]*$", re.IGNORECASE | re.MULTILINE)
 MAX_NUMBERS = 12  # figures kept as written
-# What a statement needs at the least: a digit, or a literal of a STRONG form or of a figure in words.
-_GATE = ("regress", "slow", "degrad", "longer", "doubl", "tripl", "quadrupl", "second", "minute", "hour", "times")
+
+
+# Where to read: a literal every GROWN, STRONG, WORSENED or WEAK form and every signed drop holds,
+# searched in the lower-cased text (a cue may sit inside another word: it only picks the sentences
+# _stated reads; a first-character look-ahead keeps the scan to one test at most positions).
+_CUE = re.compile(r"(?=[-dfhilopqrstw])(?:slow|regress|degrad|worse|lower|poor|reduc|decreas|drop|loss|lost|penalt|"
+                  r"overhead|hit|increas|higher|fewer|less|doubl|tripl|quadrupl|longer|-\d)")
 
 
 def _claims(sentence: str, match: re.Match[str]) -> bool:
@@ -101,38 +106,53 @@ def _claims(sentence: str, match: re.Match[str]) -> bool:
 
 
 def _stated(sentence: str) -> bool:
-    """Whether one sentence states a slowdown (see the module text)."""
+    """Whether one sentence states a slowdown (see the module text). The words come first: most
+    sentences read hold none, and the words of performance and the figures cost the most."""
     if sentence.rstrip().endswith("?"):
         return False  # asked, not told
     if any(_claims(sentence, match) for match in GROWN.finditer(sentence)):
         return True
+    strong = list(STRONG.finditer(sentence))
+    worsened = list(WORSENED.finditer(sentence))
+    weak = list(WEAK.finditer(sentence))
+    drops = list(NEGATIVE_CHANGE.finditer(sentence))
+    if not (strong or worsened or weak or drops):
+        return False
     performance = PERFORMANCE.search(sentence) is not None
-    figure = FIGURE.search(sentence) is not None
-    if any(_claims(sentence, match) for match in STRONG.finditer(sentence)) and (performance or figure):
+    if strong and (performance or FIGURE.search(sentence)) and any(_claims(sentence, match) for match in strong):
         return True
-    if (performance or _SHARE.search(sentence)) \
-            and any(_claims(sentence, match) for match in WORSENED.finditer(sentence)):
+    if worsened and (performance or _SHARE.search(sentence)) and any(_claims(sentence, match) for match in worsened):
         return True
-    if performance and figure and any(_claims(sentence, match) for match in WEAK.finditer(sentence)):
+    if weak and performance and FIGURE.search(sentence) and any(_claims(sentence, match) for match in weak):
         return True
     # signed drops: one beside a word of performance, or a row of them (a comparison's table)
-    drops = sum(_claims(sentence, match) for match in NEGATIVE_CHANGE.finditer(sentence))
-    return drops >= 2 or (drops == 1 and performance)
+    claimed = sum(_claims(sentence, match) for match in drops)
+    return claimed >= 2 or (claimed == 1 and performance)
 
 
 def possible_slowdown(own: str) -> Slowdown | None:
     """The first sentence of the writer's own text that may state a slowdown, as a Slowdown never
     tied to a series (`attributed` False: the reading is never sure), or None."""
     text = own[:MAX_OWN]
-    lower = text.lower()
-    if not any(char.isdigit() for char in text) and not any(word in lower for word in _GATE):
-        return None  # no figure and no strong word: nothing here can state a slowdown
-    if "cc" in lower:
+    if "cc" in text.lower():
         text = _CC_LINE.sub("", text)
-    for sentence in _SENTENCE.split(text):
-        piece = sentence[:MAX_SENTENCE]
-        if _stated(piece):
-            numbers = [" ".join(found.group(0).split())
-                       for found in (*NEGATIVE_CHANGE.finditer(piece), *FIGURE.finditer(piece))]
-            return Slowdown(" ".join(piece.split())[:400], tuple(dict.fromkeys(numbers))[:MAX_NUMBERS], False)
+    # Only a sentence holding a cue (one pass over the text) is read further: most replies hold
+    # none, and reading each sentence's performance words and figures cost more than the rest.
+    cues = [match.start() for match in _CUE.finditer(text.lower())]
+    if not cues:
+        return None
+    start, next_cue = 0, 0
+    for boundary in (*_SENTENCE.finditer(text), None):
+        end = boundary.start() if boundary is not None else len(text)
+        while next_cue < len(cues) and cues[next_cue] < start:
+            next_cue += 1
+        if next_cue < len(cues) and cues[next_cue] < end:
+            piece = text[start:end][:MAX_SENTENCE]
+            if _stated(piece):
+                numbers = [" ".join(found.group(0).split())
+                           for found in (*NEGATIVE_CHANGE.finditer(piece), *FIGURE.finditer(piece))]
+                return Slowdown(" ".join(piece.split())[:400], tuple(dict.fromkeys(numbers))[:MAX_NUMBERS], False)
+        if next_cue >= len(cues):
+            break
+        start = boundary.end() if boundary is not None else len(text)
     return None
