@@ -157,3 +157,12 @@ def test_a_bug_trackers_new_mail_carries_a_persons_report() -> None:
 def test_a_regression_beside_a_size_is_functional_and_a_degradation_by_a_share_is_speed() -> None:
     assert possible_slowdown("A kernel regression when xattrs are written, on a 20GB virtio drive.") is None
     assert possible_slowdown("Those two calls matter most, and they degrade ~15% with v4.") is not None
+
+
+def test_a_digest_line_quotes_the_sentence_to_decide_on_escaped() -> None:
+    from triagebot.notify import render
+    report = mail(SERIES, "On the <!channel> board the card now takes noticeably longer to come up after resume.\n")
+    payload = render.digest_message("2025-03-12", [(report, uncertain_reasons(report))])
+    [line] = [block["text"]["text"] for block in payload["blocks"] if "accessory" in block]
+    assert "“On the &lt;!channel&gt; board the card now takes noticeably longer to come up after resume.”" in line
+    assert "<!channel>" not in line

@@ -507,6 +507,11 @@ def plot_title(report: Report, run: Json) -> str:
 
 
 MAX_DIGEST_ITEMS = 40  # one message: Slack takes 50 blocks
+DIGEST_STATEMENT = 200  # characters of a reading's sentence a digest line quotes
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
 
 
 DECIDE_BUTTON = "decide"  # web/slack_app.py opens the take-on-or-dismiss modal
@@ -531,6 +536,8 @@ def digest_message(day: str, items: list[tuple[Report, tuple[str, ...]]],
         lore = lore_url(record.message_id, lore_base)
         line = (f"• {link(lore, subject)} ({escape(record.kind)}, {escape(record.from_ or 'unknown')}): "
                 f"{escape('; '.join(reasons))}")
+        if record.series is not None and record.series.statement:  # the sentence to decide on
+            line += f" — “{escape(_cut(' '.join(record.series.statement.split()), DIGEST_STATEMENT))}”"
         button = decide_button(record)
         # Slack takes a button's value up to 2,000 characters: a longer id is decided by command
         blocks.append({**_section(line), "accessory": button} if 0 < len(button["value"]) <= 2000 else _section(line))
