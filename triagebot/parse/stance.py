@@ -20,7 +20,8 @@ where a reproduction shows ("But not reproduced on WSL").
 
 Round two (FORMS_DEV2 below) adds the forms of a second development set, each naming the
 labels of fixtures/labels/dev2/replies.jsonl it rests on; later rounds (FORMS_DEV3, FORMS_DEV5,
-FORMS_ISSUE38, FORMS_ISSUE38_TRIED) do the same for the sets they were read from.
+FORMS_ISSUE38, FORMS_ISSUE38_TRIED, FORMS_ISSUE38_SHOWN) do the same for the sets they were read
+from.
 """
 from __future__ import annotations
 
@@ -77,7 +78,10 @@ STANCE_PATTERN = re.compile(
     # issue 38's fourth round (FORMS_ISSUE38_TRIED): a change tried that "did not seem to change
     # anything" or "does not work very well" (the Matcher checks the writer's try beside it)
     r"\b(?:did|does|do)(?:n't|\s+not)\s+(?:(?:seem|appear)\s+to\s+)?"
-    r"(?:change\s+anything|work\s+(?:(?:any|very|so)\s+)?(?:better|well))\b",
+    r"(?:change\s+anything|work\s+(?:(?:any|very|so)\s+)?(?:better|well))\b|"
+    # ... and a kernel that showed the problem (FORMS_ISSUE38_SHOWN): "5.6 shows the exact problem"
+    r"\b(?:shows?|showed|exhibit(?:s|ed)?)\s+(?:[\w-]+\s+){0,3}?(?:problem|issue|bug|regression|slowdown|hang|"
+    r"crash|fault|symptom|behaviou?r|error|failure|stall)",
     re.IGNORECASE)
 STANCE_GATE = Gate(("reproduc", "confirm", "verified", "unable", "see", "saw", "observ", "notic", "hit",
                     "trigger", "measured", "no ", "same", "still ", "also ", "encounter", "experienc", "patch",
@@ -89,7 +93,8 @@ STANCE_GATE = Gate(("reproduc", "confirm", "verified", "unable", "see", "saw", "
                     "effect", "n't fix", "not fix", "n't yet", "not yet", "n't help", "not help", "n't resol",
                     "not resol", "n't solv", "not solv", "n't gone", "not gone", "n't cure", "not cure", "broken",
                     "affected", "failing ", "fails ", "up in", "up on", "up with", "persist", "change anything",
-                    "work better", "work well", "work any better", "work very well", "work so well"),
+                    "work better", "work well", "work any better", "work very well", "work so well", "show",
+                    "exhibit"),
                    STANCE_PATTERN)
 
 
@@ -659,11 +664,34 @@ FORMS_ISSUE38_TRIED: dict[str, list[list[dict[str, Any]]]] = {
     ],
 }
 
+# Issue 38, fourth round: a kernel the writer ran that showed the problem, the kernel (or "both"
+# of two the writer names) as the subject: "as expected RC7 is fine 5.6 shows the exact problem"
+# (dev11:102, ceph-devel), "I downgraded to that and then again to 6.1.12. Both showed the issue"
+# (dev11:143, linux-usb), and after the writer's run "I tested the unmodified kernel ... and
+# confirmed that it exhibited the full fault condition" (dev11:216, linux-usb, another thread), as
+# FORMS_DEV5's "The bug shows up in 6.7-rc3". Not "did not show the buggy behaviour" (dev6:49),
+# "The above log shows similar issue" (dev2:176: a log read), "it started to show the problem" of
+# a disk with no run (dev6:79).
+_SHOWN = ["problem", "problems", "issue", "issues", "bug", "regression", "slowdown", "hang", "crash", "fault",
+          "faults", "symptom", "symptoms", "behaviour", "behavior", "error", "errors", "failure", "stall"]
+_SHOWS = {"LOWER": {"IN": ["shows", "showed", "show", "exhibits", "exhibited", "exhibit"]}}
+_SHOWN_DETERMINERS = {"LOWER": {"IN": ["the", "a", "this", "that", "same", "exact", "full", "very", "similar"]},
+                      "OP": "{0,3}"}
+FORMS_ISSUE38_SHOWN: dict[str, list[list[dict[str, Any]]]] = {
+    "VERSION_BAD": [
+        [_VERSION, *_RC, _SHOWS, _SHOWN_DETERMINERS, {"LOWER": {"IN": _SHOWN}}],
+        [{"LOWER": "both"}, _SHOWS, _SHOWN_DETERMINERS, {"LOWER": {"IN": _SHOWN}}],
+    ],
+    "BAD_RESULT": [[{"LOWER": {"IN": ["it", "they"]}}, _SHOWS, _SHOWN_DETERMINERS, {"LOWER": {"IN": _SHOWN}}]],
+}
+
 # the second, third and fifth rounds' forms and issue 38's join the labels above (a label's
 # patterns are alternatives)
 PATTERNS = {label: PATTERNS.get(label, []) + FORMS_DEV2.get(label, []) + FORMS_DEV3.get(label, [])
             + FORMS_DEV5.get(label, []) + FORMS_ISSUE38.get(label, []) + FORMS_ISSUE38_TRIED.get(label, [])
-            for label in (*PATTERNS, *FORMS_DEV2, *FORMS_DEV3, *FORMS_DEV5, *FORMS_ISSUE38, *FORMS_ISSUE38_TRIED)}
+            + FORMS_ISSUE38_SHOWN.get(label, [])
+            for label in (*PATTERNS, *FORMS_DEV2, *FORMS_DEV3, *FORMS_DEV5, *FORMS_ISSUE38, *FORMS_ISSUE38_TRIED,
+                          *FORMS_ISSUE38_SHOWN)}
 
 _STANCE_LABELS = frozenset({"NOT_REPRODUCED", "REPRODUCED", "SEEN", "NOT_SEEN", "REPRODUCE_WORD", "SEE_IT",
                             "STAYED_FINE", "NOT_THERE", "NOT_CONFIRMED", "SAME_ELSEWHERE", "SAME_RESULT",

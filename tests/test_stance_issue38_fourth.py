@@ -1,4 +1,4 @@
-"""Stance, issue 38's fourth round: a change the writer tried that left the problem, in own words.
+"""Stance, issue 38's fourth round: a change tried that left the problem, a kernel that showed it (own words).
 
 Each case mirrors a form of fixtures/labels/dev6 or dev11 (the line is named); the sentences are
 written here, not copied. dev4 (linux-nvme) and the blind sets stay held out: nothing here is
@@ -32,9 +32,27 @@ SENTENCES = [
     ("The function does not change anything when the flag is clear.", "none"),
 ]
 
+KERNEL_SHOWED_IT = [
+    # a kernel the writer names, or "both" of two the writer ran, as the subject
+    ("Built both: rc5 boots fine, 6.2 shows the same stall.", "reproduced"),  # dev11:102
+    ("I went back to 6.3.9 and then to 6.1.40. Both showed the slowdown.", "reproduced"),  # dev11:143
+    # "it" only after the writer's run in the sentence
+    ("I tested the unpatched 6.4 kernel first, and it showed the full hang again.", "reproduced"),  # dev11:216
+    # not a run of the writer's: a negation, a log read, a question, "it" with no run
+    ("Commit 1a2b3c4d5e6f did not show the bad behaviour.", "none"),  # dev6:49
+    ("The trace above shows a similar problem in the writeback path.", "none"),  # dev2:176
+    ("Does 6.2 show the problem for you?", "none"),
+    ("After a year of use it began to show the fault.", "none"),  # dev6:79
+]
+
 
 @pytest.mark.parametrize("sentence,expected", SENTENCES)
 def test_sentence_stance_a_change_tried_left_the_problem(sentence: str, expected: str) -> None:
+    assert read_stance(sentence).stance == expected
+
+
+@pytest.mark.parametrize("sentence,expected", KERNEL_SHOWED_IT)
+def test_sentence_stance_a_kernel_showed_the_problem(sentence: str, expected: str) -> None:
     assert read_stance(sentence).stance == expected
 
 
