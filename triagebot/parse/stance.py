@@ -20,7 +20,8 @@ where a reproduction shows ("But not reproduced on WSL").
 
 Round two (FORMS_DEV2 below) adds the forms of a second development set, each naming the
 labels of fixtures/labels/dev2/replies.jsonl it rests on; later rounds (FORMS_DEV3, FORMS_DEV5,
-FORMS_ISSUE38) do the same for the sets they were read from.
+FORMS_ISSUE38, FORMS_ISSUE38_TRIED, FORMS_ISSUE38_SHOWN) do the same for the sets they were read
+from.
 """
 from __future__ import annotations
 
@@ -73,7 +74,14 @@ STANCE_PATTERN = re.compile(
     r"\b(?:failing|fails|(?:shows|show|showing|showed)\s+up)\s+(?:in|on|with)\s+(?:the\s+)?v?\d+\.\d|"
     # issue 38 (FORMS_ISSUE38): "the bug persists in v6.0.0", keyed on the verb; "and still get the
     # oops" (the sighting's noun is the Matcher's to check)
-    r"\bpersist(?:s|ed)?\s+(?:in|on|with)\b|\bstill\s+(?:get|getting|got|see|seeing|saw|hit|hitting)\s",
+    r"\bpersist(?:s|ed)?\s+(?:in|on|with)\b|\bstill\s+(?:get|getting|got|see|seeing|saw|hit|hitting)\s|"
+    # issue 38's fourth round (FORMS_ISSUE38_TRIED): a change tried that "did not seem to change
+    # anything" or "does not work very well" (the Matcher checks the writer's try beside it)
+    r"\b(?:did|does|do)(?:n't|\s+not)\s+(?:(?:seem|appear)\s+to\s+)?"
+    r"(?:change\s+anything|work\s+(?:(?:any|very|so)\s+)?(?:better|well))\b|"
+    # ... and a kernel that showed the problem (FORMS_ISSUE38_SHOWN): "5.6 shows the exact problem"
+    r"\b(?:shows?|showed|exhibit(?:s|ed)?)\s+(?:[\w-]+\s+){0,3}?(?:problem|issue|bug|regression|slowdown|hang|"
+    r"crash|fault|symptom|behaviou?r|error|failure|stall)",
     re.IGNORECASE)
 STANCE_GATE = Gate(("reproduc", "confirm", "verified", "unable", "see", "saw", "observ", "notic", "hit",
                     "trigger", "measured", "no ", "same", "still ", "also ", "encounter", "experienc", "patch",
@@ -84,7 +92,9 @@ STANCE_GATE = Gate(("reproduc", "confirm", "verified", "unable", "see", "saw", "
                     "still", "rerunning", "re-running", "retesting", "duplicate", "repro", "provok", "generate",
                     "effect", "n't fix", "not fix", "n't yet", "not yet", "n't help", "not help", "n't resol",
                     "not resol", "n't solv", "not solv", "n't gone", "not gone", "n't cure", "not cure", "broken",
-                    "affected", "failing ", "fails ", "up in", "up on", "up with", "persist"),
+                    "affected", "failing ", "fails ", "up in", "up on", "up with", "persist", "change anything",
+                    "work better", "work well", "work any better", "work very well", "work so well", "show",
+                    "exhibit"),
                    STANCE_PATTERN)
 
 
@@ -634,11 +644,54 @@ FORMS_ISSUE38: dict[str, list[list[dict[str, Any]]]] = {
     ],
 }
 
+# Issue 38, fourth round: a change the writer tried that left the problem, in more words than
+# "did not help" (FORMS_DEV5's NOT_FIXED); seen in five development messages of five threads:
+# "Also tested this, but it didn't change anything, VNC is still slow/frozen" (dev11:166,
+# linux-usb), "switching to a 6.1 LTS kernel did not seem to change anything" (dev11:147,
+# linux-usb, another thread), "I tried the above approach, but it does not work very well"
+# (dev6:112, linux-ide), with the try named beside "doesn't solve" / "did not help":
+# "Enabling the watchdog doesn't solve the problem" (dev11:189, linux-wireless), "toggling that
+# did not help either" (dev6:84). Read only beside the writer's try (_TRIED_CHANGE, RUN_CUE, a
+# patch): "did not make any difference" is left out, a rerun's "no difference" says the opposite.
+FORMS_ISSUE38_TRIED: dict[str, list[list[dict[str, Any]]]] = {
+    "NOT_FIXED": [
+        [{"LOWER": {"IN": ["does", "did", "do"]}}, {"LOWER": {"IN": ["n't", "not"]}},
+         {"LOWER": {"IN": ["seem", "appear"]}, "OP": "?"}, {"LOWER": "to", "OP": "?"},
+         {"LOWER": "change"}, {"LOWER": "anything"}],
+        [{"LOWER": {"IN": ["does", "did", "do"]}}, {"LOWER": {"IN": ["n't", "not"]}},
+         {"LOWER": {"IN": ["seem", "appear"]}, "OP": "?"}, {"LOWER": "to", "OP": "?"},
+         {"LOWER": "work"}, {"LOWER": {"IN": ["any", "very", "so"]}, "OP": "?"}, {"LOWER": {"IN": ["better", "well"]}}],
+    ],
+}
+
+# Issue 38, fourth round: a kernel the writer ran that showed the problem, the kernel (or "both"
+# of two the writer names) as the subject: "as expected RC7 is fine 5.6 shows the exact problem"
+# (dev11:102, ceph-devel), "I downgraded to that and then again to 6.1.12. Both showed the issue"
+# (dev11:143, linux-usb), and after the writer's run "I tested the unmodified kernel ... and
+# confirmed that it exhibited the full fault condition" (dev11:216, linux-usb, another thread), as
+# FORMS_DEV5's "The bug shows up in 6.7-rc3". Not "did not show the buggy behaviour" (dev6:49),
+# "The above log shows similar issue" (dev2:176: a log read), "it started to show the problem" of
+# a disk with no run (dev6:79).
+_SHOWN = ["problem", "problems", "issue", "issues", "bug", "regression", "slowdown", "hang", "crash", "fault",
+          "faults", "symptom", "symptoms", "behaviour", "behavior", "error", "errors", "failure", "stall"]
+_SHOWS = {"LOWER": {"IN": ["shows", "showed", "show", "exhibits", "exhibited", "exhibit"]}}
+_SHOWN_DETERMINERS = {"LOWER": {"IN": ["the", "a", "this", "that", "same", "exact", "full", "very", "similar"]},
+                      "OP": "{0,3}"}
+FORMS_ISSUE38_SHOWN: dict[str, list[list[dict[str, Any]]]] = {
+    "VERSION_BAD": [
+        [_VERSION, *_RC, _SHOWS, _SHOWN_DETERMINERS, {"LOWER": {"IN": _SHOWN}}],
+        [{"LOWER": "both"}, _SHOWS, _SHOWN_DETERMINERS, {"LOWER": {"IN": _SHOWN}}],
+    ],
+    "BAD_RESULT": [[{"LOWER": {"IN": ["it", "they"]}}, _SHOWS, _SHOWN_DETERMINERS, {"LOWER": {"IN": _SHOWN}}]],
+}
+
 # the second, third and fifth rounds' forms and issue 38's join the labels above (a label's
 # patterns are alternatives)
 PATTERNS = {label: PATTERNS.get(label, []) + FORMS_DEV2.get(label, []) + FORMS_DEV3.get(label, [])
-            + FORMS_DEV5.get(label, []) + FORMS_ISSUE38.get(label, [])
-            for label in (*PATTERNS, *FORMS_DEV2, *FORMS_DEV3, *FORMS_DEV5, *FORMS_ISSUE38)}
+            + FORMS_DEV5.get(label, []) + FORMS_ISSUE38.get(label, []) + FORMS_ISSUE38_TRIED.get(label, [])
+            + FORMS_ISSUE38_SHOWN.get(label, [])
+            for label in (*PATTERNS, *FORMS_DEV2, *FORMS_DEV3, *FORMS_DEV5, *FORMS_ISSUE38, *FORMS_ISSUE38_TRIED,
+                          *FORMS_ISSUE38_SHOWN)}
 
 _STANCE_LABELS = frozenset({"NOT_REPRODUCED", "REPRODUCED", "SEEN", "NOT_SEEN", "REPRODUCE_WORD", "SEE_IT",
                             "STAYED_FINE", "NOT_THERE", "NOT_CONFIRMED", "SAME_ELSEWHERE", "SAME_RESULT",
@@ -678,7 +731,8 @@ def decide_sentence(labels: frozenset[str], question: bool, seeing_reproduces: b
         return "none"
     ran = bool(labels & {"RUN_CUE", "ATTEMPTED"})
     if seeing_reproduces and not labels & {"FUTURE", "HEDGE", "GENERIC"} and (
-            "NOT_FIXED_MINE" in labels or ("NOT_FIXED" in labels and (ran or "PATCHED" in labels))):
+            "NOT_FIXED_MINE" in labels
+            or ("NOT_FIXED" in labels and (ran or bool(labels & {"PATCHED", "TRIED_CHANGE"})))):
         return "reproduced"  # a fix tried on the writer's run left the problem (dev3:47, 73)
     if "STILL_PRESENT" in labels and "FIRST_PERSON" in labels:
         ran = True  # "it is still there in 6.11-rc3 ... I got an immediate lockup" (dev3:129)
@@ -813,6 +867,18 @@ _IT_DID_NOT = re.compile(r"\s*(?:(?:but|and|so|sadly|unfortunately)[,]?\s+)?it\s
                          # (dev3:211), as "It didn't reproduce there" (dev2:308)
                          r"\s*(?:this|that|it)\b[^.]*?\bbut\s+(?:it\s+)?(?:did|does|could|would)(?:n't|n’t|\s+not)\b",
                          re.IGNORECASE)
+# the writer's try in the sentence that says it changed nothing (FORMS_ISSUE38_TRIED): the writer
+# left out before it ("Also tested this, but it didn't change anything", dev11:166), or a change
+# made as the subject of the negated verb ("Enabling the watchdog doesn't solve ...", dev11:189;
+# "toggling that did not help", dev6:84; "switching to a 6.1 LTS kernel did not seem to change
+# anything", dev11:147). The changes are named, not any "-ing" word: "Looking at it, this does not
+# fix the race" reads code.
+_TRIED_CHANGE = re.compile(
+    r"^\s*(?:(?:also|and|then|so|but)[,]?\s+)*(?:tried|tested|retested|applied)\b|"
+    r"\b(?:enabling|disabling|toggling|switching|changing|setting|reverting|applying|removing|increasing|"
+    r"decreasing|raising|lowering|upgrading|downgrading|updating|rebuilding|replacing|turning)\b"
+    r"(?:[^.,;:!?]|\.(?=\d)){0,60}?\b(?:did|does|do)(?:n't|\s+not)\b",  # "6.1" stays in the clause
+    re.IGNORECASE)
 _CODE_WALK = re.compile(r"\w\(\)|->")
 _WRITER = re.compile(r"\b(?:I|my|me)\b")
 
@@ -836,6 +902,8 @@ def stance_of_sentences(rough: tuple[str, ...], in_reply: bool) -> Stance:
         if "STILL_SEEN" in labels and (_STILL_ELIDED.match(text)
                                        or (_writer_still_sees(text) and _KERNEL_NAMED.search(text))):
             labels = labels | {"STILL_MINE"}
+        if "NOT_FIXED" in labels and _TRIED_CHANGE.search(text):
+            labels = labels | {"TRIED_CHANGE"}
         if _CODE_WALK.search(text) and not _WRITER.search(text):
             labels = labels | {"GENERIC"}
         question = text.rstrip().endswith("?")
