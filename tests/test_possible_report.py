@@ -166,3 +166,24 @@ def test_a_digest_line_quotes_the_sentence_to_decide_on_escaped() -> None:
     [line] = [block["text"]["text"] for block in payload["blocks"] if "accessory" in block]
     assert "“On the &lt;!channel&gt; board the card now takes noticeably longer to come up after resume.”" in line
     assert "<!channel>" not in line
+
+
+@pytest.mark.parametrize(("subject", "body"), [
+    # the subject says it, the text only where and since when
+    ("[Bug 300002] New: xhci resume takes far too long, 900 ms to 1.4 s",
+     "Bisected on 6.4-rc3 to the new resume callback; the trace is attached."),
+    ("Keyboard input sluggish after resume since 6.8", "Typing lags behind by a second or so; 6.7 was fine."),
+    ("Fwd: ksoftirqd at high CPU usage after updating to 6.1.20", "Forwarding a distro report, see below."),
+    ("Transfers to USB sticks extremely slow on 6.5", "It copies, but at a crawl; nothing in dmesg."),
+    ("UART probe delayed on 6.2", "The console comes up with a 20 seconds delay compared with 6.1."),
+    ("modprobe of the SPI TPM driver", "On 6.10-rc1 the module is taking several minutes to probe, 3 s on 6.9."),
+    ("Camera streaming on the i.MX board", "Since 6.6 the frame rate is significantly reduced, with dropped frames."),
+])
+def test_a_thread_starters_forms_reach_the_digest(subject: str, body: str) -> None:
+    report = mail(subject, body, in_reply_to=None)
+    assert report.kind in ("human-perf-complaint", "human-report")
+    assert digested(report) or not uncertain_reasons(report)
+
+
+def test_a_delay_in_a_review_is_the_codes_not_a_symptom() -> None:
+    assert mail(SERIES, "Keep the 20 seconds delay here, the controller needs it after reset.\n").kind == "reply"

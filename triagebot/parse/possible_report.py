@@ -48,8 +48,29 @@ WORSENED = re.compile(r"\bregress(?:ion|ions|es|ed|ing)?\b(?!@)|\bdegrad\w+", re
 _SHARE = re.compile(r"\d(?:\.\d+)?\s?(?:%|x\b|×|times\b)", re.IGNORECASE)
 # A duration grown, said outright, a slowdown on its own: "now takes much longer" (dev9:20), "the
 # booting is now taking significantly longer" (dev9:58), "takes considerably longer".
-GROWN = re.compile(r"\b(?:takes?|taken|took|taking)\s+(?:\w+\s+)?(?:much|significantly|considerably|substantially|way|"
-                   r"far|a\s+lot|noticeably|dramatically)\s+longer\b", re.IGNORECASE)
+# Also, with dev10's thread starters: a duration called too long or counted in minutes to do one
+# thing ("the resume callback is taking far too long", dev10:16; "taking several minutes to probe",
+# dev10:81; "takes almost 2 seconds to suspend/resume", dev10:82), a machine that feels slow
+# ("sluggish", "laggy", "stutters": dev10:6, 9, 53, dev9:29), a CPU use grown ("increases CPU
+# usage", "high CPU usage by journald": dev10:3, 53), a slowness intensified past doubt ("extremely
+# slow, to the point where they are unusable", dev10:40; "painfully slow"), slow performance named
+# ("intermittent, slow performance", dev10:13; "slow transfers").
+GROWN = re.compile(
+    r"\b(?:takes?|taken|took|taking)\s+(?:\w+\s+)?(?:much|significantly|considerably|substantially|way|far|a\s+lot|"
+    r"noticeably|dramatically)\s+longer\b"
+    r"|\b(?:takes?|taken|took|taking)\s+(?:\w+\s+){0,2}?(?:far\s+|way\s+|much\s+)?too\s+long\b"
+    r"|\b(?:takes?|taken|took|taking)\s+(?:almost\s+|about\s+|around\s+|over\s+|up\s+to\s+)?(?:several|many|a\s+few|\d+(?:\.\d+)?)"
+    r"\s+(?:minutes|seconds|hours)\s+to\b"
+    r"|\b(?:sluggish\w*|laggy|lagging|stutter(?:s|ing)?)\b"
+    r"|\b(?:high|higher|increased|increases?|increasing)\s+(?:\w+\s+)?cpu\s+(?:usage|load|utili[sz]ation)\b"
+    r"|\b(?:extremely|painfully|terribly|unusably|incredibly|ridiculously)\s+slow\b"
+    r"|\bslow\s+(?:performance|speeds?|throughput|transfers?|boot(?:ing)?|resume|i/?o|writes|reads|response)\b",
+    re.IGNORECASE)
+# A weak word made sure by its adverb, beside a word of performance, needs no figure: "the speed is
+# significantly reduced" (dev10:21), "power usage significant higher" (dev10:9).
+INTENSIFIED = re.compile(r"\b(?:significant(?:ly)?|dramatic(?:ally)?|drastic(?:ally)?|severe(?:ly)?|greatly|"
+                         r"considerabl[ey]|noticeabl[ey]|massive(?:ly)?|huge|hugely)\s+(?:reduced|lower|worse|decreased|increased|higher|"
+                         r"drop|degradation|slower|longer)\b", re.IGNORECASE)
 # Words that say slowness only beside a word of performance and a figure.
 WEAK = re.compile(
     r"\b(?:worse|lower|poorer|reduc(?:ed|es|tion)|decreas(?:e|es|ed)|drop(?:s|ped|ping)?|loss|lost|penalty|overhead|"
@@ -58,10 +79,14 @@ WEAK = re.compile(
     r"|\b\d+(?:\.\d+)?\s?%\s+longer\b"
     # a duration grown: "takes about 8 seconds longer"; not code's "wait longer than 1 second"
     r"|\b(?:takes?|took|taking|lasts?|lasted|runs?|ran)\s+(?:\w+\s+){0,3}?longer\b", re.IGNORECASE)
+# In a thread's first message a delay with its figure is the symptom reported ("30 seconds delay for
+# probe", dev10:83; "random delays exiting suspend … up to a couple minutes", dev10:64); in a review
+# it is the code's ("a 100 ms delay after the clock change", linux-pci and linux-mmc 2023).
+DELAY = re.compile(r"\bdelay(?:s|ed)?\b", re.IGNORECASE)
 # Words of performance: what is measured, or the program measuring it.
 PERFORMANCE = re.compile(
     r"\bperf(?:ormance)?\b|\bthroughput|\bbandwidth|\biops\b|\blatenc\w+|\bspeed\b|[KMGT]i?B/s|\b[kmg]b/s|"
-    r"[KMG]i?bits?/s|[KMG]bps\b"
+    r"[KMG]i?bits?/s|[KMG]bps\b|\b(?:polling|refresh|frame|sampl(?:e|ing)|transfer|data|bit)\s+rates?\b"
     # a time the writer measures: "policy load time" (dev9:1), "8% longer build time" (dev9:76),
     # "the resume time" (dev9:88), "worse boot times" (dev8:3)
     r"|\b(?:load|build|compile|resume|suspend|boot|run|execution|response|startup|start-up|wall|wall-clock|elapsed|"
@@ -75,9 +100,9 @@ PERFORMANCE = re.compile(
 # A figure: a percentage or factor, a value of a unit, a duration, a signed drop.
 FIGURE = re.compile(
     r"\d[\d,]*(?:\.\d+)?\s?(?:%|x\b|×|times\b|[KMGT]i?B|[kmg]b/s|k?iops|ops\b|[mun]?s\b|µs|secs?\b|seconds?|"
-    r"minutes?|mins?\b|hours?|[KMG]i?bits?/s|[MG]bits|[MG]bps|[KMG]/s|fps\b|tps\b)"
+    r"minutes?|mins?\b|hours?|[KMG]i?bits?/s|[MG]bits|[MG]bps|[KMG]/s|fps\b|tps\b|[kM]?hz\b)"
     # a figure in words: "by one second" (dev9:88), "two times slower" (dev9:61), "almost triples" (dev9:1)
-    r"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|several|a\s+few|a\s+couple\s+of)\s+"
+    r"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|several|a\s+few|a\s+couple(?:\s+of)?)\s+"
     r"(?:seconds?|minutes?|hours?|times)\b|\b(?:doubl|tripl|quadrupl)(?:e|es|ed)\b", re.IGNORECASE)
 # A change printed with its sign, as comparison tools and people's tables do: "write: -45.5%".
 NEGATIVE_CHANGE = re.compile(r"(?<![\w.+-])-(?!0+(?:\.0+)?\s?%)\d+(?:\.\d+)?\s?%")  # not a tolerance's "-0%"
@@ -97,7 +122,8 @@ MAX_NUMBERS = 12  # figures kept as written
 # searched in the lower-cased text (a cue may sit inside another word: it only picks the sentences
 # _stated reads; a first-character look-ahead keeps the scan to one test at most positions).
 _CUE = re.compile(r"(?=[-dfhilopqrstw])(?:slow|regress|degrad|worse|lower|poor|reduc|decreas|drop|loss|lost|penalt|"
-                  r"overhead|hit|increas|higher|fewer|less|doubl|tripl|quadrupl|longer|-\d)")
+                  r"overhead|hit|increas|higher|high|fewer|less|doubl|tripl|quadrupl|longer|too\s+long|sluggish|lag|"
+                  r"stutter|tak|took|delay|-\d)")
 
 
 def _claims(sentence: str, match: re.Match[str]) -> bool:
@@ -105,7 +131,7 @@ def _claims(sentence: str, match: re.Match[str]) -> bool:
         not _UNDONE.search(sentence[max(0, match.start() - HEDGE_REACH):match.start()])
 
 
-def _stated(sentence: str) -> bool:
+def _stated(sentence: str, starter: bool = False) -> bool:
     """Whether one sentence states a slowdown (see the module text). The words come first: most
     sentences read hold none, and the words of performance and the figures cost the most."""
     if sentence.rstrip().endswith("?"):
@@ -114,12 +140,14 @@ def _stated(sentence: str) -> bool:
         return True
     strong = list(STRONG.finditer(sentence))
     worsened = list(WORSENED.finditer(sentence))
-    weak = list(WEAK.finditer(sentence))
+    weak = list(WEAK.finditer(sentence)) + (list(DELAY.finditer(sentence)) if starter else [])
     drops = list(NEGATIVE_CHANGE.finditer(sentence))
     if not (strong or worsened or weak or drops):
         return False
     performance = PERFORMANCE.search(sentence) is not None
     if strong and (performance or FIGURE.search(sentence)) and any(_claims(sentence, match) for match in strong):
+        return True
+    if performance and any(_claims(sentence, match) for match in INTENSIFIED.finditer(sentence)):
         return True
     if worsened and (performance or _SHARE.search(sentence)) and any(_claims(sentence, match) for match in worsened):
         return True
@@ -130,9 +158,10 @@ def _stated(sentence: str) -> bool:
     return claimed >= 2 or (claimed == 1 and performance)
 
 
-def possible_slowdown(own: str) -> Slowdown | None:
+def possible_slowdown(own: str, *, starter: bool = False) -> Slowdown | None:
     """The first sentence of the writer's own text that may state a slowdown, as a Slowdown never
-    tied to a series (`attributed` False: the reading is never sure), or None."""
+    tied to a series (`attributed` False: the reading is never sure), or None. `starter`: the text
+    opens a thread (its subject first), where a delay with its figure is the symptom reported."""
     text = own[:MAX_OWN]
     if "cc" in text.lower():
         text = _CC_LINE.sub("", text)
@@ -148,7 +177,7 @@ def possible_slowdown(own: str) -> Slowdown | None:
             next_cue += 1
         if next_cue < len(cues) and cues[next_cue] < end:
             piece = text[start:end][:MAX_SENTENCE]
-            if _stated(piece):
+            if _stated(piece, starter):
                 numbers = [" ".join(found.group(0).split())
                            for found in (*NEGATIVE_CHANGE.finditer(piece), *FIGURE.finditer(piece))]
                 return Slowdown(" ".join(piece.split())[:400], tuple(dict.fromkeys(numbers))[:MAX_NUMBERS], False)

@@ -13,11 +13,13 @@ from triagebot.parse.draft import Draft, LanguageRequest, complete
 from triagebot.parse.finite import finite_only, may_hold_huge_number
 from triagebot.parse.kind_rules import (
     BUG_TITLE,
+    BUGZILLA_SUBJECT,
     CI_RESULT_SUBJECT,
     NOT_A_REPORT_SUBJECT,
     PERF_BODY,
     REGZBOT_INTRODUCED,
     ROBOT_SENDERS,
+    TITLE_PREFIX,
 )
 from triagebot.parse.language import rough_sentences
 from triagebot.parse.limits import MAX_LINE_CHARS
@@ -379,7 +381,11 @@ def _second_look(kind: str, subject: str, sender: str, own: str, quoted: str) ->
     if kind == "other" and ((NOT_A_REPORT_SUBJECT.search(subject) and not _DISCUSSION_TAG.match(subject))
                             or CI_RESULT_SUBJECT.search(subject) or has_patch(own)):
         return kind  # a patch, a pull request, an announcement, a bot's results
-    if possible_slowdown(own) is None:
+    # a thread's first message says what it is about in its subject too ("USBC resume callback takes
+    # far too long, between 650ms and 1200ms", dev10:16): read as the writer's first sentence
+    title = TITLE_PREFIX.sub("", BUGZILLA_SUBJECT.sub("", subject, count=1), count=1)
+    said = own if kind == "reply" else f"{title}\n\n{own}"
+    if possible_slowdown(said, starter=kind != "reply") is None:
         return kind
     if kind == "reply":
         if _answers_a_slowdown(subject, quoted):
