@@ -131,15 +131,21 @@ def _claims(sentence: str, match: re.Match[str]) -> bool:
         not _UNDONE.search(sentence[max(0, match.start() - HEDGE_REACH):match.start()])
 
 
+_GROWN_WORDS = ("tak", "took", "sluggish", "lag", "stutter", "cpu", "slow")
+
+
 def _stated(sentence: str, starter: bool = False) -> bool:
     """Whether one sentence states a slowdown (see the module text). The words come first: most
     sentences read hold none, and the words of performance and the figures cost the most."""
     if sentence.rstrip().endswith("?"):
         return False  # asked, not told
-    if any(_claims(sentence, match) for match in GROWN.finditer(sentence)):
+    lower = sentence.lower()
+    # each pattern only where its literals stand (the cue scan found one of them, not which)
+    if any(word in lower for word in _GROWN_WORDS) \
+            and any(_claims(sentence, match) for match in GROWN.finditer(sentence)):
         return True
-    strong = list(STRONG.finditer(sentence))
-    worsened = list(WORSENED.finditer(sentence))
+    strong = list(STRONG.finditer(sentence)) if "slow" in lower else []
+    worsened = list(WORSENED.finditer(sentence)) if "regress" in lower or "degrad" in lower else []
     weak = list(WEAK.finditer(sentence)) + (list(DELAY.finditer(sentence)) if starter else [])
     drops = list(NEGATIVE_CHANGE.finditer(sentence))
     if not (strong or worsened or weak or drops):
