@@ -92,7 +92,7 @@ CASES = {
         from triagebot.parse import classify, identity
         subject = "re" + " " * 100_000 + "x"
         assert not classify._REPLY_SUBJECT.match(subject)
-        assert not classify._REPLY_PREFIXES.match(subject)
+        assert not classify.REPLY_PREFIXES.match(subject)
         assert not identity._REPLY_PREFIXES.match(subject)
     """,
     "an lkp sender of many lkp words": """

@@ -187,3 +187,11 @@ def test_a_thread_starters_forms_reach_the_digest(subject: str, body: str) -> No
 
 def test_a_delay_in_a_review_is_the_codes_not_a_symptom() -> None:
     assert mail(SERIES, "Keep the 20 seconds delay here, the controller needs it after reset.\n").kind == "reply"
+
+
+def test_a_reply_in_a_thread_whose_subject_states_a_slowdown_answers_it() -> None:
+    # the thread is the complaint's: a reply there telling what the writer sees is read for stance
+    body = "Same here on a Graviton box: high CPU usage from the irq thread, 35% during the fio run.\n"
+    assert mail("Re: smmu high cpu usage with NVMe on 6.6", body).kind == "reply"
+    assert mail("Re: eMMC trouble on the new boards", "Since 6.9 the irq thread sits at high CPU usage "
+                "during every fio run, 35% against 5%.\n").kind == "human-perf-complaint"

@@ -53,7 +53,7 @@ _LKP_REPLY_HEAD = 2000  # characters of own text the sentence is looked for in
 _SYZBOT_SENDER = re.compile(r"syzbot", re.IGNORECASE)
 _SYZBOT_BODY = re.compile(r"syzbot (?:found|has found) the following")
 _REPLY_SUBJECT = re.compile(r"^\s*(?:re|aw|sv|antw)\s*+(?:\[\d+\])?\s*+:", re.IGNORECASE)
-_REPLY_PREFIXES = re.compile(r"^(?:\s*(?:re|aw|sv|antw)\s*+(?:\[\d+\])?\s*+:)+", re.IGNORECASE)
+REPLY_PREFIXES = re.compile(r"^(?:\s*(?:re|aw|sv|antw)\s*+(?:\[\d+\])?\s*+:)+", re.IGNORECASE)
 # "[PATCHv4 3/3]" too, and after the tags some lists put first: "[f2fs-dev] [PATCH …]", "[Linux-cachefs]
 # [PATCH …]" (2,167 such subjects in the linux-cachefs archive, 132 in linux-kselftest's, 97 in
 # linux-usb's and linux-arm-kernel's): a patch posting whatever the list calls itself (issue 38's false
@@ -77,7 +77,7 @@ def classify(subject: str, sender: str, own_text: str) -> str:
     # `^introduced`, which marks the parent), or its own slowdown, figures and culprit commit in
     # a thread that is no report's (a patch review, a question).
     if is_reply:
-        title = _REPLY_PREFIXES.sub("", subject, count=1)
+        title = REPLY_PREFIXES.sub("", subject, count=1)
         if marked:
             return human_kind(title, head, report_form=True, marked=True, text=text)
         if not is_report_thread(subject) and "^introduced" not in head and _first_report_in_reply(head):
@@ -274,14 +274,14 @@ def is_report_thread(subject: str) -> bool:
     feature discussion) "please send v2" is routine. Stance is read wider: in every thread but a
     patch posting (stance.reads_stance).
     """
-    return bool(_REPORT_THREAD.search(_REPLY_PREFIXES.sub("", subject, count=1)))
+    return bool(_REPORT_THREAD.search(REPLY_PREFIXES.sub("", subject, count=1)))
 
 
 def is_patch_review(subject: str) -> bool:
     """A reply in a `[PATCH …]` thread: what it quotes is a patch or its review, not a report."""
     if not _REPLY_SUBJECT.match(subject):
         return False
-    unreplied = _REPLY_PREFIXES.sub("", subject, count=1)
+    unreplied = REPLY_PREFIXES.sub("", subject, count=1)
     return bool(_PATCH_SUBJECT.match(unreplied)) and not re.search(r"\bregression\b", subject, re.IGNORECASE)
 
 

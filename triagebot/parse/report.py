@@ -7,7 +7,15 @@ import re
 from triagebot.errors import MessageError
 from triagebot.parse import lkp as lkp_parser
 from triagebot.parse import prose
-from triagebot.parse.classify import classify, has_patch, is_patch_review, is_plain_patch, is_report_thread, lkp_sender
+from triagebot.parse.classify import (
+    REPLY_PREFIXES,
+    classify,
+    has_patch,
+    is_patch_review,
+    is_plain_patch,
+    is_report_thread,
+    lkp_sender,
+)
 from triagebot.parse.commits import find_commits
 from triagebot.parse.draft import Draft, LanguageRequest, complete
 from triagebot.parse.finite import finite_only, may_hold_huge_number
@@ -396,7 +404,12 @@ def _second_look(kind: str, subject: str, sender: str, own: str, quoted: str) ->
             return "patch-regression"
         # a reply in a report's or a failure's thread answers it (its stance is read: "still fails
         # here, and boots slower too", dev6 replies 102)
-        return kind if is_report_thread(subject) or BUG_TITLE.search(subject) else "human-perf-complaint"
+        # and so does a reply in a thread whose subject states a slowdown ("arm-smmu-v3 high cpu
+        # usage for NVMe", dev11 replies 267)
+        if is_report_thread(subject) or BUG_TITLE.search(subject) \
+                or possible_slowdown(REPLY_PREFIXES.sub("", subject, count=1), starter=True) is not None:
+            return kind
+        return "human-perf-complaint"
     return "human-perf-complaint"
 
 
