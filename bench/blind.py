@@ -32,10 +32,12 @@ from typing import Any
 
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
+sys.path.insert(0, str(PROJECT / "bench"))
+
+from accuracy import fate  # noqa: E402
 
 from triagebot.daemon.flow import DIGEST_KINDS, REPORT_KINDS  # noqa: E402
 from triagebot.parse.report import parse_message  # noqa: E402
-from triagebot.records.certainty import uncertain_reasons  # noqa: E402
 from triagebot.records.report import Report, Source  # noqa: E402
 
 LABELS = PROJECT / "fixtures" / "labels" / "blind"
@@ -277,10 +279,10 @@ def measure(replies: list[dict], reports: list[dict], raw: dict[str, bytes]) -> 
             continue
         kinds[(label["kind"], report.kind)] += 1
         # what the daemon does with it (flow.admit, flow.post_digests): a thread, the day's digest, or stored
-        is_admitted = report.kind in REPORT_KINDS and not uncertain_reasons(report)
-        # a reply is listed only in a thread the daemon runs, which a message read alone is not
-        # (as bench/accuracy.py's fate; before issue 38's third round this counted any unsure reply)
-        is_digested = report.kind in DIGEST_KINDS and report.kind != "reply" and bool(uncertain_reasons(report))
+        # (accuracy.fate: a reply is listed only in a thread the daemon runs, which a message read
+        # alone is not; before issue 38's third round this script counted any unsure reply)
+        what = fate(report, REPORT_KINDS, DIGEST_KINDS)
+        is_admitted, is_digested = what == "taken on", what == "digest"
         if is_admitted:
             admitted[label["kind"]] += 1
             admitted_real["admitted"] += 1

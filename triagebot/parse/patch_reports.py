@@ -192,7 +192,7 @@ ATTRIBUTION_REACH = 400  # characters around it where the writer ties it to the 
 # much worse" or "crawling performance regressions" in a discussion (linux-ext4 2024) do not.
 _SIGHTING = re.compile(r"\b(?:I|we)\s+(?:have\s+|had\s+|'ve\s+)?(?:also\s+)?(?:see|saw|seen|seeing|noticed?|"
                        r"observed?|measured?|got|get|found|hit)\b", re.IGNORECASE)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
+SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*\n")  # where the writer's sentences part
 MAX_OWN = 20000  # characters of the writer's own text read
 
 
@@ -213,7 +213,7 @@ class Slowdown:
 def _statements(own: str) -> list[tuple[int, str]]:
     """The writer's sentences with where each starts."""
     found, start = [], 0
-    for match in _SENTENCE.finditer(own):
+    for match in SENTENCE.finditer(own):
         found.append((start, own[start:match.start()]))
         start = match.end()
     found.append((start, own[start:]))

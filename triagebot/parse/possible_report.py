@@ -30,11 +30,9 @@ from __future__ import annotations
 
 import re
 
-from triagebot.parse.patch_reports import HEDGE_REACH, Slowdown, refused
+# sentences, the text read and the figures kept: as patch_reports reads the writer's text
+from triagebot.parse.patch_reports import HEDGE_REACH, MAX_NUMBERS, MAX_OWN, SENTENCE, Slowdown, refused
 
-# A sentence: as patch_reports reads the writer's text.
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
-MAX_OWN = 20000  # characters of the writer's own text read
 MAX_SENTENCE = 1500  # characters of one sentence read (a table without full stops is one "sentence")
 
 # Words that say slowness on their own, with a word of performance or a figure.
@@ -115,7 +113,6 @@ _UNDONE = re.compile(r"\b(?:revert\w*|restor\w*|recover\w*|unless)\b", re.IGNORE
 # A line naming whom the writer copies ("[+cc Vitaly, regressions]", "Cc: …"): the regressions list
 # is named there, no slowdown.
 _CC_LINE = re.compile(r"^[ \t]*\[?\+?cc\b[^\n]*$", re.IGNORECASE | re.MULTILINE)
-MAX_NUMBERS = 12  # figures kept as written
 
 
 # Where to read: a literal every GROWN, STRONG, WORSENED or WEAK form and every signed drop holds,
@@ -177,7 +174,7 @@ def possible_slowdown(own: str, *, starter: bool = False) -> Slowdown | None:
     if not cues:
         return None
     start, next_cue = 0, 0
-    for boundary in (*_SENTENCE.finditer(text), None):
+    for boundary in (*SENTENCE.finditer(text), None):
         end = boundary.start() if boundary is not None else len(text)
         while next_cue < len(cues) and cues[next_cue] < start:
             next_cue += 1

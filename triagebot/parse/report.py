@@ -321,8 +321,7 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
     else:
         # a reply in a series' thread that quotes a slowdown measured against it answers a report
         # (issue 38): what it says of reproducing is read as in any report's thread
-        answers_report = kind == "reply" and (quotes_a_slowdown(split.quoted)
-                                              or quotes_a_patch_regression(subject, split.quoted))
+        answers_report = kind == "reply" and _answers_a_slowdown(subject, split.quoted)
         fields, request = _prose_fields(own, subject, kind, answers_report=answers_report,
                                         forwarded=_forwarded_report(kind, own, split.quoted))
         # A review in a patch thread quotes the patch: there is no report to take context from.
@@ -363,7 +362,6 @@ def _assemble(*, message_id, in_reply_to, references, subject, sender, date, sou
 # What the second look may read again (possible_report.py): a reply, a person's message read as no
 # report, or a functional bug report. Never the robots', a patch, a pull request or an announcement.
 SECOND_LOOK_KINDS = ("reply", "other", "human-bug")
-_BUGZILLA_NEW = re.compile(r"^\s*\[Bug \d+\]\s*New:", re.IGNORECASE)
 # A new thread tagged only for discussion ("[RFC] performance regression with …"): no patch, no
 # pull request; its text is read like any other post's when it carries no patch.
 _DISCUSSION_TAG = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*?\[\s*(?:RFC|RFT|DISCUSS\w*|QUESTION)\s*\](?!\s*\[)",
@@ -383,15 +381,17 @@ def _second_look(kind: str, subject: str, sender: str, own: str, quoted: str) ->
     subject, or a quoted slowdown) answers that report: its stance is read, not a report of its own."""
     if kind not in SECOND_LOOK_KINDS or lkp_sender(sender):
         return kind
-    if ROBOT_SENDERS.search(sender) and not _BUGZILLA_NEW.match(subject):
-        return kind  # a robot's own mail; a bug tracker's `New:` mail carries a person's report (ext4 2024's
-        # "[Bug 219300] New: …": "over 10 times slower than ntfs", read as a functional bug)
+    # a robot's own mail is left; a bug tracker's `New:` mail carries a person's report (ext4 2024's
+    # "[Bug 219300] New: …": "over 10 times slower than ntfs", read as a functional bug)
+    tracker = BUGZILLA_SUBJECT.match(subject)
+    if ROBOT_SENDERS.search(sender) and not (tracker and tracker.group(1)):
+        return kind
     if kind == "other" and ((NOT_A_REPORT_SUBJECT.search(subject) and not _DISCUSSION_TAG.match(subject))
                             or CI_RESULT_SUBJECT.search(subject) or has_patch(own)):
         return kind  # a patch, a pull request, an announcement, a bot's results
     # a thread's first message says what it is about in its subject too ("USBC resume callback takes
     # far too long, between 650ms and 1200ms", dev10:16): read as the writer's first sentence
-    title = TITLE_PREFIX.sub("", BUGZILLA_SUBJECT.sub("", subject, count=1), count=1)
+    title = TITLE_PREFIX.sub("", subject[tracker.end():] if tracker else subject, count=1)
     said = own if kind == "reply" else f"{title}\n\n{own}"
     if possible_slowdown(said, starter=kind != "reply") is None:
         return kind

@@ -593,6 +593,7 @@ FORMS_DEV5: dict[str, list[list[dict[str, Any]]]] = {
 # is line N of its replies.jsonl), read where the writer's own run left the problem in place.
 _STILL_NOUNS = ["regression", "slowdown", "degradation", "problem", "issue", "splat", "warning", "hang", "deadlock",
                 "bug", "crash", "stall", "corruption", "panic", "oops", "error", "failure"]
+_STILL_NOUN_FORMS = [*_STILL_NOUNS, *(noun + "s" for noun in _STILL_NOUNS), "crashes"]  # singular and plural
 FORMS_ISSUE38: dict[str, list[list[dict[str, Any]]]] = {
     # the problem seen again with no subject next to the verb: "I'm now running Linux 5.1 and still
     # see the errors described above" (dev6:133, linux-bcache), "I tried ... v4.19 - v5.4 - v5.5.11
@@ -603,7 +604,7 @@ FORMS_ISSUE38: dict[str, list[list[dict[str, Any]]]] = {
          {"LOWER": {"IN": ["the", "a", "an", "this", "that", "these", "those", "same", "similar"]},
           "OP": "{0,2}"},
          {"IS_ALPHA": True, "OP": "?"},
-         {"LOWER": {"IN": _STILL_NOUNS + [noun + "s" for noun in _STILL_NOUNS] + ["crashes", "lockdep"]}}],
+         {"LOWER": {"IN": _STILL_NOUN_FORMS + ["lockdep"]}}],
     ],
     # the writer's own figures still behind the baseline: "parallel dio reads still has poor
     # performance than before" (dev2:13, linux-ext4), "a little improvement ..., but still poor than
@@ -623,7 +624,7 @@ FORMS_ISSUE38: dict[str, list[list[dict[str, Any]]]] = {
     # (dev6:204, linux-cachefs, another thread), as "the problem still persists" after a build of
     # one's own (dev3:130, linux-cifs, read before); not "while the slowdown persists" (no kernel)
     "PERSISTS_IN": [
-        [{"LOWER": {"IN": _STILL_NOUNS + [noun + "s" for noun in _STILL_NOUNS] + ["crashes"]}},
+        [{"LOWER": {"IN": _STILL_NOUN_FORMS}},
          {"LOWER": {"IN": ["persists", "persisted", "persist"]}}, {"LOWER": {"IN": ["in", "on", "with"]}},
          {"OP": "{0,4}"}, _VERSION],
     ],
