@@ -243,25 +243,28 @@ def set_directory(name: str) -> Path:
     return path
 
 
+def read_label_file(path: Path, id_prefix: str = "") -> list[dict]:
+    """The labels of one JSON-lines file of mirrored messages; each gains `_id` =
+    `<id_prefix><file name>:<line>` (bench/blind.py reads its sets with this too)."""
+    labels: list[dict] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            label = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise LabelError(f"{path}:{number}: not JSON ({error.msg})") from None
+        if not _SOURCE.match(str(label.get("source", ""))):
+            raise LabelError(f"{path}:{number}: source must be <owner>/<repo>@<40-hex commit>")
+        label["_id"] = f"{id_prefix}{path.name}:{number}"
+        labels.append(label)
+    return labels
+
+
 def load_set(directory: Path) -> tuple[list[dict], list[dict]]:
     """(replies, reports) of a mirror-sourced set; each label gains `_id` = set/file:line."""
-    found: list[list[dict]] = []
-    for file_name in ("replies.jsonl", "reports.jsonl"):
-        path = directory / file_name
-        labels: list[dict] = []
-        if path.exists():
-            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-                if not line.strip():
-                    continue
-                try:
-                    label = json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise LabelError(f"{path}:{number}: not JSON ({error.msg})") from None
-                if not _SOURCE.match(str(label.get("source", ""))):
-                    raise LabelError(f"{path}:{number}: source must be <owner>/<repo>@<40-hex commit>")
-                label["_id"] = f"{directory.name}/{file_name}:{number}"
-                labels.append(label)
-        found.append(labels)
+    found = [read_label_file(path, f"{directory.name}/") if path.exists() else []
+             for path in (directory / "replies.jsonl", directory / "reports.jsonl")]
     return found[0], found[1]
 
 
@@ -290,15 +293,15 @@ def read_mirrored(labels: list[dict], mirrors: Path) -> tuple[dict[str, bytes], 
         done = subprocess.run(["git", f"--git-dir={directory}", "cat-file", "--batch"], input=request,
                               capture_output=True, check=False)
         if done.returncode != 0:
-            notes.append(f"skipped: git cat-file failed in {directory}")
+            notes.append(f"skipped: git cat-file failed in {directory}: {done.stderr.decode(errors='replace').strip()}")
             continue
         output, position = done.stdout, 0
-        for label_id, _commit in wanted:
+        for label_id, commit in wanted:
             end = output.index(b"\n", position)
             header = output[position:end].split()
             position = end + 1
             if header[-1] == b"missing":
-                notes.append(f"missing: {label_id} has no file m in {owner}/{name}")
+                notes.append(f"missing: {label_id} {owner}/{name}@{commit} has no file m")
                 continue
             size = int(header[2])
             found[label_id] = output[position:position + size]

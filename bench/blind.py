@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -34,7 +33,8 @@ PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 sys.path.insert(0, str(PROJECT / "bench"))
 
-from accuracy import fate  # noqa: E402
+from accuracy import LabelError, fate, read_label_file  # noqa: E402
+from accuracy import read_mirrored as read_raw  # noqa: E402
 
 from triagebot.daemon.flow import DIGEST_KINDS, REPORT_KINDS  # noqa: E402
 from triagebot.parse.report import parse_message  # noqa: E402
@@ -52,7 +52,6 @@ FIELDS = ("culprit", "headline", "machine", "reproducers")
 TARGETS = {"stance": 95.0, "reproduced": 90.0, "not-reproduced": 90.0, "precision": 95.0, "recall": 90.0,
            "culprit": 90.0, "headline": 90.0, "machine": 90.0, "reproducers": 90.0}
 HEADLINE_TOLERANCE = 0.15  # percentage points: labels round to one decimal
-_SOURCE = re.compile(r"^(?P<owner>[A-Za-z0-9][\w.-]*)/(?P<name>[\w.-]+)@(?P<commit>[0-9a-f]{40})$")
 _MESSAGE_ID = re.compile(rb"^Message-ID:[ \t]*(?:\r?\n[ \t]+)?<?([^>\s]+)>?", re.IGNORECASE | re.MULTILINE)
 
 
@@ -62,75 +61,13 @@ def _robot(label: dict) -> bool:
     return any(sender in reporter for sender in ROBOT_SENDERS)
 
 
-class LabelError(ValueError):
-    """A label file line that cannot be used."""
-
-
 def load_labels(directory: Path) -> tuple[list[dict], list[dict]]:
-    """(replies, reports); each label gains `_id` = file:line."""
-    result: list[list[dict]] = []
-    for name in ("replies.jsonl", "reports.jsonl"):
-        path = directory / name
-        if not path.exists():
-            if name == "replies.jsonl":  # a set of candidate reports only (fixtures/labels/dev)
-                result.append([])
-                continue
-            raise LabelError(f"{path}: not found")
-        labels = []
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                label = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise LabelError(f"{path}:{number}: not JSON ({error.msg})") from None
-            if not _SOURCE.match(str(label.get("source", ""))):
-                raise LabelError(f"{path}:{number}: source must be <owner>/<repo>@<40-hex commit>")
-            label["_id"] = f"{name}:{number}"
-            labels.append(label)
-        result.append(labels)
-    return result[0], result[1]
-
-
-def mirror_dir(mirrors: Path, owner: str, name: str) -> Path | None:
-    for candidate in (mirrors / f"{owner}+{name}" / "repo", mirrors / f"{owner}+{name}"):
-        if (candidate / "objects").is_dir() or (candidate / "HEAD").is_file():
-            return candidate
-    return None
-
-
-def read_raw(labels: list[dict], mirrors: Path) -> tuple[dict[str, bytes], list[str]]:
-    """Raw message by label id, each mirror read by one `git cat-file --batch`; and skip notes."""
-    by_repo: dict[tuple[str, str], list[tuple[str, str]]] = {}
-    for label in labels:
-        match = _SOURCE.match(label["source"])
-        assert match is not None  # load_labels checked
-        by_repo.setdefault((match["owner"], match["name"]), []).append((label["_id"], match["commit"]))
-    found: dict[str, bytes] = {}
-    notes: list[str] = []
-    for (owner, name), wanted in sorted(by_repo.items()):
-        directory = mirror_dir(mirrors, owner, name)
-        if directory is None:
-            notes.append(f"skipped: mirror {owner}/{name} not found under {mirrors} ({len(wanted)} labels)")
-            continue
-        request = "".join(f"{commit}:m\n" for _, commit in wanted).encode()
-        done = subprocess.run(["git", f"--git-dir={directory}", "cat-file", "--batch"], input=request,
-                              capture_output=True, check=False)
-        if done.returncode != 0:
-            notes.append(f"skipped: git cat-file failed in {directory}: {done.stderr.decode(errors='replace').strip()}")
-            continue
-        output, position = done.stdout, 0
-        for label_id, commit in wanted:
-            end = output.index(b"\n", position)
-            header = output[position:end].split()
-            position = end + 1
-            if header[-1] == b"missing":
-                notes.append(f"missing: {label_id} {owner}/{name}@{commit} has no file m")
-                continue
-            size = int(header[2])
-            found[label_id] = output[position:position + size]
-            position += size + 1
-    return found, notes
+    """(replies, reports); each label gains `_id` = file:line. A set of candidate reports only
+    (fixtures/labels/dev) has no replies.jsonl; reports.jsonl must be there."""
+    replies, reports = directory / "replies.jsonl", directory / "reports.jsonl"
+    if not reports.exists():
+        raise LabelError(f"{reports}: not found")
+    return (read_label_file(replies) if replies.exists() else []), read_label_file(reports)
 
 
 def _header_id(raw: bytes) -> str | None:
