@@ -10,6 +10,8 @@ is cut at the limit and nothing more is read; a connection that never completes 
 the cap close the idle ones first, so /healthz answers with any number of idle connections
 open, and are answered 503 when every connection is in a request. Last, the daemon itself, its
 fd limit at 256, keeps polling and answering /healthz with 300 idle connections held against it.
+A client that reads none of a large answer is dropped at the write deadline (however the answer
+ends), and the daemon raises its soft fd limit towards the hard one before sizing the cap.
 No assertion is on a duration: each waits for a condition, with a generous guard against hangs.
 """
 from __future__ import annotations
@@ -20,6 +22,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -266,3 +269,78 @@ def test_the_daemon_polls_and_answers_with_300_idle_connections_under_a_256_fd_l
     assert "Too many open files" not in text
     assert any(item.get("event") == "health.listening" and item.get("max_connections") == 96
                for item in log_events(log))
+
+
+# --- an answer nobody reads ------------------------------------------------------------------------
+
+ANSWER_CHUNK = b"x" * 65536
+ANSWER_CHUNKS = 1024  # 64 MiB: far past every buffer between the app and a client that reads nothing
+
+
+def _big_answer_server(write_seconds: float) -> tuple[WebServer, threading.Event]:
+    """A started server whose one route streams 64 MiB, with the write deadline given, and an
+    event set when the app has sent its last chunk."""
+    finished = threading.Event()
+
+    async def app(scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-length", str(len(ANSWER_CHUNK) * ANSWER_CHUNKS).encode())]})
+        for number in range(ANSWER_CHUNKS):
+            await send({"type": "http.response.body", "body": ANSWER_CHUNK, "more_body": number < ANSWER_CHUNKS - 1})
+        finished.set()
+
+    return WebServer(app, limits=HttpLimits(max_connections=20, write_seconds=write_seconds)).start(), finished
+
+
+def _asking_and_not_reading(port: int, request: bytes) -> socket.socket:
+    connection = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect: a small window
+    connection.settimeout(GUARD)
+    connection.connect(("127.0.0.1", port))
+    connection.sendall(request)
+    return connection
+
+
+@pytest.mark.parametrize("request_bytes", [b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n",
+                                           b"GET /big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"],
+                         ids=["keep-alive", "connection-close"])
+def test_a_client_that_reads_none_of_its_answer_is_dropped(request_bytes: bytes) -> None:
+    server, finished = _big_answer_server(write_seconds=0.5)
+    try:
+        with _asking_and_not_reading(server.port, request_bytes) as connection:
+            # without the deadline the app waits on a full buffer for ever; with it the connection
+            # is aborted, uvicorn marks the request disconnected and the rest goes nowhere
+            assert finished.wait(GUARD), "a client reading nothing held its answer (and connection) open"
+            received = len(read_answer(connection))
+    finally:
+        server.stop()
+    assert received < len(ANSWER_CHUNK) * ANSWER_CHUNKS
+
+
+def test_a_client_that_reads_gets_the_whole_large_answer() -> None:
+    # the deadline is on a buffer that stays full, not on the whole answer: a reader is never cut
+    server, finished = _big_answer_server(write_seconds=GUARD)
+    try:
+        answer = get(server.port, "/big")[1]
+    finally:
+        server.stop()
+    assert finished.is_set() and answer.endswith(ANSWER_CHUNK)
+    assert len(answer.split(b"\r\n\r\n", 1)[1]) == len(ANSWER_CHUNK) * ANSWER_CHUNKS
+
+
+def test_the_daemon_raises_its_soft_fd_limit_within_the_hard_one() -> None:
+    # in a child process, so this one's limit is untouched: soft 256 under a hard limit of 2048
+    # rises to 2048 (the target is 4096); under a hard limit of 256 it stays 256
+    script = ("import resource, sys\n"
+              "from triagebot.web.bounds import raise_fd_soft_limit\n"
+              "resource.setrlimit(resource.RLIMIT_NOFILE, (256, int(sys.argv[1])))\n"
+              "print(raise_fd_soft_limit(), resource.getrlimit(resource.RLIMIT_NOFILE)[0])\n")
+    for hard, expected in ((2048, "2048 2048"), (256, "256 256"), (1 << 20, "4096 4096")):
+        done = subprocess.run([sys.executable, "-c", script, str(hard)], cwd=PROJECT, capture_output=True,
+                              text=True, check=False)
+        if hard > resource.getrlimit(resource.RLIMIT_NOFILE)[1] != resource.RLIM_INFINITY:
+            continue  # this machine's own hard limit is lower: a child cannot raise its hard limit
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == expected.split()

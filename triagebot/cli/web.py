@@ -38,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from triagebot.store.protocol import Store
     from triagebot.untrusted.whole_numbers import BadNumber, whole_number
     from triagebot.web.app import build_app
+    from triagebot.web.bounds import raise_fd_soft_limit
     from triagebot.web.server import WebServer, cannot_listen
     from triagebot.web.views import Site
 
@@ -61,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
             yield store
 
     site = Site(open_store=open_store, settings=settings, database=database, public=args.public)
+    raise_fd_soft_limit()  # before the connection cap is sized under it (web/bounds.py)
     try:
         server = WebServer(build_app(site), args.address, port)
     except OSError as error:

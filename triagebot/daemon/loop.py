@@ -67,7 +67,7 @@ from triagebot.notify.terminal import TerminalNotifier
 from triagebot.records.states import TriageState
 from triagebot.rules.settings import Settings
 from triagebot.store.protocol import OUTBOX_STATUSES, OutboxRow, Store, StoreUnavailable
-from triagebot.web.bounds import fd_soft_limit
+from triagebot.web.bounds import fd_soft_limit, raise_fd_soft_limit
 from triagebot.web.server import cannot_listen
 from triagebot.web.views import Site
 
@@ -300,6 +300,7 @@ def _serve(settings: Settings, database: Path, open_store: Callable[[], Abstract
     slack = slack_settings(settings, open_store, options.budget)
     socket = None
     if port is not None:
+        raise_fd_soft_limit()  # before the connection cap is sized under it (web/bounds.py)
         try:
             # the team's pages (reports, one report, the lab) beside /healthz and /metrics
             site = Site(open_store=open_store, settings=settings, database=database)

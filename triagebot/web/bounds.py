@@ -9,13 +9,20 @@ from the polls, runs and posts. Each bound, and where it is enforced:
   opening or of the previous response (`bounded_protocol`: a connection that never sends a
   whole head is closed, however slowly it trickles bytes); an idle keep-alive connection is
   closed after `keep_alive_seconds` (uvicorn's own timer);
+- an answer the client does not read is dropped: when the connection's send buffer stays full
+  (the transport paused writing) for `write_seconds`, the connection is aborted and what was
+  buffered is never sent, whether the answer was still being written or the connection was
+  closing after it (asyncio's close waits for the buffer to empty, which a client that reads
+  nothing never lets happen); a client that reads, however slowly, resumes writing and restarts
+  the deadline;
 - at most `max_connections` connections are held, sized under the process's file descriptor
-  soft limit with `RESERVED_FDS` kept for the daemon's own work and room for one burst of
-  accepts (`ACCEPT_BATCH`, the listen backlog: the event loop accepts that many before it sees
-  any; `connection_cap`). A new connection past the cap closes the connection that has waited
-  longest for a request head (an idle or trickling one: a working client is never kept out by
-  idle ones), or, when every connection is in a request, is answered 503 and closed at once;
-  uvicorn's own `limit_concurrency` answers 503 past the cap too;
+  soft limit (first raised towards the hard limit, `raise_fd_soft_limit`) with `RESERVED_FDS`
+  kept for the daemon's own work and room for one burst of accepts (`ACCEPT_BATCH`, the listen
+  backlog: the event loop accepts that many before it sees any; `connection_cap`). A new
+  connection past the cap closes the connection that has waited longest for a request head (an
+  idle or trickling one: a working client is never kept out by idle ones), or, when every
+  connection is in a request, is answered 503 and closed at once; uvicorn's own
+  `limit_concurrency` answers 503 past the cap too;
 - a body is read only by a route that takes one (`read_body`): a Content-Length over `max_body`
   is answered 413 before any of the body is read; a chunked body is cut at `max_body` (413,
   nothing more read); a body that has not arrived within `body_seconds` is answered 408. A
@@ -41,6 +48,9 @@ MAX_BODY = 64 * 1024  # Slack's payloads are a few kilobytes; no page takes a bo
 BODY_SECONDS = 10.0  # a whole body of MAX_BODY arrives in far less on any link Slack uses
 HEAD_SECONDS = 10.0  # a browser or a probe sends its whole head in one packet
 KEEP_ALIVE_SECONDS = 5  # an idle keep-alive connection is closed after this
+# an answer's send buffer may stay full this long: a browser on a slow link still reads a page of
+# a few hundred kilobytes within it, a client that reads nothing holds its connection no longer
+WRITE_SECONDS = 30.0
 MAX_HEAD_BYTES = 16 * 1024  # the request line and headers together (h11's own default, made explicit)
 RESERVED_FDS = 128  # kept for the daemon: its store, host locks, polls, git/ssh pipes, page stores
 # connections the event loop accepts in one go, before any of them is seen (asyncio accepts up to
@@ -48,6 +58,9 @@ RESERVED_FDS = 128  # kept for the daemon: its store, host locks, polls, git/ssh
 ACCEPT_BATCH = 32
 MAX_CONNECTIONS = 512  # a team's pages and Slack never need more, whatever the fd limit
 MIN_CONNECTIONS = 8  # even under a tiny fd limit /healthz must get through
+# the soft fd limit the daemon asks for (within its hard limit): room for the connection cap, the
+# reserve and the accept burst many times over, not so much that select-based code would break
+FD_SOFT_TARGET = 4096
 PAGE_THREADS = 4  # pages rendered (and Slack requests handled) at once
 
 LIMITS_KEY = "triagebot.http_limits"  # where a request's scope carries the server's HttpLimits
@@ -62,6 +75,21 @@ def fd_soft_limit() -> int | None:
     """This process's soft limit on open file descriptors (None: unlimited)."""
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     return None if soft == resource.RLIM_INFINITY else soft
+
+
+def raise_fd_soft_limit(target: int = FD_SOFT_TARGET) -> int | None:
+    """Raise this process's soft fd limit towards `target`, within the hard limit (a soft limit
+    already higher, or unlimited, is left as it is); the soft limit after (None: unlimited).
+    A limit the system will not raise is left as it was: the connection cap is sized under it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        wanted = target if hard == resource.RLIM_INFINITY else min(target, hard)
+        if wanted > soft:
+            try:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            except (ValueError, OSError):
+                pass  # a container may forbid it: the cap follows the limit there is
+    return fd_soft_limit()
 
 
 def connection_cap(soft_limit: int | None, reserved: int = RESERVED_FDS) -> int:
@@ -80,6 +108,7 @@ class HttpLimits:
     max_connections: int = MAX_CONNECTIONS
     head_seconds: float = HEAD_SECONDS
     keep_alive_seconds: int = KEEP_ALIVE_SECONDS
+    write_seconds: float = WRITE_SECONDS
     max_head_bytes: int = MAX_HEAD_BYTES
     max_body: int = MAX_BODY
     body_seconds: float = BODY_SECONDS
@@ -99,11 +128,12 @@ _REFUSED = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; char
 
 
 def bounded_protocol(limits: HttpLimits) -> type[H11Protocol]:
-    """uvicorn's h11 protocol with the head deadline and the connection cap of `limits`."""
+    """uvicorn's h11 protocol with the head and write deadlines and the connection cap of `limits`."""
 
     class BoundedH11Protocol(H11Protocol):
         waiting_since: float | None = None  # loop time since which a request head is awaited
         _head_timer: asyncio.TimerHandle | None = None
+        _write_timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
@@ -151,8 +181,30 @@ def bounded_protocol(limits: HttpLimits) -> type[H11Protocol]:
             if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
                 self._await_head()  # the next request's head, on a keep-alive connection
 
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            if self._write_timer is None:
+                self._write_timer = self.loop.call_later(limits.write_seconds, self.drop_unread)
+
+        def resume_writing(self) -> None:
+            self._stop_write_timer()
+            super().resume_writing()
+
+        def _stop_write_timer(self) -> None:
+            if self._write_timer is not None:
+                self._write_timer.cancel()
+                self._write_timer = None
+
+        def drop_unread(self) -> None:
+            """Abort a connection whose client has read none of its answer for `write_seconds`:
+            close() would wait for the buffer to empty, and this client never empties it."""
+            self._write_timer = None
+            self._stop_head_timer()
+            self.transport.abort()
+
         def connection_lost(self, exc: Exception | None) -> None:
             self._stop_head_timer()
+            self._stop_write_timer()
             super().connection_lost(exc)
 
     return BoundedH11Protocol
