@@ -262,3 +262,23 @@ def test_a_slowdown_bounded_as_negligible_is_no_report(body: str) -> None:
 def test_a_bound_on_another_quantity_leaves_the_slowdown_read() -> None:
     body = "With this series and under 10% free space, my untar runs 30% slower (41 s against 31.5 s).\n"
     assert parse_message(mail(PPC, body), Source("eml")).kind == "patch-regression"
+
+
+@pytest.mark.parametrize("body", [
+    # an author answering "what does it cost?" with a guess beside a table of gains (dev12:2)
+    "As for the performance hit of this series, it should be similar to the plain bounce buffer.\n\n"
+    "  w/o series  244.1 Mbit/s\n  w/ series   246.9 Mbit/s\n",
+    # a writer reckoning what cost would be acceptable (dev12:73)
+    "I'm trying to think about what kind of slowdown with this patch would be reasonable at 115200 baud: "
+    "64 bytes take 5.6 ms.\n",
+])
+def test_a_slowdown_followed_by_a_modal_estimate_is_reckoned_not_measured(body: str) -> None:
+    report = parse_message(mail(PPC, body), Source("eml"))
+    assert not (report.kind == "patch-regression" and not uncertain_reasons(report))  # never taken on
+    assert report.kind == "reply"
+
+
+def test_a_measured_slowdown_with_a_modal_elsewhere_stays_a_report() -> None:
+    # the modal is about the fix, not the slowdown's estimate: still a measured regression
+    body = "With this series my untar runs 30% slower (41 s against 31.5 s); a fix should be easy.\n"
+    assert parse_message(mail(PPC, body), Source("eml")).kind == "patch-regression"

@@ -195,3 +195,47 @@ def test_a_reply_in_a_thread_whose_subject_states_a_slowdown_answers_it() -> Non
     assert mail("Re: smmu high cpu usage with NVMe on 6.6", body).kind == "reply"
     assert mail("Re: eMMC trouble on the new boards", "Since 6.9 the irq thread sits at high CPU usage "
                 "during every fio run, 35% against 5%.\n").kind == "human-perf-complaint"
+
+
+@pytest.mark.parametrize("body", [
+    # a time per side in one sentence, no word of slowness (dev12:53)
+    "I ran the getuid loop again: it takes about 1.20 seconds of sys time before the kernel is patched, "
+    "and about 1.31 seconds after the kernel is patched.\n",
+    # a line per side, the option named on each (dev12:58)
+    "Rough numbers from hackbench, 30 runs each:\n"
+    "With card_tuning=off, the run takes around 3.02 seconds\n"
+    "With card_tuning=on, the run takes around 3.19 seconds\n",
+    # a rate per side: the changed side's falls
+    "fio seq read on the eMMC:\nbefore: 180 MB/s\nafter: 151 MB/s\n",
+])
+def test_figures_alone_without_and_with_the_series_are_a_digest_line(body: str) -> None:
+    report = mail(SERIES, body)
+    assert report.kind == "patch-regression"
+    assert report.series is not None and not report.series.attributed and digested(report)
+    assert report.series.numbers and report.series.numbers[0][0].isdigit()
+
+
+@pytest.mark.parametrize("body", [
+    # the changed side is the faster: the author's gain
+    "fio seq read on the eMMC:\nbefore: 151 MB/s\nafter: 180 MB/s\n",
+    # within the verdict's floor
+    "before: 3.02 s\nafter: 3.04 s\n",
+    # a mixed result: a time grows while a rate grows too
+    "before: 3.0 s and 150 MB/s\nafter: 3.2 s and 170 MB/s\n",
+    # one side only, and a board named with "on"
+    "On an 885, the syscall loop reports 2227 ns.\n",
+])
+def test_figures_that_show_no_slowdown_leave_a_reply(body: str) -> None:
+    assert mail(SERIES, body).kind == "reply"
+
+
+def test_figures_alone_outside_a_series_thread_are_not_read() -> None:
+    body = "before: 180 MB/s\nafter: 151 MB/s\n"
+    assert mail("Re: what is your eMMC read speed?", body).kind == "reply"
+
+
+def test_a_time_in_greek_mu_or_a_lookalike_s_is_read_or_passed_over() -> None:
+    # the micro sign and the Greek mu fold together; a long s (folds to s) is no unit here
+    body = "before: 310 \u03bcs\nafter: 362 \u03bcs\n"
+    assert mail(SERIES, body).kind == "patch-regression"
+    assert mail(SERIES, "before: 310 \u017f\nafter: 362 \u017f\n").kind == "reply"

@@ -149,6 +149,17 @@ MINIMISED_REACH = 25  # characters around the slowdown's words where its bound s
 # table (dev8:25).
 _GAIN_COLUMN = re.compile(r"\|\s*(?:%[ \t]*)?(?:improvement|speed-?up|gain)s?[ \t]*(?=\|)", re.IGNORECASE)
 HEDGE_REACH = 30  # characters before the slowdown's words a hedge governs
+# A slowdown followed by a modal estimate is reckoned, not measured: "As for the performance hit,
+# it should be similar to the default swiotlb" (dev12:2, the author's table beside it shows gains),
+# "what kind of slowdown would be reasonable for my patch series" (dev12:73, a writer arguing the
+# reviewer's 25% is too high), "the slower it could be to allocate smaller pages" (linuxppc-dev, a
+# memory-hotplug RFC's review); a few words may stand between ("the performance hit of this series,
+# it should be similar").
+_ESTIMATE = re.compile(
+    r"[\s,]*(?:[\w'-]+[\s,]+){0,4}?(?:should|would|could|might|may)\s+(?:be|stay|remain)\s+(?:\w+\s+){0,2}?"
+    r"(?:similar|comparable|negligible|small\w*|minimal|reasonable|acceptable|fine|ok|okay|low\w*|tiny|marginal|"
+    r"insignificant|noise|within|around|about|roughly|less|under|below|~|\d)", re.IGNORECASE)
+ESTIMATE_REACH = 80  # characters after the slowdown's words where its estimate stands
 # A gain denied is no hedge and no gain: "no improvement, or even worse" (dev7:26), "failed to see
 # performance improvement" (dev7:19).
 _NO_GAIN = re.compile(r"\b(?:no|not|n't|failed to (?:see|get|measure)|without)\s+(?:\w+\s+){0,2}?(?:improv\w*|gains?|"
@@ -265,12 +276,14 @@ def people_slowdown(own: str) -> Slowdown | None:
 def refused(sentence: str, start: int, end: int, *, mixed: bool = True) -> bool:
     """Whether the slowdown words at sentence[start:end] are no claim of the writer's: hedged,
     denied or removed by a fix, a comparative naming a kind of thing, the robot's sentence retold,
-    or bounded as negligible; and, with `mixed` (a sure reading's test), asked about, beside a
-    gain, or beside a slowdown denied in the same sentence (see the patterns above)."""
+    bounded as negligible or followed by a modal estimate; and, with `mixed` (a sure reading's
+    test), asked about, beside a gain, or beside a slowdown denied in the same sentence (see the
+    patterns above)."""
     before = _NO_GAIN.sub(" ", sentence[max(0, start - HEDGE_REACH):start])
     if _HEDGE.search(before) or _ROBOT_WORDS.search(sentence) \
             or (sentence[start:end].lower().startswith(_COMPARATIVE) and _ATTRIBUTIVE.search(before)) \
-            or _MINIMISED.search(sentence[max(0, start - MINIMISED_REACH):end + MINIMISED_REACH]):
+            or _MINIMISED.search(sentence[max(0, start - MINIMISED_REACH):end + MINIMISED_REACH]) \
+            or _ESTIMATE.match(sentence, end, end + ESTIMATE_REACH):
         return True
     return mixed and bool(_QUESTION.search(sentence[:start])
                           or _GAIN.search(_NO_GAIN.sub(" ", _GAIN_COLUMN.sub("|", sentence)))

@@ -20,7 +20,10 @@ and not the slowdown a fix removes:
   performance and a figure in the same sentence ("the keyboard takes 8 seconds longer", "IOPS
   dropped from 3.0M to 1.2M");
 - or signed negative changes: two or more, or one beside a word of performance (`write: -45.5%`,
-  `-16.9%`).
+  `-16.9%`);
+- last, in a series' thread only (report.py), the writer's own pair of figures without and with
+  the change, the changed side the slower, with no word of slowness at all (measured_pair.py,
+  `measured_slowdown`).
 
 Measured in bench/README.md ("Issue 38: the second look"): on the development sets it reaches
 the reports the kind rules missed; over linux-ext4 2024 (5,273 messages) it adds about one digest
@@ -31,6 +34,7 @@ from __future__ import annotations
 import re
 
 # sentences, the text read and the figures kept: as patch_reports reads the writer's text
+from triagebot.parse.measured_pair import measured_pair
 from triagebot.parse.patch_reports import HEDGE_REACH, MAX_NUMBERS, MAX_OWN, SENTENCE, Slowdown, refused
 
 MAX_SENTENCE = 1500  # characters of one sentence read (a table without full stops is one "sentence")
@@ -188,3 +192,12 @@ def possible_slowdown(own: str, *, starter: bool = False) -> Slowdown | None:
             break
         start = boundary.end() if boundary is not None else len(text)
     return None
+
+
+def measured_slowdown(own: str) -> Slowdown | None:
+    """The writer's own pair of figures with the changed side the slower (measured_pair.py), as a
+    Slowdown never tied to a series: its statement is the lines the figures stand in."""
+    pair = measured_pair(own[:MAX_OWN])
+    if pair is None:
+        return None
+    return Slowdown(" … ".join(pair.pieces)[:400], pair.numbers[:MAX_NUMBERS], False)
