@@ -93,7 +93,9 @@ def measured_pair(own: str) -> MeasuredPair | None:
     """The writer's own reference and changed figures of one kind when the changed side is the
     slower by the floor or more (see the module text), else None."""
     text = own[:MAX_TEXT]
-    if not any(char.isdigit() for char in text):
+    # most review replies hold no two values of a unit at all: one pass over the text says so
+    first = _VALUE.search(text)
+    if first is None or _VALUE.search(text, first.end()) is None:
         return None
     found: dict[tuple[str, str], list[tuple[float, str, str]]] = {}
     for piece in _PIECE.split(text):
