@@ -198,8 +198,8 @@ def test_a_reply_in_a_thread_whose_subject_states_a_slowdown_answers_it() -> Non
 
 
 @pytest.mark.parametrize("body", [
-    # a time per side in one sentence, no word of slowness (dev12:53)
-    "I ran the getuid loop again: it takes about 1.20 seconds of sys time before the kernel is patched, "
+    # a time per side in one sentence wrapped after "the kernel is", no word of slowness (dev12:53)
+    "I ran the getuid loop again: it takes about 1.20 seconds of sys time before the kernel is\npatched, "
     "and about 1.31 seconds after the kernel is patched.\n",
     # a line per side, the option named on each (dev12:58)
     "Rough numbers from hackbench, 30 runs each:\n"
@@ -239,3 +239,11 @@ def test_a_time_in_greek_mu_or_a_lookalike_s_is_read_or_passed_over() -> None:
     body = "before: 310 \u03bcs\nafter: 362 \u03bcs\n"
     assert mail(SERIES, body).kind == "patch-regression"
     assert mail(SERIES, "before: 310 \u017f\nafter: 362 \u017f\n").kind == "reply"
+
+
+def test_a_revert_or_a_kernel_version_names_no_side() -> None:
+    # "after reverting" is the side without the change, "with kernel 6.1" a version: no pair
+    body = "After reverting the old commit the loop takes 3.4 s.\nWithout the series it takes 3.0 s.\n"
+    assert mail(SERIES, body).kind == "reply"
+    body = "Without the series: 3.0 s\nWith kernel 6.1 it takes 3.4 s.\n"
+    assert mail(SERIES, body).kind == "reply"

@@ -46,15 +46,18 @@ _VALUE = re.compile(
 # patch", "w/o series"), or a switch's value ("=off", "=on"). A bare "before" or "after" is time in
 # prose: "the 50ms the host should wait before de-asserting PERST#" and "the second 100ms delay
 # after a reset" (linux-pci 2023, a controller's review) name no side.
-_CHANGE_WORDS = r"(?:patch\w*|series|change\w*|commit|fix\w*|kernel|revert\w*)"
+# the change's own words, "kernel" among them ("before the kernel is" ending a wrapped line of
+# dev12:53) but not before a version ("with kernel 6.1" names one); and no revert between ("after
+# reverting the commit" is the side without it, "before reverting" the side with it)
+_CHANGE_WORDS = r"(?:patch\w*|series|change\w*|commit|fix\w*|kernel(?![ \t]+v?\d))"
 _REFERENCE = re.compile(
     r"^[ \t]*(?:[-*•][ \t]*)?(?:before|without|w/o|baseline|base|vanilla|stock|unpatched|original|old)\b[^\n:=]{0,40}:"
-    r"|\b(?:before|without|w/o)\s+(?:[\w-]+\s+){0,3}?" + _CHANGE_WORDS + r"\b"
+    r"|\b(?:before|without|w/o)\s+(?:(?!revert)[\w-]+\s+){0,3}?" + _CHANGE_WORDS + r"\b"
     r"|\b(?:unpatched|vanilla|baseline)\b|=\s*off\b",
     re.IGNORECASE | re.MULTILINE)
 _CHANGED = re.compile(
     r"^[ \t]*(?:[-*•][ \t]*)?(?:after|with|w/|patched|new)\b[^\n:=]{0,40}:"
-    r"|\b(?:after|with|w/)\s+(?:[\w-]+\s+){0,3}?" + _CHANGE_WORDS + r"\b"
+    r"|\b(?:after|with|w/)\s+(?:(?!revert)[\w-]+\s+){0,3}?" + _CHANGE_WORDS + r"\b"
     r"|\bpatched\b|=\s*on\b",
     re.IGNORECASE | re.MULTILINE)
 _PIECE = re.compile(r"(?<=[.!?])\s+|\n")
