@@ -25,11 +25,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from triagebot.parse.patch_reports import MAX_OWN
 from triagebot.rules.floors import DEFAULT_FLOOR_PERCENT
 
 MAX_PIECE = 400  # characters of one line or sentence read: a longer one is prose, not a figure's line
 SIDE_REACH = 80  # characters between a value and the side word it is given to
-MAX_TEXT = 20000  # characters of the writer's own text read
 
 _TIME_UNITS = {"ns": 1e-9, "nsec": 1e-9, "nsecs": 1e-9, "us": 1e-6, "usec": 1e-6, "usecs": 1e-6, "µs": 1e-6,
                "ms": 1e-3, "msec": 1e-3, "msecs": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0,
@@ -95,7 +95,7 @@ def _sides(piece: str) -> list[tuple[str, int]]:
 def measured_pair(own: str) -> MeasuredPair | None:
     """The writer's own reference and changed figures of one kind when the changed side is the
     slower by the floor or more (see the module text), else None."""
-    text = own[:MAX_TEXT]
+    text = own[:MAX_OWN]  # as much of the writer's own text as the word forms read
     # most review replies hold no two values of a unit at all: one pass over the text says so
     first = _VALUE.search(text)
     if first is None or _VALUE.search(text, first.end()) is None:

@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import re
 
-# sentences, the text read and the figures kept: as patch_reports reads the writer's text
 from triagebot.parse.measured_pair import measured_pair
+
+# sentences, the text read and the figures kept: as patch_reports reads the writer's text
 from triagebot.parse.patch_reports import HEDGE_REACH, MAX_NUMBERS, MAX_OWN, SENTENCE, Slowdown, refused
 
 MAX_SENTENCE = 1500  # characters of one sentence read (a table without full stops is one "sentence")
@@ -197,7 +198,7 @@ def possible_slowdown(own: str, *, starter: bool = False) -> Slowdown | None:
 def measured_slowdown(own: str) -> Slowdown | None:
     """The writer's own pair of figures with the changed side the slower (measured_pair.py), as a
     Slowdown never tied to a series: its statement is the lines the figures stand in."""
-    pair = measured_pair(own[:MAX_OWN])
+    pair = measured_pair(own)  # which reads MAX_OWN characters of it
     if pair is None:
         return None
     return Slowdown(" … ".join(pair.pieces)[:400], pair.numbers[:MAX_NUMBERS], False)
